@@ -1,0 +1,89 @@
+/**
+ * The kernel contract. Indexes, jobs and the scheduler are written once against `Backend`; choosing
+ * the GPU or the CPU is a constructor argument, never a code path.
+ */
+import type { SearchResult, SearchTimings } from './types.js';
+import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
+
+/** What the kernels compute: `ip` minimises `-q.x`; cosine is `ip` on normalised vectors. */
+export type KernelMetric = 'l2' | 'ip';
+
+export type BackendKind = 'webgpu' | 'cpu';
+
+/**
+ * Base vectors held by a backend (on the device for WebGPU), with their squared norms computed
+ * once when they are added. Vectors are addressed by their position: ids 0 .. ntotal - 1.
+ */
+export interface BaseStore {
+  readonly d: number;
+  readonly ntotal: number;
+  /** Appends `n` rows of `x` (`n * d`, already validated). If it throws, nothing was appended. */
+  add(x: Float32Array, n: number): Promise<void>;
+  /** Removes every vector. */
+  reset(): void;
+  /** Frees device memory; the store is unusable afterwards. */
+  dispose(): void;
+}
+
+export interface Backend {
+  readonly kind: BackendKind;
+  /** Largest k that `searchFlat` accepts. */
+  readonly maxK: number;
+  /** One line: backend, and for WebGPU the adapter (vendor, architecture, device). */
+  readonly description: string;
+  createBaseStore(d: number): BaseStore;
+  /**
+   * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store`.
+   * Returns distances (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each
+   * `nq * k`, best first, padded with -1 and +-Infinity.
+   */
+  searchFlat(
+    store: BaseStore,
+    xq: Float32Array,
+    nq: number,
+    k: number,
+    metric: KernelMetric,
+    timings?: SearchTimings,
+  ): Promise<SearchResult>;
+  /** Releases the device; for WebGPU this is what lets the process exit. */
+  dispose(): void;
+}
+
+export interface BackendOptions {
+  /** `auto` (default): WebGPU when an adapter exists, else the CPU with a warning on stderr. */
+  backend?: 'auto' | BackendKind;
+  /** Tuning and testing knobs of the WebGPU backend (see GpuBackendOptions). */
+  gpu?: import('./gpu/gpu-backend.js').GpuBackendOptions;
+  /** Where `auto`'s warning goes; defaults to stderr. */
+  warn?: (message: string) => void;
+}
+
+export const SETUP_HINT =
+  'run scripts/setup-webgpu.sh (on Debian/Ubuntu as root it installs the Vulkan loader and Mesa\'s ' +
+  'lavapipe driver, so WebGPU runs even without a GPU)';
+
+export async function createBackend(options: BackendOptions = {}): Promise<Backend> {
+  const choice = options.backend ?? 'auto';
+  if (choice !== 'auto' && choice !== 'webgpu' && choice !== 'cpu') {
+    throw new InvalidArgumentError(`backend must be one of auto, webgpu, cpu; got ${String(choice)}`);
+  }
+  if (choice === 'cpu') {
+    const { CpuBackend } = await import('./cpu/cpu-backend.js');
+    return new CpuBackend();
+  }
+  // Imported lazily so that the CPU backend never loads Dawn.
+  const { GpuBackend } = await import('./gpu/gpu-backend.js');
+  let reason: string;
+  try {
+    const gpu = await GpuBackend.create(options.gpu);
+    if (gpu) return gpu;
+    reason = 'no WebGPU adapter was found';
+  } catch (err) {
+    reason = `WebGPU could not start: ${(err as Error).message}`;
+  }
+  if (choice === 'webgpu') throw new WebGpuUnavailableError(`${reason}; ${SETUP_HINT}`);
+  const warn = options.warn ?? ((m: string) => process.stderr.write(`${m}\n`));
+  warn(`webgpu-knn: ${reason}; using the CPU backend (to get WebGPU, ${SETUP_HINT})`);
+  const { CpuBackend } = await import('./cpu/cpu-backend.js');
+  return new CpuBackend();
+}

@@ -1,0 +1,52 @@
+import { better } from './topk.js';
+
+/**
+ * CPU twin of shaders/topk-merge.wgsl: merges, for each row, `nseg` sorted partial lists (the output
+ * of topk) and the row's running list into a new running list of the k best, best first, in the
+ * (score, id) order of topk.ts.
+ *
+ * `partS/partI`: `rows * nseg * k`, list (r, g) at `(r * nseg + g) * k`.
+ * `runInS/runInI`: `rows * k` (row r at `r * k`), or null for "no running list yet".
+ * `runOutS/runOutI`: `rows * k`; must not alias the inputs.
+ * Every list holds exactly k entries (padding included), so k picks never exhaust a list.
+ */
+export function topkMerge(
+  partS: Float32Array,
+  partI: Uint32Array,
+  rows: number,
+  nseg: number,
+  k: number,
+  runInS: Float32Array | null,
+  runInI: Uint32Array | null,
+  runOutS: Float32Array,
+  runOutI: Uint32Array,
+): void {
+  const heads = new Int32Array(nseg + 1);
+  for (let r = 0; r < rows; r++) {
+    heads.fill(0);
+    const base = r * nseg * k;
+    for (let o = 0; o < k; o++) {
+      // List nseg is the running list; the partial lists come first.
+      let best = -1;
+      let bs = Infinity;
+      let bi = 0xffffffff;
+      if (runInS !== null && runInI !== null) {
+        const h = r * k + heads[nseg];
+        best = nseg;
+        bs = runInS[h];
+        bi = runInI[h];
+      }
+      for (let g = 0; g < nseg; g++) {
+        const h = base + g * k + heads[g];
+        if (best < 0 || better(partS[h], partI[h], bs, bi)) {
+          best = g;
+          bs = partS[h];
+          bi = partI[h];
+        }
+      }
+      runOutS[r * k + o] = bs;
+      runOutI[r * k + o] = bi;
+      heads[best]++;
+    }
+  }
+}

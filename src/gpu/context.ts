@@ -1,0 +1,103 @@
+/**
+ * Dawn bootstrap: one WebGPU instance, adapter and device, with the limits the data needs, adapter
+ * information for reports, device-loss handling, and `dispose()` so that the process can exit.
+ */
+import { WebGpuUnavailableError } from '../types.js';
+
+export interface AdapterSummary {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  isFallbackAdapter: boolean;
+  /** The backend Dawn runs on, where the description says (vulkan, metal, d3d12...). */
+  backend: string;
+}
+
+export class GpuContext {
+  /** Set when the device is lost or destroyed; every later use throws this reason. */
+  private lostReason: string | null = null;
+
+  private constructor(
+    /**
+     * The object returned by `create()` from `webgpu`. It must stay referenced as long as any
+     * adapter or device from it is in use: if it is garbage-collected, Dawn's instance is
+     * destroyed and the process crashes at the next event poll.
+     */
+    readonly gpu: GPU,
+    readonly adapter: GPUAdapter,
+    readonly device: GPUDevice,
+    readonly adapterInfo: AdapterSummary,
+    readonly hasTimestamps: boolean,
+  ) {
+    device.lost.then((info) => {
+      this.lostReason = `the WebGPU device was lost (${info.reason}): ${info.message}`;
+      if (info.reason !== 'destroyed') process.stderr.write(`webgpu-knn: ${this.lostReason}\n`);
+    });
+    device.addEventListener('uncapturederror', (ev) => {
+      process.stderr.write(`webgpu-knn: uncaptured WebGPU error: ${(ev as GPUUncapturedErrorEvent).error.message}\n`);
+    });
+  }
+
+  /** Returns null when no adapter exists (no driver), so callers can fall back or explain. */
+  static async create(): Promise<GpuContext | null> {
+    // Dawn's Vulkan loader wants a runtime directory; without one it prints warnings.
+    if (!process.env.XDG_RUNTIME_DIR) process.env.XDG_RUNTIME_DIR = '/tmp';
+    const webgpu = await import('webgpu');
+    // The GPUBufferUsage / GPUMapMode / GPUShaderStage enums live on globalThis in browsers.
+    if (typeof (globalThis as { GPUBufferUsage?: unknown }).GPUBufferUsage === 'undefined') {
+      Object.assign(globalThis, webgpu.globals);
+    }
+    const gpu = webgpu.create([]);
+    const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!adapter) return null;
+    const al = adapter.limits;
+    const requiredLimits: Record<string, number> = {
+      maxStorageBufferBindingSize: al.maxStorageBufferBindingSize,
+      maxBufferSize: al.maxBufferSize,
+      maxStorageBuffersPerShaderStage: Math.min(al.maxStorageBuffersPerShaderStage, 10),
+      maxComputeWorkgroupsPerDimension: al.maxComputeWorkgroupsPerDimension,
+    };
+    const hasTimestamps = adapter.features.has('timestamp-query');
+    const device = await adapter.requestDevice({
+      requiredLimits,
+      requiredFeatures: hasTimestamps ? ['timestamp-query'] : [],
+    });
+    const info = adapter.info;
+    const description = info.description ?? '';
+    const summary: AdapterSummary = {
+      vendor: info.vendor ?? '',
+      architecture: info.architecture ?? '',
+      device: info.device ?? '',
+      description,
+      isFallbackAdapter: (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? false,
+      backend: /llvmpipe|vulkan|nvidia|radv|anv/i.test(description) ? 'vulkan' : process.platform === 'darwin' ? 'metal' : 'unknown',
+    };
+    return new GpuContext(gpu, adapter, device, summary, hasTimestamps);
+  }
+
+  get limits(): GPUSupportedLimits {
+    return this.device.limits;
+  }
+
+  /** The largest binding a storage buffer may have on this device, in bytes. */
+  get maxBinding(): number {
+    return Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
+  }
+
+  describe(): string {
+    const a = this.adapterInfo;
+    const parts = [a.vendor, a.architecture, a.device].filter(Boolean).join(' ');
+    return `webgpu (${parts}${a.description ? `; ${a.description}` : ''}${a.isFallbackAdapter ? '; fallback adapter' : ''})`;
+  }
+
+  /** Throws if the device is gone; call before encoding work. */
+  check(): void {
+    if (this.lostReason) throw new WebGpuUnavailableError(this.lostReason);
+  }
+
+  dispose(): void {
+    if (!this.lostReason) this.lostReason = 'the WebGPU backend was disposed';
+    this.device.destroy();
+  }
+}

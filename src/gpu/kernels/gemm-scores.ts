@@ -1,0 +1,39 @@
+/** Dispatch of shaders/gemm-scores.wgsl (CPU twin: src/cpu/gemm-scores.ts). */
+import type { KernelMetric } from '../../backend.js';
+import type { Kernels } from './kernels.js';
+
+const WG = 64;
+/** Queries per workgroup (the shader's QB). */
+const QB = 8;
+
+export interface GemmScoresArgs {
+  metric: KernelMetric;
+  xq: GPUBuffer;
+  xb: GPUBuffer;
+  xnorm: GPUBuffer;
+  scores: GPUBuffer;
+  /** Queries q0 .. q0 + rows - 1 against base rows col0 .. col0 + cols - 1. */
+  q0: number;
+  rows: number;
+  col0: number;
+  cols: number;
+  dpad: number;
+  /** Row stride of `scores`. */
+  ldc: number;
+}
+
+export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs): void {
+  const gx = Math.ceil(a.cols / (4 * WG));
+  const gy = Math.ceil(a.rows / QB);
+  const max = kernels.maxGroups;
+  if (gx > max || gy > max) {
+    throw new Error(`gemm-scores: tile ${a.rows} x ${a.cols} needs ${gx} x ${gy} workgroups; the device allows ${max} per dimension`);
+  }
+  kernels.recorder.dispatch(
+    'gemm-scores',
+    kernels.pipelines.get('gemm-scores', { WG, METRIC: a.metric === 'l2' ? 0 : 1 }),
+    [a.rows, a.cols, a.dpad / 4, a.q0, a.col0, a.ldc],
+    [a.xq, a.xb, a.xnorm, a.scores],
+    [gx, gy],
+  );
+}

@@ -1,0 +1,37 @@
+/** Dispatch of shaders/topk.wgsl (CPU twin: src/cpu/topk.ts). */
+import type { Kernels } from './kernels.js';
+
+const WG = 64;
+
+/** Largest k the private-queue selection supports; the queue capacity is the next power of two. */
+export const TOPK_MAX_K = 1024;
+
+/** The queue capacity (a pipeline constant) for k: the next power of two, at least 2. */
+export function kBucket(k: number): number {
+  let cap = 2;
+  while (cap < k) cap *= 2;
+  return cap;
+}
+
+export interface TopkArgs {
+  scores: GPUBuffer;
+  outS: GPUBuffer;
+  outI: GPUBuffer;
+  rows: number;
+  cols: number;
+  ldc: number;
+  k: number;
+  nseg: number;
+  segLen: number;
+  id0: number;
+}
+
+export function encodeTopk(kernels: Kernels, a: TopkArgs): void {
+  kernels.recorder.dispatch(
+    'topk',
+    kernels.pipelines.get('topk', { WG, K_CAP: kBucket(a.k) }),
+    [a.rows, a.cols, a.ldc, a.k, a.nseg, a.segLen, a.id0],
+    [a.scores, a.outS, a.outI],
+    kernels.fold(a.rows * a.nseg, WG),
+  );
+}

@@ -1,0 +1,184 @@
+/**
+ * Records a sequence of kernel dispatches and buffer copies, then encodes them into one command
+ * buffer and submits it once. Each dispatch's parameters (a few u32s) go into one shared uniform
+ * buffer at aligned offsets, so a search with hundreds of dispatches creates one uniform buffer.
+ * Where the device has timestamp queries and timing is asked for, each dispatch gets its own pass
+ * with begin/end timestamps, summed per kernel name.
+ */
+import type { GpuContext } from './context.js';
+
+interface DispatchOp {
+  kind: 'dispatch';
+  kernel: string;
+  pipeline: GPUComputePipeline;
+  params: number[];
+  buffers: GPUBuffer[];
+  groups: [number, number];
+}
+
+interface CopyOp {
+  kind: 'copy';
+  src: GPUBuffer;
+  srcOffset: number;
+  dst: GPUBuffer;
+  dstOffset: number;
+  size: number;
+}
+
+/** WebGPU allows at most 4096 queries per query set: two per timed dispatch. */
+const MAX_TIMED_DISPATCHES = 2048;
+
+export class Recorder {
+  private readonly ops: (DispatchOp | CopyOp)[] = [];
+
+  constructor(private readonly ctx: GpuContext) {}
+
+  /** Records a dispatch: binding 0 is the uniform `params` (u32s), bindings 1.. are `buffers`. */
+  dispatch(kernel: string, pipeline: GPUComputePipeline, params: number[], buffers: GPUBuffer[], groups: [number, number]): void {
+    if (groups[0] === 0 || groups[1] === 0) return;
+    this.ops.push({ kind: 'dispatch', kernel, pipeline, params, buffers, groups });
+  }
+
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    if (size > 0) this.ops.push({ kind: 'copy', src, srcOffset, dst, dstOffset, size });
+  }
+
+  /**
+   * Encodes and submits everything recorded; resolves when the GPU has finished. With `timed`
+   * and timestamp support, resolves to GPU milliseconds per kernel name; otherwise to null.
+   */
+  async submit(timed = false): Promise<Record<string, number> | null> {
+    const { device } = this.ctx;
+    this.ctx.check();
+    const dispatches = this.ops.filter((op): op is DispatchOp => op.kind === 'dispatch');
+    const stride = Math.max(256, device.limits.minUniformBufferOffsetAlignment);
+    const paramBytes = 64;
+    const uniforms = device.createBuffer({
+      label: 'params',
+      size: Math.max(stride, dispatches.length * stride),
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
+    const data = new Uint32Array((Math.max(stride, dispatches.length * stride)) / 4);
+    dispatches.forEach((op, i) => {
+      if (op.params.length * 4 > paramBytes) throw new Error(`${op.kernel}: too many parameters`);
+      data.set(op.params, (i * stride) / 4);
+    });
+    device.queue.writeBuffer(uniforms, 0, data);
+
+    // Validation errors (an invalid pipeline, a bad binding) become an exception of this submit.
+    device.pushErrorScope('validation');
+    const timestamps = timed && this.ctx.hasTimestamps;
+    const nTimed = timestamps ? Math.min(dispatches.length, MAX_TIMED_DISPATCHES) : 0;
+    const querySet = nTimed > 0 ? device.createQuerySet({ type: 'timestamp', count: 2 * nTimed }) : null;
+    const encoder = device.createCommandEncoder();
+    let pass: GPUComputePassEncoder | null = null;
+    let di = 0;
+    for (const op of this.ops) {
+      if (op.kind === 'copy') {
+        pass?.end();
+        pass = null;
+        encoder.copyBufferToBuffer(op.src, op.srcOffset, op.dst, op.dstOffset, op.size);
+        continue;
+      }
+      const bindGroup = device.createBindGroup({
+        layout: op.pipeline.getBindGroupLayout(0),
+        entries: [
+          { binding: 0, resource: { buffer: uniforms, offset: di * stride, size: paramBytes } },
+          ...op.buffers.map((buffer, j) => ({ binding: j + 1, resource: { buffer } })),
+        ],
+      });
+      if (querySet && di < nTimed) {
+        pass?.end();
+        pass = encoder.beginComputePass({
+          timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * di, endOfPassWriteIndex: 2 * di + 1 },
+        });
+      } else if (!pass) {
+        pass = encoder.beginComputePass();
+      }
+      pass.setPipeline(op.pipeline);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(op.groups[0], op.groups[1]);
+      if (querySet && di < nTimed) {
+        pass.end();
+        pass = null;
+      }
+      di++;
+    }
+    pass?.end();
+
+    let resolve: GPUBuffer | null = null;
+    let staging: GPUBuffer | null = null;
+    if (querySet) {
+      const bytes = 16 * nTimed;
+      resolve = device.createBuffer({ size: bytes, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+      staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      encoder.resolveQuerySet(querySet, 0, 2 * nTimed, resolve, 0);
+      encoder.copyBufferToBuffer(resolve, 0, staging, 0, bytes);
+    }
+    device.queue.submit([encoder.finish()]);
+    this.ops.length = 0;
+    const invalid = await device.popErrorScope();
+    try {
+      if (invalid) throw new Error(`WebGPU rejected the commands: ${invalid.message}`);
+      await device.queue.onSubmittedWorkDone();
+      this.ctx.check();
+      if (!staging) return null;
+      await staging.mapAsync(GPUMapMode.READ);
+      const ticks = new BigUint64Array(staging.getMappedRange().slice(0));
+      staging.unmap();
+      const perKernel: Record<string, number> = {};
+      for (let i = 0; i < nTimed; i++) {
+        const ns = Number(ticks[2 * i + 1] - ticks[2 * i]);
+        const name = dispatches[i].kernel;
+        perKernel[name] = (perKernel[name] ?? 0) + ns / 1e6;
+      }
+      return perKernel;
+    } finally {
+      uniforms.destroy();
+      querySet?.destroy();
+      resolve?.destroy();
+      staging?.destroy();
+    }
+  }
+}
+
+/**
+ * Workgroup counts for `invocations` 1-D invocations of `wg` each, folded into (x, y) when more than
+ * `maxPerDim` workgroups are needed. Shaders rebuild the index as gid.x + gid.y * nwg.x * wg, and
+ * must bounds-check it (the fold may round up).
+ */
+export function foldGroups(invocations: number, wg: number, maxPerDim: number): [number, number] {
+  const groups = Math.ceil(invocations / wg);
+  if (groups <= maxPerDim) return [groups, 1];
+  const y = Math.ceil(groups / maxPerDim);
+  return [Math.ceil(groups / y), y];
+}
+
+/** Creates a buffer; `data`, when given, is copied in at creation. */
+export function createBuffer(device: GPUDevice, label: string, size: number, usage: number, data?: ArrayBufferView): GPUBuffer {
+  const padded = Math.max(16, Math.ceil(size / 4) * 4);
+  const buffer = device.createBuffer({ label, size: padded, usage, mappedAtCreation: data !== undefined });
+  if (data) {
+    new Uint8Array(buffer.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    buffer.unmap();
+  }
+  return buffer;
+}
+
+export const STORAGE = (): number => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+
+/** Reads `size` bytes of `src` from `offset` back to the host (through a staging buffer). */
+export async function readBuffer(ctx: GpuContext, src: GPUBuffer, offset: number, size: number): Promise<ArrayBuffer> {
+  const { device } = ctx;
+  const staging = device.createBuffer({ size: Math.max(16, Math.ceil(size / 4) * 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    const enc = device.createCommandEncoder();
+    enc.copyBufferToBuffer(src, offset, staging, 0, Math.ceil(size / 4) * 4);
+    device.queue.submit([enc.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    ctx.check();
+    return staging.getMappedRange().slice(0, size);
+  } finally {
+    staging.destroy();
+  }
+}

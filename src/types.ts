@@ -1,0 +1,103 @@
+/**
+ * Shared types, error classes and input validation. Every public entry point validates here, before
+ * it changes anything, so a call that throws leaves the index exactly as it was.
+ */
+
+/** `l2`: squared Euclidean, ascending. `ip`: inner product, descending. `cosine`: `ip` on L2-normalised vectors. */
+export type Metric = 'l2' | 'ip' | 'cosine';
+
+export const METRICS: readonly Metric[] = ['l2', 'ip', 'cosine'];
+
+/**
+ * k-NN results for `nq` queries: `distances` and `labels` are each `nq * k`, row-major, best first.
+ * Missing results are padded with label -1 and distance +Infinity (l2) or -Infinity (ip, cosine).
+ */
+export interface SearchResult {
+  distances: Float32Array;
+  labels: Int32Array;
+}
+
+/** Time spent in each phase of one search, in milliseconds; filled in when passed to `search`. */
+export interface SearchTimings {
+  uploadMs: number;
+  computeMs: number;
+  readbackMs: number;
+  /** GPU time per kernel name (from timestamp queries, where the adapter has them). */
+  kernelMs?: Record<string, number>;
+}
+
+export function emptyTimings(): SearchTimings {
+  return { uploadMs: 0, computeMs: 0, readbackMs: 0 };
+}
+
+/** Bad arguments: the message names the bad value and what was expected. */
+export class InvalidArgumentError extends Error {
+  override name = 'InvalidArgumentError';
+}
+
+/** No WebGPU adapter, a lost device, or a limit the data does not fit. */
+export class WebGpuUnavailableError extends Error {
+  override name = 'WebGpuUnavailableError';
+}
+
+export function checkMetric(metric: unknown): Metric {
+  if (typeof metric !== 'string' || !(METRICS as readonly string[]).includes(metric)) {
+    throw new InvalidArgumentError(`metric must be one of ${METRICS.join(', ')}; got ${String(metric)}`);
+  }
+  return metric as Metric;
+}
+
+export function checkDim(dim: unknown): number {
+  if (typeof dim !== 'number' || !Number.isInteger(dim) || dim < 1 || dim > 65536) {
+    throw new InvalidArgumentError(`dim must be an integer in [1, 65536]; got ${String(dim)}`);
+  }
+  return dim;
+}
+
+export function checkK(k: unknown, maxK: number): number {
+  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > maxK) {
+    throw new InvalidArgumentError(`k must be an integer in [1, ${maxK}]; got ${String(k)}`);
+  }
+  return k;
+}
+
+/**
+ * Checks that `x` is a Float32Array of `n * dim` finite values and returns `n`.
+ * `what` names the argument in messages ("xb", "xq"). Rows are 0-based in messages.
+ */
+export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: boolean): number {
+  if (!(x instanceof Float32Array)) {
+    const got = x === null ? 'null' : typeof x === 'object' ? (x as object).constructor?.name : typeof x;
+    throw new InvalidArgumentError(`${what} must be a Float32Array of n * ${dim} values; got ${got}`);
+  }
+  if (x.length % dim !== 0) {
+    throw new InvalidArgumentError(
+      `${what} has length ${x.length}, which is not a multiple of dim ${dim} (expected n * ${dim} values)`,
+    );
+  }
+  const n = x.length / dim;
+  if (n === 0 && !allowEmpty) {
+    throw new InvalidArgumentError(`${what} is empty; expected at least one vector of dim ${dim}`);
+  }
+  for (let i = 0; i < x.length; i++) {
+    if (!Number.isFinite(x[i])) {
+      const row = Math.floor(i / dim);
+      throw new InvalidArgumentError(
+        `${what} row ${row} has a non-finite value (${x[i]}) at column ${i % dim}; all values must be finite`,
+      );
+    }
+  }
+  return n;
+}
+
+/** Returns a copy of `x` (`n * d`) with each row scaled to unit L2 norm; zero rows stay zero. */
+export function normalizeRows(x: Float32Array, d: number): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let off = 0; off < x.length; off += d) {
+    let s = 0;
+    for (let j = 0; j < d; j++) s += x[off + j] * x[off + j];
+    const inv = s > 0 ? 1 / Math.sqrt(s) : 0;
+    for (let j = 0; j < d; j++) out[off + j] = x[off + j] * inv;
+  }
+  return out;
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // GPU suites share one software adapter; running files one at a time keeps lavapipe's two
+    // cores from being oversubscribed and keeps the adapter banner readable.
+    fileParallelism: false,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    reporters: ['default'],
+  },
+});
