@@ -79,7 +79,8 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
     if (gpu) return gpu;
     reason = 'no WebGPU adapter was found';
   } catch (err) {
-    reason = `WebGPU could not start: ${(err as Error).message}`;
+    // Dawn's messages span lines (a list of adapters); the first says what went wrong.
+    reason = `WebGPU could not start: ${String((err as Error).message).split('\n')[0].trim()}`;
   }
   if (choice === 'webgpu') throw new WebGpuUnavailableError(`${reason}; ${SETUP_HINT}`);
   const warn = options.warn ?? ((m: string) => process.stderr.write(`${m}\n`));

@@ -5,3 +5,6 @@ export type { FlatIndexOptions, SearchOptions } from './flat-index.js';
 export type { GpuBackendOptions } from './gpu/gpu-backend.js';
 export type { Metric, SearchResult, SearchTimings } from './types.js';
 export { InvalidArgumentError, METRICS, WebGpuUnavailableError, emptyTimings, normalizeRows } from './types.js';
+export { readBvecs, readFvecs, readIvecs } from './io/texmex.js';
+export type { Vectors } from './io/texmex.js';
+export { randomFloats, randomSmallInts, rng } from './random.js';

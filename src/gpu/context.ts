@@ -40,7 +40,7 @@ export class GpuContext {
   }
 
   /** Returns null when no adapter exists (no driver), so callers can fall back or explain. */
-  static async create(): Promise<GpuContext | null> {
+  static async create(dawnFlags: string[] = []): Promise<GpuContext | null> {
     // Dawn's Vulkan loader wants a runtime directory; without one it prints warnings.
     if (!process.env.XDG_RUNTIME_DIR) process.env.XDG_RUNTIME_DIR = '/tmp';
     const webgpu = await import('webgpu');
@@ -48,7 +48,7 @@ export class GpuContext {
     if (typeof (globalThis as { GPUBufferUsage?: unknown }).GPUBufferUsage === 'undefined') {
       Object.assign(globalThis, webgpu.globals);
     }
-    const gpu = webgpu.create([]);
+    const gpu = webgpu.create(dawnFlags);
     const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
     if (!adapter) return null;
     const al = adapter.limits;

@@ -33,6 +33,8 @@ export interface GpuBackendOptions {
   scoreTileBytes?: number;
   /** Time each kernel with GPU timestamp queries, where the adapter has them (default false). */
   timeKernels?: boolean;
+  /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
+  dawnFlags?: string[];
 }
 
 const DEFAULT_TILE_COLS = 16384;
@@ -190,7 +192,7 @@ export class GpuBackend implements Backend {
 
   /** Null when there is no adapter. */
   static async create(options: GpuBackendOptions = {}): Promise<GpuBackend | null> {
-    const ctx = await GpuContext.create();
+    const ctx = await GpuContext.create(options.dawnFlags ?? []);
     return ctx ? new GpuBackend(ctx, options) : null;
   }
 

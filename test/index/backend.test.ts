@@ -1,0 +1,83 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createBackend } from '../../src/backend.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { WebGpuUnavailableError } from '../../src/types.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+const gpu = await gpuBackend();
+afterAll(disposeGpuBackends);
+const NO_ADAPTER = { dawnFlags: ['backend=no-such-backend'] };
+
+describe('createBackend', () => {
+  it('cpu never touches WebGPU', async () => {
+    const b = await createBackend({ backend: 'cpu' });
+    expect(b.kind).toBe('cpu');
+  });
+
+  it('webgpu without an adapter throws an error that says how to get one', async () => {
+    const p = createBackend({ backend: 'webgpu', gpu: NO_ADAPTER });
+    await expect(p).rejects.toBeInstanceOf(WebGpuUnavailableError);
+    await expect(createBackend({ backend: 'webgpu', gpu: NO_ADAPTER })).rejects.toThrow(/scripts\/setup-webgpu\.sh/);
+  });
+
+  it('auto without an adapter falls back to the cpu with a one-line warning', async () => {
+    const warnings: string[] = [];
+    const b = await createBackend({ backend: 'auto', gpu: NO_ADAPTER, warn: (m) => warnings.push(m) });
+    expect(b.kind).toBe('cpu');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/using the CPU backend/);
+    expect(warnings[0]).not.toMatch(/\n/);
+  });
+
+  it('rejects an unknown backend name', async () => {
+    await expect(createBackend({ backend: 'metal' as 'cpu' })).rejects.toThrow(/backend must be one of auto, webgpu, cpu; got metal/);
+  });
+
+  it.skipIf(!gpu)('auto picks webgpu when an adapter exists', async () => {
+    const b = await createBackend({ backend: 'auto' });
+    expect(b.kind).toBe('webgpu');
+    expect(b.description).toMatch(/^webgpu \(/);
+    b.dispose();
+  });
+});
+
+describe.skipIf(!gpu)('WebGPU device lifetime', () => {
+  it('a search after dispose fails with a clear error', async () => {
+    const b = await createBackend({ backend: 'webgpu' });
+    const index = new FlatIndex(b, { dim: 2 });
+    await index.add(new Float32Array([1, 2]));
+    b.dispose();
+    await expect(index.search(new Float32Array([1, 2]), 1)).rejects.toThrow(/disposed/);
+  });
+
+  it('survives garbage collection of everything but the backend, and the process exits after dispose', () => {
+    // Dawn's instance dies if the object from create() is collected while a device is in use; the
+    // context holds it. Run in a child with --expose-gc against the built package.
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const script = `
+      import { createBackend, FlatIndex } from './dist/index.js';
+      const b = await createBackend({ backend: 'webgpu' });
+      const index = new FlatIndex(b, { dim: 4 });
+      await index.add(new Float32Array(400).map((_, i) => i % 13));
+      for (let i = 0; i < 5; i++) {
+        globalThis.gc();
+        await new Promise((r) => setTimeout(r, 20));
+        const r = await index.search(new Float32Array([1, 2, 3, 4]), 3);
+        if (r.labels[0] < 0) throw new Error('bad result');
+      }
+      b.dispose();
+      console.log('ok');
+    `;
+    const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(child.stderr.split('\n').filter((l) => /error/i.test(l))).toEqual([]);
+    expect(child.signal).toBeNull();
+    expect(child.status).toBe(0);
+    expect(child.stdout.trim()).toBe('ok');
+  });
+});

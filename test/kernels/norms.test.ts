@@ -1,0 +1,38 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { norms } from '../../src/cpu/norms.js';
+import { padRows, paddedDim } from '../../src/gpu/gpu-backend.js';
+import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { KernelHarness, POISON } from './harness.js';
+
+const gpu = await gpuBackend();
+afterAll(disposeGpuBackends);
+
+describe.skipIf(!gpu)('gpu norms vs cpu twin', () => {
+  const shapes: [number, number][] = [[1, 1], [5, 3], [64, 4], [130, 17], [1000, 128]];
+  for (const [n, d] of shapes) {
+    for (const kind of ['int', 'float'] as const) {
+      it(`n=${n} d=${d} ${kind}`, async () => {
+        const h = new KernelHarness(gpu!);
+        const x = kind === 'int' ? randomSmallInts(n * d, n + d) : randomFloats(n * d, n * d);
+        const dpad = paddedDim(d);
+        // Rows 2.. of the buffer, written from element 1 of the output: offsets are exercised too.
+        const row0 = Math.min(2, n - 1);
+        const rows = n - row0;
+        const xBuf = h.upload(padRows(x, n, d, dpad));
+        const out = h.output(rows + 1, POISON);
+        const { encodeNorms } = await import('../../src/gpu/kernels/norms.js');
+        encodeNorms(h.kernels, { x: xBuf, out, n: rows, dpad, row0, out0: 1 });
+        await h.run();
+        const got = await h.readF32(out, rows + 1);
+        const want = norms(x.subarray(row0 * d), rows, d);
+        expect(Number.isNaN(got[0]), 'element before out0 untouched').toBe(true);
+        for (let i = 0; i < rows; i++) {
+          if (kind === 'int') expect(got[1 + i]).toBe(want[i]);
+          else expect(Math.abs(got[1 + i] - want[i])).toBeLessThanOrEqual(1e-5 * want[i] + 1e-6);
+        }
+        h.dispose();
+      });
+    }
+  }
+});
