@@ -90,9 +90,9 @@ export class CpuBackend implements Backend {
       for (let c0 = 0; c0 < n; c0 += CPU_BASE_TILE) {
         const cols = Math.min(CPU_BASE_TILE, n - c0);
         gemmScores(metric, xq, q0, rows, base.xb, base.xnorm, c0, cols, d, scores, CPU_BASE_TILE);
-        topk(scores, CPU_BASE_TILE, rows, cols, c0, k, 1, cols, partS, partI);
         tmpS.set(outS);
         tmpI.set(outI);
+        topk(scores, CPU_BASE_TILE, rows, cols, c0, k, 1, cols, partS, partI, c0 === 0 ? null : { s: tmpS, i: tmpI, row0: 0 });
         topkMerge(partS, partI, rows, 1, k, c0 === 0 ? null : tmpS, c0 === 0 ? null : tmpI, outS, outI);
       }
     }

@@ -5,10 +5,13 @@
  * Order: (score, id) ascending; equal scores break on the smaller id. The same total order is used
  * by the GPU kernels, so GPU and CPU results compare element by element.
  * Padding: when a segment holds fewer than k entries, the rest is (+Infinity, PAD_ID).
+ * Bound: when `boundS/boundI` are given, candidates no better than the row's running k-th best
+ * (`bound[(row0 + r) * k + k - 1]`) cannot reach the final k and are skipped.
  *
  * Layout: `scores[r * ldc + c]` for r < rows, c < cols; the id of column c is `id0 + c`.
  * Segment g covers columns [g * segLen, min(cols, (g + 1) * segLen)).
  * Output `outS` / `outI`: `rows * nseg * k`, list (r, g) at offset `(r * nseg + g) * k`.
+ * Method (as on the GPU): a max-heap of the best k so far (root = current k-th), then a heapsort.
  */
 
 /** Id of a padding entry; reads as -1 through an Int32Array view. */
@@ -19,21 +22,20 @@ export function better(s1: number, i1: number, s2: number, i2: number): boolean 
   return s1 < s2 || (s1 === s2 && i1 < i2);
 }
 
-/**
- * Inserts (s, id) into the sorted list `qs/qi[off, off + k)` if it beats the last entry.
- * The list stays sorted; its last entry drops out.
- */
-export function insertSorted(qs: Float32Array, qi: Uint32Array, off: number, k: number, s: number, id: number): void {
-  const last = off + k - 1;
-  if (!better(s, id, qs[last], qi[last])) return;
-  let p = last;
-  while (p > off && better(s, id, qs[p - 1], qi[p - 1])) {
-    qs[p] = qs[p - 1];
-    qi[p] = qi[p - 1];
-    p--;
+/** Places (s, id) at the root of the max-heap `hs/hi[off, off + n)` and sifts it down. */
+function siftDown(hs: Float32Array, hi: Uint32Array, off: number, n: number, s: number, id: number): void {
+  let pos = 0;
+  for (;;) {
+    const l = 2 * pos + 1;
+    if (l >= n) break;
+    const m = l + 1 < n && better(hs[off + l], hi[off + l], hs[off + l + 1], hi[off + l + 1]) ? l + 1 : l;
+    if (!better(s, id, hs[off + m], hi[off + m])) break;
+    hs[off + pos] = hs[off + m];
+    hi[off + pos] = hi[off + m];
+    pos = m;
   }
-  qs[p] = s;
-  qi[p] = id;
+  hs[off + pos] = s;
+  hi[off + pos] = id;
 }
 
 export function topk(
@@ -47,14 +49,32 @@ export function topk(
   segLen: number,
   outS: Float32Array,
   outI: Uint32Array,
+  bound: { s: Float32Array; i: Uint32Array; row0: number } | null = null,
 ): void {
   for (let r = 0; r < rows; r++) {
+    let bs = Infinity;
+    let bi = PAD_ID;
+    if (bound) {
+      bs = bound.s[(bound.row0 + r) * k + k - 1];
+      bi = bound.i[(bound.row0 + r) * k + k - 1];
+    }
     for (let g = 0; g < nseg; g++) {
       const off = (r * nseg + g) * k;
       outS.fill(Infinity, off, off + k);
       outI.fill(PAD_ID, off, off + k);
       const end = Math.min(cols, (g + 1) * segLen);
-      for (let c = g * segLen; c < end; c++) insertSorted(outS, outI, off, k, scores[r * ldc + c], id0 + c);
+      for (let c = g * segLen; c < end; c++) {
+        const s = scores[r * ldc + c];
+        const id = id0 + c;
+        if (better(s, id, outS[off], outI[off]) && better(s, id, bs, bi)) siftDown(outS, outI, off, k, s, id);
+      }
+      for (let n = k - 1; n > 0; n--) {
+        const s = outS[off + n];
+        const id = outI[off + n];
+        outS[off + n] = outS[off];
+        outI[off + n] = outI[off];
+        siftDown(outS, outI, off, n, s, id);
+      }
     }
   }
 }

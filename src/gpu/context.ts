@@ -29,6 +29,8 @@ export class GpuContext {
     readonly device: GPUDevice,
     readonly adapterInfo: AdapterSummary,
     readonly hasTimestamps: boolean,
+    /** Subgroups are enabled and have at least 8 lanes (what gemm-scores.wgsl needs). */
+    readonly hasSubgroups8: boolean,
   ) {
     device.lost.then((info) => {
       this.lostReason = `the WebGPU device was lost (${info.reason}): ${info.message}`;
@@ -59,11 +61,13 @@ export class GpuContext {
       maxComputeWorkgroupsPerDimension: al.maxComputeWorkgroupsPerDimension,
     };
     const hasTimestamps = adapter.features.has('timestamp-query');
-    const device = await adapter.requestDevice({
-      requiredLimits,
-      requiredFeatures: hasTimestamps ? ['timestamp-query'] : [],
-    });
     const info = adapter.info;
+    const subgroupMin = (info as { subgroupMinSize?: number }).subgroupMinSize ?? 0;
+    const hasSubgroups8 = adapter.features.has('subgroups') && subgroupMin >= 8;
+    const requiredFeatures: GPUFeatureName[] = [];
+    if (hasTimestamps) requiredFeatures.push('timestamp-query');
+    if (hasSubgroups8) requiredFeatures.push('subgroups' as GPUFeatureName);
+    const device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
     const description = info.description ?? '';
     const summary: AdapterSummary = {
       vendor: info.vendor ?? '',
@@ -73,7 +77,7 @@ export class GpuContext {
       isFallbackAdapter: (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? false,
       backend: /llvmpipe|vulkan|nvidia|radv|anv/i.test(description) ? 'vulkan' : process.platform === 'darwin' ? 'metal' : 'unknown',
     };
-    return new GpuContext(gpu, adapter, device, summary, hasTimestamps);
+    return new GpuContext(gpu, adapter, device, summary, hasTimestamps, hasSubgroups8);
   }
 
   get limits(): GPUSupportedLimits {

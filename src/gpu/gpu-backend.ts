@@ -33,6 +33,12 @@ export interface GpuBackendOptions {
   scoreTileBytes?: number;
   /** Time each kernel with GPU timestamp queries, where the adapter has them (default false). */
   timeKernels?: boolean;
+  /**
+   * Selection invocations to aim for per tile (rows x segments). More segments mean more parallel
+   * work but more heap work in total. Default: 512 on a CPU-emulated (fallback) adapter, whose
+   * few cores are busy with a few hundred, 65536 on a real GPU.
+   */
+  selectInvocations?: number;
   /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
   dawnFlags?: string[];
 }
@@ -250,8 +256,10 @@ export class GpuBackend implements Backend {
     const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows));
     const scoreBytes = Math.min(maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
     const queryTile = Math.max(1, Math.min(nq, Math.floor(scoreBytes / (tileCols * 4))));
-    // Segments per tile row: enough parallel work for small k, few enough lists for large k.
-    const nseg = Math.max(1, Math.min(MERGE_MAX_SEG, Math.floor(tileCols / Math.max(256, 4 * k))));
+    // Segments per tile row: enough parallel work in total, but each segment costs a heap of k, so
+    // no more than needed; few enough lists for large k.
+    const target = this.options.selectInvocations ?? (this.ctx.adapterInfo.isFallbackAdapter ? 512 : 65536);
+    const nseg = Math.max(1, Math.min(MERGE_MAX_SEG, Math.ceil(target / queryTile), Math.floor(tileCols / Math.max(256, 4 * k))));
     const segLen = Math.ceil(tileCols / nseg);
 
     const t0 = performance.now();
@@ -281,7 +289,10 @@ export class GpuBackend implements Backend {
             const cols = Math.min(tileCols, c.rows - col0);
             const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
             encodeGemmScores(kernels, { metric, xq: xqBuf, xb: c.xb, xnorm: c.xnorm, scores, q0, rows, col0, cols, dpad, ldc: tileCols });
-            encodeTopk(kernels, { scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: id0 + col0 });
+            encodeTopk(kernels, {
+              scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: id0 + col0,
+              bound: tiles === 0 ? null : { s: src.s, i: src.i, row0: q0 },
+            });
             encodeTopkMerge(kernels, {
               partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
               rows, k, nseg, first: tiles === 0, row0: q0,

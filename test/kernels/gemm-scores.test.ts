@@ -3,7 +3,8 @@ import type { KernelMetric } from '../../src/backend.js';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { padRows, paddedDim } from '../../src/gpu/gpu-backend.js';
-import { encodeGemmScores } from '../../src/gpu/kernels/gemm-scores.js';
+import { encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
+import { Kernels } from '../../src/gpu/kernels/kernels.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';
@@ -21,11 +22,18 @@ const shapes: number[][] = [
   [9, 1030, 5, 0, 9, 3, 1027, 1027],
 ];
 
+const variants = gpu ? gemmVariants(new Kernels(gpu.ctx)) : [];
+
 describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
+  it('has the subgroup variant where the adapter reports subgroups of >= 8 lanes', () => {
+    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')}`);
+    expect(variants).toContain('portable');
+  });
+  for (const variant of variants) {
   for (const [nq, nb, d, q0, rows, col0, cols, ldc] of shapes) {
     for (const metric of ['l2', 'ip'] as KernelMetric[]) {
       for (const kind of ['int', 'float'] as const) {
-        it(`nq=${nq} nb=${nb} d=${d} tile ${rows}x${cols} ${metric} ${kind}`, async () => {
+        it(`${variant}: nq=${nq} nb=${nb} d=${d} tile ${rows}x${cols} ${metric} ${kind}`, async () => {
           const h = new KernelHarness(gpu!);
           const gen = kind === 'int' ? randomSmallInts : randomFloats;
           const xq = gen(nq * d, 11 + nq);
@@ -36,7 +44,7 @@ describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
           encodeGemmScores(h.kernels, {
             metric, xq: h.upload(padRows(xq, nq, d, dpad)), xb: h.upload(padRows(xb, nb, d, dpad)),
             xnorm: h.upload(xn), scores, q0, rows, col0, cols, dpad, ldc,
-          });
+          }, variant);
           await h.run();
           const got = await h.readF32(scores, rows * ldc);
           const want = new Float32Array(rows * ldc).fill(NaN);
@@ -60,5 +68,6 @@ describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
         });
       }
     }
+  }
   }
 });

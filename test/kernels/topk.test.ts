@@ -31,41 +31,51 @@ const shapes: number[][] = [
 describe.skipIf(!gpu)('gpu topk and topk-merge vs cpu twins', () => {
   for (const [rows, cols, ldc, k, nseg] of shapes) {
     for (const ties of [true, false]) {
-      it(`rows=${rows} cols=${cols} k=${k} nseg=${nseg} ${ties ? 'ties' : 'floats'}`, async () => {
-        const h = new KernelHarness(gpu!);
-        const scores = scoresFor(rows * ldc, rows * cols + k, ties);
-        const segLen = Math.ceil(cols / nseg);
-        const id0 = 1000;
-        const len = rows * nseg * k;
-        const partS = h.output(len, POISON);
-        const partI = h.output(len, POISON);
-        encodeTopk(h.kernels, { scores: h.upload(scores), outS: partS, outI: partI, rows, cols, ldc, k, nseg, segLen, id0 });
-        // A running list from an earlier tile (ids below id0), merged with this tile's lists.
-        const prevS = new Float32Array(rows * k);
-        const prevI = new Uint32Array(rows * k);
-        const prevScores = scoresFor(rows * 3 * k, 99, ties);
-        const prevPart = { s: new Float32Array(rows * k), i: new Uint32Array(rows * k) };
-        topk(prevScores, 3 * k, rows, 3 * k, 0, k, 1, 3 * k, prevPart.s, prevPart.i);
-        topkMerge(prevPart.s, prevPart.i, rows, 1, k, null, null, prevS, prevI);
-        const runOutS = h.output(rows * k, POISON);
-        const runOutI = h.output(rows * k, POISON);
-        encodeTopkMerge(h.kernels, {
-          partS, partI, runInS: h.upload(prevS), runInI: h.upload(prevI), runOutS, runOutI,
-          rows, k, nseg, first: false, row0: 0,
+      for (const withBound of [false, true]) {
+        it(`rows=${rows} cols=${cols} k=${k} nseg=${nseg} ${ties ? 'ties' : 'floats'}${withBound ? ', bounded by a running list' : ''}`, async () => {
+          const h = new KernelHarness(gpu!);
+          const scores = scoresFor(rows * ldc, rows * cols + k, ties);
+          const segLen = Math.ceil(cols / nseg);
+          const id0 = 1000;
+          const len = rows * nseg * k;
+          // A running list from an earlier tile (ids below id0), for the bound and the merge.
+          const prevS = new Float32Array(rows * k);
+          const prevI = new Uint32Array(rows * k);
+          const prevScores = scoresFor(rows * 3 * k, 99, ties);
+          const prevPart = { s: new Float32Array(rows * k), i: new Uint32Array(rows * k) };
+          topk(prevScores, 3 * k, rows, 3 * k, 0, k, 1, 3 * k, prevPart.s, prevPart.i);
+          topkMerge(prevPart.s, prevPart.i, rows, 1, k, null, null, prevS, prevI);
+          const prevSBuf = h.upload(prevS);
+          const prevIBuf = h.upload(prevI);
+          const partS = h.output(len, POISON);
+          const partI = h.output(len, POISON);
+          encodeTopk(h.kernels, {
+            scores: h.upload(scores), outS: partS, outI: partI, rows, cols, ldc, k, nseg, segLen, id0,
+            bound: withBound ? { s: prevSBuf, i: prevIBuf, row0: 0 } : null,
+          });
+          const runOutS = h.output(rows * k, POISON);
+          const runOutI = h.output(rows * k, POISON);
+          encodeTopkMerge(h.kernels, {
+            partS, partI, runInS: prevSBuf, runInI: prevIBuf, runOutS, runOutI, rows, k, nseg, first: false, row0: 0,
+          });
+          await h.run();
+          const wantS = new Float32Array(len);
+          const wantI = new Uint32Array(len);
+          topk(scores, ldc, rows, cols, id0, k, nseg, segLen, wantS, wantI, withBound ? { s: prevS, i: prevI, row0: 0 } : null);
+          expect(Array.from(await h.readU32(partI, len)), 'topk ids').toEqual(Array.from(wantI));
+          expect(Array.from(await h.readF32(partS, len)), 'topk scores').toEqual(Array.from(wantS));
+          // The merged result never depends on the bound: compare with the unbounded twin.
+          const fullS = new Float32Array(len);
+          const fullI = new Uint32Array(len);
+          topk(scores, ldc, rows, cols, id0, k, nseg, segLen, fullS, fullI);
+          const mergedS = new Float32Array(rows * k);
+          const mergedI = new Uint32Array(rows * k);
+          topkMerge(fullS, fullI, rows, nseg, k, prevS, prevI, mergedS, mergedI);
+          expect(Array.from(await h.readU32(runOutI, rows * k)), 'merge ids').toEqual(Array.from(mergedI));
+          expect(Array.from(await h.readF32(runOutS, rows * k)), 'merge scores').toEqual(Array.from(mergedS));
+          h.dispose();
         });
-        await h.run();
-        const wantS = new Float32Array(len);
-        const wantI = new Uint32Array(len);
-        topk(scores, ldc, rows, cols, id0, k, nseg, segLen, wantS, wantI);
-        expect(Array.from(await h.readU32(partI, len)), 'topk ids').toEqual(Array.from(wantI));
-        expect(Array.from(await h.readF32(partS, len)), 'topk scores').toEqual(Array.from(wantS));
-        const mergedS = new Float32Array(rows * k);
-        const mergedI = new Uint32Array(rows * k);
-        topkMerge(wantS, wantI, rows, nseg, k, prevS, prevI, mergedS, mergedI);
-        expect(Array.from(await h.readU32(runOutI, rows * k)), 'merge ids').toEqual(Array.from(mergedI));
-        expect(Array.from(await h.readF32(runOutS, rows * k)), 'merge scores').toEqual(Array.from(mergedS));
-        h.dispose();
-      });
+      }
     }
   }
 

@@ -1,4 +1,7 @@
-/** Dispatch of shaders/gemm-scores.wgsl (CPU twin: src/cpu/gemm-scores.ts). */
+/**
+ * Dispatch of shaders/gemm-scores.wgsl, or of gemm-scores-portable.wgsl on devices without
+ * subgroups of at least 8 lanes (CPU twin of both: src/cpu/gemm-scores.ts).
+ */
 import type { KernelMetric } from '../../backend.js';
 import type { Kernels } from './kernels.js';
 
@@ -22,7 +25,14 @@ export interface GemmScoresArgs {
   ldc: number;
 }
 
-export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs): void {
+export type GemmVariant = 'subgroup' | 'portable';
+
+/** The variants this device can run, best first. */
+export function gemmVariants(kernels: Kernels): GemmVariant[] {
+  return kernels.ctx.hasSubgroups8 ? ['subgroup', 'portable'] : ['portable'];
+}
+
+export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs, variant: GemmVariant = gemmVariants(kernels)[0]): void {
   const gx = Math.ceil(a.cols / (4 * WG));
   const gy = Math.ceil(a.rows / QB);
   const max = kernels.maxGroups;
@@ -31,7 +41,7 @@ export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs): void {
   }
   kernels.recorder.dispatch(
     'gemm-scores',
-    kernels.pipelines.get('gemm-scores', { WG, METRIC: a.metric === 'l2' ? 0 : 1 }),
+    kernels.pipelines.get(variant === 'subgroup' ? 'gemm-scores' : 'gemm-scores-portable', { WG, METRIC: a.metric === 'l2' ? 0 : 1 }),
     [a.rows, a.cols, a.dpad / 4, a.q0, a.col0, a.ldc],
     [a.xq, a.xb, a.xnorm, a.scores],
     [gx, gy],

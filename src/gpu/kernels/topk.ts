@@ -3,10 +3,10 @@ import type { Kernels } from './kernels.js';
 
 const WG = 64;
 
-/** Largest k the private-queue selection supports; the queue capacity is the next power of two. */
+/** Largest k the private-heap selection supports; the heap capacity is the next power of two. */
 export const TOPK_MAX_K = 1024;
 
-/** The queue capacity (a pipeline constant) for k: the next power of two, at least 2. */
+/** The heap capacity (a pipeline constant) for k: the next power of two, at least 2. */
 export function kBucket(k: number): number {
   let cap = 2;
   while (cap < k) cap *= 2;
@@ -24,14 +24,17 @@ export interface TopkArgs {
   nseg: number;
   segLen: number;
   id0: number;
+  /** The running lists whose k-th entries bound each row (see the shader), or null on the first tile. */
+  bound: { s: GPUBuffer; i: GPUBuffer; row0: number } | null;
 }
 
 export function encodeTopk(kernels: Kernels, a: TopkArgs): void {
   kernels.recorder.dispatch(
     'topk',
     kernels.pipelines.get('topk', { WG, K_CAP: kBucket(a.k) }),
-    [a.rows, a.cols, a.ldc, a.k, a.nseg, a.segLen, a.id0],
-    [a.scores, a.outS, a.outI],
+    [a.rows, a.cols, a.ldc, a.k, a.nseg, a.segLen, a.id0, a.bound ? 1 : 0, a.bound?.row0 ?? 0],
+    // Without a bound the shader reads nothing from bound_*; any buffer satisfies the layout.
+    [a.scores, a.bound?.s ?? a.scores, a.bound?.i ?? a.scores, a.outS, a.outI],
     kernels.fold(a.rows * a.nseg, WG),
   );
 }
