@@ -20,7 +20,7 @@ probe() {
   (cd "$here" && node scripts/probe-adapter.mjs)
 }
 
-if out=$(probe 2>&1); then
+if out=$(probe 2>/dev/null); then
   echo "setup-webgpu: adapter found: $out"
   exit 0
 fi
@@ -92,7 +92,7 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${target[@]}" libvulkan1 mesa-vulkan-drivers >/dev/null
 echo "setup-webgpu: installed libvulkan1 and mesa-vulkan-drivers ${target[*]}"
 
-if out=$(probe 2>&1); then
+if out=$(probe 2>/dev/null); then
   echo "setup-webgpu: adapter found: $out"
 else
   echo "setup-webgpu: still no adapter after install: $out" >&2

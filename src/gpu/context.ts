@@ -9,6 +9,7 @@ export interface AdapterSummary {
   architecture: string;
   device: string;
   description: string;
+  /** A CPU-emulated adapter (lavapipe, SwiftShader): few cores, expensive barriers. */
   isFallbackAdapter: boolean;
   /** The backend Dawn runs on, where the description says (vulkan, metal, d3d12...). */
   backend: string;
@@ -74,7 +75,12 @@ export class GpuContext {
       architecture: info.architecture ?? '',
       device: info.device ?? '',
       description,
-      isFallbackAdapter: (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? false,
+      // Older Dawn builds report neither adapter.isFallbackAdapter nor info.isFallbackAdapter for
+      // lavapipe; its architecture ("software") and name say it.
+      isFallbackAdapter:
+        (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ??
+        (info as { isFallbackAdapter?: boolean }).isFallbackAdapter ??
+        (info.architecture === 'software' || /llvmpipe|lavapipe|swiftshader/i.test(`${info.device} ${description}`)),
       backend: /llvmpipe|vulkan|nvidia|radv|anv/i.test(description) ? 'vulkan' : process.platform === 'darwin' ? 'metal' : 'unknown',
     };
     return new GpuContext(gpu, adapter, device, summary, hasTimestamps, hasSubgroups8);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Shared set-up of the README's two commands: npm packages (npm ci when node_modules is missing or
+# older than package-lock.json), a WebGPU adapter (scripts/setup-webgpu.sh), and the build.
+# With WEBGPU_REQUIRED=1 a machine that cannot get an adapter is an error; otherwise a warning
+# (the tool then runs on its CPU backend).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "prepare: installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund
+fi
+if ! bash scripts/setup-webgpu.sh; then
+  if [ "${WEBGPU_REQUIRED:-0}" = 1 ]; then
+    echo "prepare: WEBGPU_REQUIRED=1 and no WebGPU adapter could be set up" >&2
+    exit 1
+  fi
+  echo "prepare: continuing without a WebGPU adapter (CPU backend only; GPU tests will skip)" >&2
+fi
+npm run -s build
