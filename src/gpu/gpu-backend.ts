@@ -31,6 +31,8 @@ export interface GpuBackendOptions {
   tileCols?: number;
   /** Bytes of the score tile buffer (default 64 MiB, capped by the binding limit). */
   scoreTileBytes?: number;
+  /** Most queries per submit (default: as many as fit one binding). Lower it to test batching. */
+  queryBatch?: number;
   /** Time each kernel with GPU timestamp queries, where the adapter has them (default false). */
   timeKernels?: boolean;
   /**
@@ -231,7 +233,8 @@ export class GpuBackend implements Backend {
     if (base.ntotal > 0) {
       // Query batches: each fits one binding for the queries and for the running lists.
       const maxBinding = this.ctx.maxBinding;
-      const batch = Math.max(1, Math.min(nq, Math.floor(maxBinding / (dpad * 4)), Math.floor(maxBinding / (k * 4))));
+      const fit = Math.min(Math.floor(maxBinding / (dpad * 4)), Math.floor(maxBinding / (k * 4)));
+      const batch = Math.max(1, Math.min(nq, fit, this.options.queryBatch ?? fit));
       for (let b0 = 0; b0 < nq; b0 += batch) {
         const rows = Math.min(batch, nq - b0);
         const part = await this.searchBatch(base, xq.subarray(b0 * d, (b0 + rows) * d), rows, k, metric, timings);

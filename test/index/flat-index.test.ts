@@ -7,9 +7,10 @@ import { InvalidArgumentError } from '../../src/types.js';
 import { IP_ATOL, L2_ATOL_SCALE, expectIdentical, expectTieAwareEqual } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
-// Small chunks and tiles so that the table below crosses chunk and tile boundaries.
+// Small chunks, tiles and batches so that the table below crosses chunk boundaries, column tiles
+// (tileCols), query tiles (8 rows of 128 scores) and query batches (10 queries per submit).
 const gpu = await gpuBackend();
-const gpuChunked = await gpuBackend({ chunkRows: 300, tileCols: 128 });
+const gpuChunked = await gpuBackend({ chunkRows: 300, tileCols: 128, scoreTileBytes: 128 * 4 * 8, queryBatch: 10 });
 const cpu = new CpuBackend();
 afterAll(disposeGpuBackends);
 
