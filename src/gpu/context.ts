@@ -11,9 +11,11 @@ export interface AdapterSummary {
   description: string;
   /** A CPU-emulated adapter (lavapipe, SwiftShader): few cores, expensive barriers. */
   isFallbackAdapter: boolean;
-  /** The backend Dawn runs on, where the description says (vulkan, metal, d3d12...). */
+  /** The native API Dawn uses by default on this platform. */
   backend: string;
 }
+
+const DAWN_BACKEND: Record<string, string> = { linux: 'vulkan', darwin: 'metal', win32: 'd3d12' };
 
 export class GpuContext {
   /** Set when the device is lost or destroyed; every later use throws this reason. */
@@ -75,13 +77,12 @@ export class GpuContext {
       architecture: info.architecture ?? '',
       device: info.device ?? '',
       description,
-      // Older Dawn builds report neither adapter.isFallbackAdapter nor info.isFallbackAdapter for
-      // lavapipe; its architecture ("software") and name say it.
+      // Dawn reports it in adapter.info; lavapipe's architecture ("software") says it too.
       isFallbackAdapter:
-        (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ??
-        (info as { isFallbackAdapter?: boolean }).isFallbackAdapter ??
-        (info.architecture === 'software' || /llvmpipe|lavapipe|swiftshader/i.test(`${info.device} ${description}`)),
-      backend: /llvmpipe|vulkan|nvidia|radv|anv/i.test(description) ? 'vulkan' : process.platform === 'darwin' ? 'metal' : 'unknown',
+        (info as { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
+        (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
+        info.architecture === 'software',
+      backend: DAWN_BACKEND[process.platform] ?? 'unknown',
     };
     return new GpuContext(gpu, adapter, device, summary, hasTimestamps, hasSubgroups8);
   }
@@ -98,7 +99,7 @@ export class GpuContext {
   describe(): string {
     const a = this.adapterInfo;
     const parts = [a.vendor, a.architecture, a.device].filter(Boolean).join(' ');
-    return `webgpu (${parts}${a.description ? `; ${a.description}` : ''}${a.isFallbackAdapter ? '; fallback adapter' : ''})`;
+    return `webgpu (${a.backend}: ${parts}${a.description ? `; ${a.description}` : ''}${a.isFallbackAdapter ? '; software adapter' : ''})`;
   }
 
   /** Throws if the device is gone; call before encoding work. */
