@@ -6,7 +6,7 @@
  * configuration, then a table with the GPU/CPU throughput ratio.
  */
 import type { Backend, Metric, SearchResult, SearchTimings } from 'webgpu-knn';
-import { FlatIndex, createBackend, randomFloats } from 'webgpu-knn';
+import { FlatIndex, createBackend, emptyTimings, randomFloats } from 'webgpu-knn';
 import { summarize, table } from './stats.js';
 
 export interface FlatBenchOptions {
@@ -91,7 +91,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
         const phases: SearchTimings[] = [];
         let last: SearchResult | null = null;
         for (let i = 0; i < o.warmup + o.repeats; i++) {
-          const timings: SearchTimings = { uploadMs: 0, computeMs: 0, readbackMs: 0 };
+          const timings = emptyTimings();
           const t = performance.now();
           last = await index.search(xq, k, { timings });
           const s = (performance.now() - t) / 1000;

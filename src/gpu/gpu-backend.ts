@@ -160,18 +160,6 @@ export class GpuBaseStore implements BaseStore {
     this.ntotal += n;
   }
 
-  /** The norms of all stored rows, read back from the device (for tests and checks). */
-  async readNorms(): Promise<Float32Array> {
-    const { readBuffer } = await import('./recorder.js');
-    const out = new Float32Array(this.ntotal);
-    let off = 0;
-    for (const c of this.chunks) {
-      out.set(new Float32Array(await readBuffer(this.backend.ctx, c.xnorm, 0, c.rows * 4)), off);
-      off += c.rows;
-    }
-    return out;
-  }
-
   reset(): void {
     for (const c of this.chunks) {
       c.xb.destroy();

@@ -50,6 +50,7 @@ export class Recorder {
   async submit(timed = false): Promise<Record<string, number> | null> {
     const { device } = this.ctx;
     this.ctx.check();
+    if (this.ops.length === 0) return null;
     const dispatches = this.ops.filter((op): op is DispatchOp => op.kind === 'dispatch');
     const stride = Math.max(256, device.limits.minUniformBufferOffsetAlignment);
     const paramBytes = 64;
