@@ -7,8 +7,9 @@
 // Bound: when use_bound == 1, candidates no better than the row's running k-th best
 // (bound_*[(row0 + r) * k + k - 1], from earlier tiles) cannot reach the final k and are skipped
 // with one compare. After the first tile almost every candidate is rejected this way.
-// Method: each invocation keeps its segment's best k in a private max-heap (root = the current
-// k-th best), so an accepted candidate costs O(log k); a heapsort at the end orders the list.
+// Method: each invocation keeps its segment's best (up to) k in a private max-heap (root = the
+// worst kept), so an accepted candidate costs O(log k); a heapsort of the m entries kept orders
+// the list. Thanks to the bound, m is small after the first tile, and so is the sort.
 // K_CAP is the heap's capacity, a power of two >= k, substituted into the text when the pipeline
 // is built (WGSL private arrays need a const size); k itself is a runtime parameter.
 // Dispatch: one invocation per (row, segment), 1-D, folded into (x, y):
@@ -47,6 +48,22 @@ fn better(s1: f32, i1: u32, s2: f32, i2: u32) -> bool {
   return s1 < s2 || (s1 == s2 && i1 < i2);
 }
 
+// Adds (s, id) as entry n of the max-heap hs/hi[0, n) and sifts it up.
+fn sift_up(s: f32, id: u32, n: u32) {
+  var pos = n;
+  while (pos > 0u) {
+    let parent = (pos - 1u) / 2u;
+    if (!better(hs[parent], hi[parent], s, id)) {
+      break;
+    }
+    hs[pos] = hs[parent];
+    hi[pos] = hi[parent];
+    pos = parent;
+  }
+  hs[pos] = s;
+  hi[pos] = id;
+}
+
 // Places (s, id) at the root of the max-heap hs/hi[0, n) and sifts it down.
 fn sift_down(s: f32, id: u32, n: u32) {
   var pos = 0u;
@@ -80,10 +97,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let seg = inv % p.nseg;
   let k = p.k;
   let inf = bitcast<f32>(INF_BITS);
-  for (var m = 0u; m < k; m++) {
-    hs[m] = inf;
-    hi[m] = PAD_ID;
-  }
   var bs = inf;
   var bi = PAD_ID;
   if (p.use_bound == 1u) {
@@ -94,24 +107,35 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let start = seg * p.seg_len;
   let end = min(p.cols, start + p.seg_len);
   let rbase = row * p.ldc;
+  var m = 0u;  // entries kept, <= k
   for (var c = start; c < end; c++) {
     let s = scores[rbase + c];
     let id = p.id0 + c;
-    if (better(s, id, hs[0], hi[0]) && better(s, id, bs, bi)) {
+    if (!better(s, id, bs, bi)) {
+      continue;
+    }
+    if (m < k) {
+      sift_up(s, id, m);
+      m++;
+    } else if (better(s, id, hs[0], hi[0])) {
       sift_down(s, id, k);
     }
   }
-  // Heapsort: move the worst to the end, one at a time; leaves hs/hi ascending.
-  for (var n = k - 1u; n > 0u; n--) {
-    let s = hs[n];
-    let id = hi[n];
-    hs[n] = hs[0];
-    hi[n] = hi[0];
-    sift_down(s, id, n);
+  // Heapsort: move the worst to the end, one at a time; leaves hs/hi[0, m) ascending.
+  for (var n = m; n > 1u; n--) {
+    let s = hs[n - 1u];
+    let id = hi[n - 1u];
+    hs[n - 1u] = hs[0];
+    hi[n - 1u] = hi[0];
+    sift_down(s, id, n - 1u);
   }
   let o = inv * k;
-  for (var m = 0u; m < k; m++) {
-    out_s[o + m] = hs[m];
-    out_i[o + m] = hi[m];
+  for (var j = 0u; j < m; j++) {
+    out_s[o + j] = hs[j];
+    out_i[o + j] = hi[j];
+  }
+  for (var j = m; j < k; j++) {
+    out_s[o + j] = inf;
+    out_i[o + j] = PAD_ID;
   }
 }

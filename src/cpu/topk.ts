@@ -11,7 +11,8 @@
  * Layout: `scores[r * ldc + c]` for r < rows, c < cols; the id of column c is `id0 + c`.
  * Segment g covers columns [g * segLen, min(cols, (g + 1) * segLen)).
  * Output `outS` / `outI`: `rows * nseg * k`, list (r, g) at offset `(r * nseg + g) * k`.
- * Method (as on the GPU): a max-heap of the best k so far (root = current k-th), then a heapsort.
+ * Method (as on the GPU): a max-heap of the best (up to) k so far (root = the worst kept), then a
+ * heapsort of the m entries kept; the rest of the list is padding.
  */
 
 /** Id of a padding entry; reads as -1 through an Int32Array view. */
@@ -20,6 +21,20 @@ export const PAD_ID = 0xffffffff;
 /** The (score, id) order: is (s1, i1) strictly better than (s2, i2)? */
 export function better(s1: number, i1: number, s2: number, i2: number): boolean {
   return s1 < s2 || (s1 === s2 && i1 < i2);
+}
+
+/** Adds (s, id) as entry n of the max-heap `hs/hi[off, off + n)` and sifts it up. */
+function siftUp(hs: Float32Array, hi: Uint32Array, off: number, n: number, s: number, id: number): void {
+  let pos = n;
+  while (pos > 0) {
+    const parent = (pos - 1) >> 1;
+    if (!better(hs[off + parent], hi[off + parent], s, id)) break;
+    hs[off + pos] = hs[off + parent];
+    hi[off + pos] = hi[off + parent];
+    pos = parent;
+  }
+  hs[off + pos] = s;
+  hi[off + pos] = id;
 }
 
 /** Places (s, id) at the root of the max-heap `hs/hi[off, off + n)` and sifts it down. */
@@ -60,21 +75,24 @@ export function topk(
     }
     for (let g = 0; g < nseg; g++) {
       const off = (r * nseg + g) * k;
-      outS.fill(Infinity, off, off + k);
-      outI.fill(PAD_ID, off, off + k);
       const end = Math.min(cols, (g + 1) * segLen);
+      let m = 0; // entries kept, <= k
       for (let c = g * segLen; c < end; c++) {
         const s = scores[r * ldc + c];
         const id = id0 + c;
-        if (better(s, id, outS[off], outI[off]) && better(s, id, bs, bi)) siftDown(outS, outI, off, k, s, id);
+        if (!better(s, id, bs, bi)) continue;
+        if (m < k) siftUp(outS, outI, off, m++, s, id);
+        else if (better(s, id, outS[off], outI[off])) siftDown(outS, outI, off, k, s, id);
       }
-      for (let n = k - 1; n > 0; n--) {
-        const s = outS[off + n];
-        const id = outI[off + n];
-        outS[off + n] = outS[off];
-        outI[off + n] = outI[off];
-        siftDown(outS, outI, off, n, s, id);
+      for (let n = m; n > 1; n--) {
+        const s = outS[off + n - 1];
+        const id = outI[off + n - 1];
+        outS[off + n - 1] = outS[off];
+        outI[off + n - 1] = outI[off];
+        siftDown(outS, outI, off, n - 1, s, id);
       }
+      outS.fill(Infinity, off + m, off + k);
+      outI.fill(PAD_ID, off + m, off + k);
     }
   }
 }
