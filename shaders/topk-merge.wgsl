@@ -1,6 +1,8 @@
 // topk-merge.wgsl: per row, merge nseg sorted partial lists (from topk.wgsl) and the row's running
 // list into a new running list of the k best, best first.
-//   partial list (r, g): part_s/part_i[(r * nseg + g) * k .. + k)
+//   partial list (r, g), g in [0, nseg): part_s/part_i[(r * stride + seg0 + g) * k .. + k)
+//   (stride = lists per row in the buffer; seg0 = first list merged here: large list counts are
+//   merged in rounds of at most MAX_SEG)
 //   running lists: run_in_*/run_out_*[(row0 + r) * k .. + k); run_in is ignored when first == 1
 // CPU twin: src/cpu/topk-merge.ts.
 // Order: (score, id) ascending, equal scores break on the smaller id. Every list holds exactly k
@@ -17,6 +19,8 @@ struct Params {
   nseg: u32,
   first: u32,   // 1: there is no running list yet
   row0: u32,    // first row of the running lists
+  stride: u32,  // partial lists per row in part_*
+  seg0: u32,    // first partial list of each row merged by this dispatch
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -43,7 +47,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   for (var g = 0u; g <= nseg; g++) {
     heads[g] = 0u;
   }
-  let pbase = r * nseg * k;
+  let pbase = (r * p.stride + p.seg0) * k;
   let rbase = (p.row0 + r) * k;
   for (var o = 0u; o < k; o++) {
     // The running list (index nseg) is the first candidate; the partial lists follow.

@@ -15,6 +15,8 @@
 // Dispatch: one invocation per (row, segment), 1-D, folded into (x, y):
 //   invocation = gid.x + gid.y * num_workgroups.x * WG; row = invocation / nseg.
 
+//!include heap.wgsl
+
 const K_CAP: u32 = 16u;
 override WG: u32 = 64u;
 
@@ -37,55 +39,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out_s: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out_i: array<u32>;
 
-const PAD_ID: u32 = 0xffffffffu;
-// +inf, read from a variable: a constant expression may not evaluate to inf.
-var<private> INF_BITS: u32 = 0x7f800000u;
-
-var<private> hs: array<f32, K_CAP>;
-var<private> hi: array<u32, K_CAP>;
-
-fn better(s1: f32, i1: u32, s2: f32, i2: u32) -> bool {
-  return s1 < s2 || (s1 == s2 && i1 < i2);
-}
-
-// Adds (s, id) as entry n of the max-heap hs/hi[0, n) and sifts it up.
-fn sift_up(s: f32, id: u32, n: u32) {
-  var pos = n;
-  while (pos > 0u) {
-    let parent = (pos - 1u) / 2u;
-    if (!better(hs[parent], hi[parent], s, id)) {
-      break;
-    }
-    hs[pos] = hs[parent];
-    hi[pos] = hi[parent];
-    pos = parent;
-  }
-  hs[pos] = s;
-  hi[pos] = id;
-}
-
-// Places (s, id) at the root of the max-heap hs/hi[0, n) and sifts it down.
-fn sift_down(s: f32, id: u32, n: u32) {
-  var pos = 0u;
-  loop {
-    let l = 2u * pos + 1u;
-    if (l >= n) {
-      break;
-    }
-    var m = l;
-    if (l + 1u < n && better(hs[l], hi[l], hs[l + 1u], hi[l + 1u])) {
-      m = l + 1u;
-    }
-    if (!better(s, id, hs[m], hi[m])) {
-      break;
-    }
-    hs[pos] = hs[m];
-    hi[pos] = hi[m];
-    pos = m;
-  }
-  hs[pos] = s;
-  hi[pos] = id;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -114,21 +67,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (!better(s, id, bs, bi)) {
       continue;
     }
-    if (m < k) {
-      sift_up(s, id, m);
-      m++;
-    } else if (better(s, id, hs[0], hi[0])) {
-      sift_down(s, id, k);
-    }
+    m = heap_offer(s, id, m, k);
   }
-  // Heapsort: move the worst to the end, one at a time; leaves hs/hi[0, m) ascending.
-  for (var n = m; n > 1u; n--) {
-    let s = hs[n - 1u];
-    let id = hi[n - 1u];
-    hs[n - 1u] = hs[0];
-    hi[n - 1u] = hi[0];
-    sift_down(s, id, n - 1u);
-  }
+  heap_sort(m);
   let o = inv * k;
   for (var j = 0u; j < m; j++) {
     out_s[o + j] = hs[j];

@@ -2,6 +2,7 @@
  * The kernel contract. Indexes, jobs and the scheduler are written once against `Backend`; choosing
  * the GPU or the CPU is a constructor argument, never a code path.
  */
+import type { IvfLists } from './ivf-lists.js';
 import type { SearchResult, SearchTimings } from './types.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
 
@@ -25,6 +26,26 @@ export interface BaseStore {
   dispose(): void;
 }
 
+/**
+ * One k-means problem held by a backend: the points (on the device for WebGPU) and `nc` centroids.
+ * An iteration runs entirely on the backend; only the counts and the objective come back.
+ */
+export interface KMeansWorkspace {
+  /** Replaces the centroids (`nc * d`, row-major). */
+  setCentroids(centroids: Float32Array): Promise<void>;
+  /**
+   * One Lloyd iteration: assigns every point to its nearest centroid (l2; ties to the smaller
+   * centroid id), then moves each centroid to the mean of its points; empty centroids stay put.
+   * Returns the assignment's objective (sum of squared distances) and the points per centroid.
+   */
+  iterate(): Promise<{ objective: number; counts: Uint32Array }>;
+  /** The current centroids (`nc * d`). */
+  centroids(): Promise<Float32Array>;
+  /** The latest assignment (`n` centroid ids). */
+  labels(): Promise<Int32Array>;
+  dispose(): void;
+}
+
 export interface Backend {
   readonly kind: BackendKind;
   /** Largest k that `searchFlat` accepts. */
@@ -45,6 +66,22 @@ export interface Backend {
     metric: KernelMetric,
     timings?: SearchTimings,
   ): Promise<SearchResult>;
+  /**
+   * IVF search: the `nprobe` lists nearest each query (a flat search of `coarse`, the centroids,
+   * with the same metric), scanned for the k best. Results as for `searchFlat`.
+   */
+  searchIvf(
+    coarse: BaseStore,
+    lists: IvfLists,
+    xq: Float32Array,
+    nq: number,
+    k: number,
+    nprobe: number,
+    metric: KernelMetric,
+    timings?: SearchTimings,
+  ): Promise<SearchResult>;
+  /** Holds `n` points (`x`, `n * d`, validated) and `nc` centroids for k-means iterations. */
+  createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace>;
   /** Releases the device; for WebGPU this is what lets the process exit. */
   dispose(): void;
 }

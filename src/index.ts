@@ -8,3 +8,9 @@ export { InvalidArgumentError, METRICS, WebGpuUnavailableError, emptyTimings, no
 export { readBvecs, readFvecs, readIvecs } from './io/texmex.js';
 export type { Vectors } from './io/texmex.js';
 export { randomFloats, randomSmallInts, rng } from './random.js';
+export { KMeans } from './kmeans.js';
+export type { KMeansInit, KMeansProgress, KMeansResult, KMeansTrainOptions } from './kmeans.js';
+export { IvfFlatIndex } from './ivf-flat-index.js';
+export type { IvfFlatIndexOptions, IvfSearchOptions } from './ivf-flat-index.js';
+export { FACTORY_FORMS, indexFactory } from './factory.js';
+export type { Index } from './factory.js';

@@ -3,13 +3,16 @@
  * GPU (score a tile, select per tile, merge into a running list), using the kernels' CPU twins, so
  * both backends return the same (score, id) order.
  */
-import type { Backend, BaseStore, KernelMetric } from '../backend.js';
+import type { Backend, BaseStore, KernelMetric, KMeansWorkspace } from '../backend.js';
+import type { IvfLists } from '../ivf-lists.js';
 import { finalizeResults } from '../results.js';
 import type { SearchResult, SearchTimings } from '../types.js';
 import { gemmScores } from './gemm-scores.js';
 import { norms } from './norms.js';
-import { topk } from './topk.js';
-import { topkMerge } from './topk-merge.js';
+import { ivfScan } from './ivf-scan.js';
+import { kmeansBlocks, kmeansPartial, kmeansReduce } from './kmeans-update.js';
+import { PAD_ID, topk } from './topk.js';
+import { MERGE_ROUND, topkMerge } from './topk-merge.js';
 
 /** Queries scored together: a 64 x 4096 float tile (1 MiB) stays in cache. */
 const CPU_QUERY_TILE = 64;
@@ -73,11 +76,18 @@ export class CpuBackend implements Backend {
     timings?: SearchTimings,
   ): Promise<SearchResult> {
     const t0 = performance.now();
-    const base = store as CpuBaseStore;
+    const run = this.searchLists(store as CpuBaseStore, xq, nq, k, metric);
+    const result = finalizeResults(metric, run.s, run.i, nq, k, metric === 'l2' ? norms(xq, nq, store.d) : null);
+    if (timings) Object.assign(timings, { uploadMs: 0, computeMs: performance.now() - t0, readbackMs: 0, kernelMs: undefined });
+    return result;
+  }
+
+  /** Each query's k best (score, id) against `base`, best first (`nq * k`), before finalizing. */
+  searchLists(base: CpuBaseStore, xq: Float32Array, nq: number, k: number, metric: KernelMetric): { s: Float32Array; i: Uint32Array } {
     const d = base.d;
     const n = base.ntotal;
     const runS = new Float32Array(nq * k).fill(Infinity);
-    const runI = new Uint32Array(nq * k).fill(0xffffffff);
+    const runI = new Uint32Array(nq * k).fill(PAD_ID);
     const tmpS = new Float32Array(CPU_QUERY_TILE * k);
     const tmpI = new Uint32Array(CPU_QUERY_TILE * k);
     const partS = new Float32Array(CPU_QUERY_TILE * k);
@@ -96,15 +106,125 @@ export class CpuBackend implements Backend {
         topkMerge(partS, partI, rows, 1, k, c0 === 0 ? null : tmpS, c0 === 0 ? null : tmpI, outS, outI);
       }
     }
-    const qnorms = metric === 'l2' ? norms(xq, nq, d) : null;
-    const result = finalizeResults(metric, runS, runI, nq, k, qnorms);
-    if (timings) {
-      timings.uploadMs = 0;
-      timings.readbackMs = 0;
-      timings.computeMs = performance.now() - t0;
+    return { s: runS, i: runI };
+  }
+
+  async searchIvf(
+    coarse: BaseStore,
+    lists: IvfLists,
+    xq: Float32Array,
+    nq: number,
+    k: number,
+    nprobe: number,
+    metric: KernelMetric,
+    timings?: SearchTimings,
+  ): Promise<SearchResult> {
+    const t0 = performance.now();
+    const d = coarse.d;
+    const probes = this.searchLists(coarse as CpuBaseStore, xq, nq, nprobe, metric).i;
+    const csr = lists.csr(d);
+    const runS = new Float32Array(nq * k).fill(Infinity);
+    const runI = new Uint32Array(nq * k).fill(PAD_ID);
+    const rowsPerTile = Math.max(1, Math.min(CPU_QUERY_TILE, Math.floor((16 << 20) / (nprobe * k * 4))));
+    const partS = new Float32Array(rowsPerTile * nprobe * k);
+    const partI = new Uint32Array(rowsPerTile * nprobe * k);
+    const tmpS = new Float32Array(rowsPerTile * k);
+    const tmpI = new Uint32Array(rowsPerTile * k);
+    for (let q0 = 0; q0 < nq; q0 += rowsPerTile) {
+      const rows = Math.min(rowsPerTile, nq - q0);
+      ivfScan(metric, xq, q0, rows, probes, q0, nprobe, 1, csr.offsets, csr.xb, csr.xnorm, csr.ids, d, k, partS, partI);
+      const outS = runS.subarray(q0 * k, (q0 + rows) * k);
+      const outI = runI.subarray(q0 * k, (q0 + rows) * k);
+      mergeInRounds(partS, partI, rows, nprobe, k, outS, outI, tmpS, tmpI);
     }
+    const result = finalizeResults(metric, runS, runI, nq, k, metric === 'l2' ? norms(xq, nq, d) : null);
+    if (timings) Object.assign(timings, { uploadMs: 0, computeMs: performance.now() - t0, readbackMs: 0, kernelMs: undefined });
     return result;
   }
 
+  async createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {
+    return new CpuKMeansWorkspace(this, x, n, d, nc);
+  }
+
   dispose(): void {}
+}
+
+/**
+ * Merges each row's `nlists` sorted lists (`part`, row r's list g at `(r * nlists + g) * k`) into
+ * `out` (`rows * k`), at most MERGE_ROUND lists at a time, as the GPU does.
+ */
+function mergeInRounds(
+  partS: Float32Array,
+  partI: Uint32Array,
+  rows: number,
+  nlists: number,
+  k: number,
+  outS: Float32Array,
+  outI: Uint32Array,
+  tmpS: Float32Array,
+  tmpI: Uint32Array,
+): void {
+  for (let seg0 = 0; seg0 < nlists; seg0 += MERGE_ROUND) {
+    const nseg = Math.min(MERGE_ROUND, nlists - seg0);
+    const first = seg0 === 0;
+    if (!first) {
+      tmpS.set(outS);
+      tmpI.set(outI);
+    }
+    topkMerge(partS, partI, rows, nseg, k, first ? null : tmpS, first ? null : tmpI, outS, outI, nlists, seg0);
+  }
+}
+
+/** k-means on the CPU: the flat search at k = 1 for the assignment, then the update twins. */
+class CpuKMeansWorkspace implements KMeansWorkspace {
+  private readonly centroidStore: CpuBaseStore;
+  private readonly xnorm: Float32Array;
+  private last: Uint32Array;
+  private readonly block: number;
+  private readonly nblocks: number;
+
+  constructor(
+    private readonly backend: CpuBackend,
+    private readonly x: Float32Array,
+    private readonly n: number,
+    private readonly d: number,
+    private readonly nc: number,
+  ) {
+    this.centroidStore = new CpuBaseStore(d);
+    this.xnorm = norms(x, n, d);
+    this.last = new Uint32Array(n);
+    ({ block: this.block, nblocks: this.nblocks } = kmeansBlocks(n, nc, d));
+  }
+
+  async setCentroids(centroids: Float32Array): Promise<void> {
+    this.centroidStore.reset();
+    await this.centroidStore.add(centroids, this.nc);
+  }
+
+  async iterate(): Promise<{ objective: number; counts: Uint32Array }> {
+    const { n, d, nc, block, nblocks } = this;
+    const run = this.backend.searchLists(this.centroidStore, this.x, n, 1, 'l2');
+    this.last = run.i;
+    const sums = new Float32Array(nblocks * nc * d);
+    const partCounts = new Uint32Array(nblocks * nc);
+    const obj = new Float32Array(nblocks);
+    kmeansPartial(this.x, this.xnorm, run.s, run.i, n, d, nc, block, nblocks, sums, partCounts, obj);
+    const counts = new Uint32Array(nc);
+    const centroids = this.centroidStore.xb.subarray(0, nc * d);
+    kmeansReduce(sums, partCounts, nc, d, nblocks, centroids, counts);
+    norms(centroids, nc, d, this.centroidStore.xnorm);
+    return { objective: obj.reduce((a, b) => a + b, 0), counts };
+  }
+
+  async centroids(): Promise<Float32Array> {
+    return this.centroidStore.xb.slice(0, this.nc * this.d);
+  }
+
+  async labels(): Promise<Int32Array> {
+    return new Int32Array(this.last.buffer.slice(0));
+  }
+
+  dispose(): void {
+    this.centroidStore.dispose();
+  }
 }

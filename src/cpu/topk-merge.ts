@@ -1,11 +1,15 @@
 import { better } from './topk.js';
 
+/** Most lists one merge takes per row (the shader's MAX_SEG); more are merged in rounds. */
+export const MERGE_ROUND = 32;
+
 /**
  * CPU twin of shaders/topk-merge.wgsl: merges, for each row, `nseg` sorted partial lists (the output
  * of topk) and the row's running list into a new running list of the k best, best first, in the
  * (score, id) order of topk.ts.
  *
- * `partS/partI`: `rows * nseg * k`, list (r, g) at `(r * nseg + g) * k`.
+ * `partS/partI`: list (r, g), g < nseg, at `(r * stride + seg0 + g) * k` (stride defaults to nseg,
+ * seg0 to 0: merging many lists in rounds of at most 32, as the GPU does).
  * `runInS/runInI`: `rows * k` (row r at `r * k`), or null for "no running list yet".
  * `runOutS/runOutI`: `rows * k`; must not alias the inputs.
  * Every list holds exactly k entries (padding included), so k picks never exhaust a list.
@@ -20,11 +24,13 @@ export function topkMerge(
   runInI: Uint32Array | null,
   runOutS: Float32Array,
   runOutI: Uint32Array,
+  stride = nseg,
+  seg0 = 0,
 ): void {
   const heads = new Int32Array(nseg + 1);
   for (let r = 0; r < rows; r++) {
     heads.fill(0);
-    const base = r * nseg * k;
+    const base = (r * stride + seg0) * k;
     for (let o = 0; o < k; o++) {
       // List nseg is the running list; the partial lists come first.
       let best = -1;

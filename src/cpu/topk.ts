@@ -53,6 +53,32 @@ function siftDown(hs: Float32Array, hi: Uint32Array, off: number, n: number, s: 
   hi[off + pos] = id;
 }
 
+/** Offers (s, id) to the heap `hs/hi[off ..]` holding m of at most k pairs; returns the new count. */
+export function heapOffer(hs: Float32Array, hi: Uint32Array, off: number, m: number, k: number, s: number, id: number): number {
+  if (m < k) {
+    siftUp(hs, hi, off, m, s, id);
+    return m + 1;
+  }
+  if (better(s, id, hs[off], hi[off])) siftDown(hs, hi, off, k, s, id);
+  return m;
+}
+
+/**
+ * Heapsorts the m pairs kept at `hs/hi[off ..]` (best first) and pads the list to k with
+ * (+Infinity, PAD_ID).
+ */
+export function heapSortAndPad(hs: Float32Array, hi: Uint32Array, off: number, m: number, k: number): void {
+  for (let n = m; n > 1; n--) {
+    const s = hs[off + n - 1];
+    const id = hi[off + n - 1];
+    hs[off + n - 1] = hs[off];
+    hi[off + n - 1] = hi[off];
+    siftDown(hs, hi, off, n - 1, s, id);
+  }
+  hs.fill(Infinity, off + m, off + k);
+  hi.fill(PAD_ID, off + m, off + k);
+}
+
 export function topk(
   scores: Float32Array,
   ldc: number,
@@ -80,19 +106,9 @@ export function topk(
       for (let c = g * segLen; c < end; c++) {
         const s = scores[r * ldc + c];
         const id = id0 + c;
-        if (!better(s, id, bs, bi)) continue;
-        if (m < k) siftUp(outS, outI, off, m++, s, id);
-        else if (better(s, id, outS[off], outI[off])) siftDown(outS, outI, off, k, s, id);
+        if (better(s, id, bs, bi)) m = heapOffer(outS, outI, off, m, k, s, id);
       }
-      for (let n = m; n > 1; n--) {
-        const s = outS[off + n - 1];
-        const id = outI[off + n - 1];
-        outS[off + n - 1] = outS[off];
-        outI[off + n - 1] = outI[off];
-        siftDown(outS, outI, off, n - 1, s, id);
-      }
-      outS.fill(Infinity, off + m, off + k);
-      outI.fill(PAD_ID, off + m, off + k);
+      heapSortAndPad(outS, outI, off, m, k);
     }
   }
 }

@@ -10,19 +10,23 @@
  * multiple of 4 floats per row so that kernels use vec4 loads; their norms are computed on the GPU
  * when they are added.
  */
-import type { Backend, BaseStore, KernelMetric } from '../backend.js';
+import type { Backend, BaseStore, KernelMetric, KMeansWorkspace } from '../backend.js';
+import { kmeansBlocks } from '../cpu/kmeans-update.js';
+import type { IvfLists } from '../ivf-lists.js';
 import { norms as cpuNorms } from '../cpu/norms.js';
 import { finalizeResults } from '../results.js';
 import type { SearchResult, SearchTimings } from '../types.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { GpuContext } from './context.js';
 import { encodeGemmScores } from './kernels/gemm-scores.js';
+import { encodeIvfScan } from './kernels/ivf-scan.js';
+import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
 import { Kernels } from './kernels/kernels.js';
 import { encodeNorms } from './kernels/norms.js';
 import { TOPK_MAX_K, encodeTopk } from './kernels/topk.js';
 import { MERGE_MAX_SEG, encodeTopkMerge } from './kernels/topk-merge.js';
 import { PipelineCache } from './pipelines.js';
-import { STORAGE, createBuffer } from './recorder.js';
+import { STORAGE, createBuffer, readBuffer } from './recorder.js';
 
 export interface GpuBackendOptions {
   /** Most base rows per device chunk (default: as many as fit one storage binding). Lower it to test chunking. */
@@ -59,6 +63,12 @@ export function padRows(x: Float32Array, n: number, d: number, dpad: number): Fl
   const out = new Float32Array(n * dpad);
   for (let i = 0; i < n; i++) out.set(x.subarray(i * d, (i + 1) * d), i * dpad);
   return out;
+}
+
+/** Per-row lists of (score, id) on the device: `s` f32 and `i` u32, row r at `r * k`. */
+export interface RunLists {
+  s: GPUBuffer;
+  i: GPUBuffer;
 }
 
 interface Chunk {
@@ -242,60 +252,106 @@ export class GpuBackend implements Backend {
     timings?: SearchTimings,
   ): Promise<{ scores: Float32Array; ids: Uint32Array }> {
     const { device } = this.ctx;
-    const { d, dpad } = base;
-    const maxBinding = this.ctx.maxBinding;
-    const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows));
-    const scoreBytes = Math.min(maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
-    const queryTile = Math.max(1, Math.min(nq, Math.floor(scoreBytes / (tileCols * 4))));
-    // Segments per tile row: enough parallel work in total, but each segment costs a heap of k, so
-    // no more than needed; few enough lists for large k.
-    const target = this.options.selectInvocations ?? (this.ctx.adapterInfo.isFallbackAdapter ? 512 : 65536);
-    const nseg = Math.max(1, Math.min(MERGE_MAX_SEG, Math.ceil(target / queryTile), Math.floor(tileCols / Math.max(256, 4 * k))));
-    const segLen = Math.ceil(tileCols / nseg);
-
     const t0 = performance.now();
-    const xqBuf = createBuffer(device, 'xq', nq * dpad * 4, STORAGE(), padRows(xq, nq, d, dpad));
-    const scores = createBuffer(device, 'scores', queryTile * tileCols * 4, STORAGE());
-    const partS = createBuffer(device, 'part_s', queryTile * nseg * k * 4, STORAGE());
-    const partI = createBuffer(device, 'part_i', queryTile * nseg * k * 4, STORAGE());
-    const run = [0, 1].map((i) => ({
-      s: createBuffer(device, `run_s${i}`, nq * k * 4, STORAGE()),
-      i: createBuffer(device, `run_i${i}`, nq * k * 4, STORAGE()),
-    }));
-    const staging = createBuffer(device, 'readback', 2 * nq * k * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    const xqBuf = createBuffer(device, 'xq', nq * base.dpad * 4, STORAGE(), padRows(xq, nq, base.d, base.dpad));
+    const temps: GPUBuffer[] = [xqBuf];
     try {
       if (timings) {
         await device.queue.onSubmittedWorkDone();
         timings.uploadMs += performance.now() - t0;
       }
-      const t1 = performance.now();
       const kernels = new Kernels(this.ctx, this.pipelines);
-      let tiles = 0;
-      for (let q0 = 0; q0 < nq; q0 += queryTile) {
-        const rows = Math.min(queryTile, nq - q0);
-        tiles = 0;
-        let id0 = 0;
-        for (const c of base.chunks) {
-          for (let col0 = 0; col0 < c.rows; col0 += tileCols) {
-            const cols = Math.min(tileCols, c.rows - col0);
-            const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
-            encodeGemmScores(kernels, { metric, xq: xqBuf, xb: c.xb, xnorm: c.xnorm, scores, q0, rows, col0, cols, dpad, ldc: tileCols });
-            encodeTopk(kernels, {
-              scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: id0 + col0,
-              bound: tiles === 0 ? null : { s: src.s, i: src.i, row0: q0 },
-            });
-            encodeTopkMerge(kernels, {
-              partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
-              rows, k, nseg, first: tiles === 0, row0: q0,
-            });
-            tiles++;
-          }
-          id0 += c.rows;
+      const final = this.encodeFlatSearch(kernels, base, xqBuf, nq, k, metric, temps);
+      return await this.readLists(kernels, final, nq * k, timings);
+    } finally {
+      for (const b of temps) b.destroy();
+    }
+  }
+
+  /**
+   * Records a flat search of `nq` queries (rows of `xqBuf`, padded to base.dpad) against `base`
+   * and returns the buffers holding each query's k best (score, id), best first, `nq * k`.
+   * Scratch buffers it creates are pushed to `temps`, for the caller to destroy after submitting.
+   */
+  encodeFlatSearch(
+    kernels: Kernels,
+    base: GpuBaseStore,
+    xqBuf: GPUBuffer,
+    nq: number,
+    k: number,
+    metric: KernelMetric,
+    temps: GPUBuffer[],
+  ): RunLists {
+    const { device } = this.ctx;
+    const { dpad } = base;
+    const maxBinding = this.ctx.maxBinding;
+    // No wider than the data: a small base (centroids) leaves room for more queries per tile.
+    const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows, Math.ceil(base.ntotal / 4) * 4));
+    const scoreBytes = Math.min(maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
+    const queryTile = Math.max(1, Math.min(nq, Math.floor(scoreBytes / (tileCols * 4))));
+    // Segments per tile row: enough parallel work in total, but each segment costs a heap of k, so
+    // no more than needed; few enough lists for large k.
+    const nseg = Math.max(1, Math.min(MERGE_MAX_SEG, Math.ceil(this.selectInvocations / queryTile), Math.floor(tileCols / Math.max(256, 4 * k))));
+    const segLen = Math.ceil(tileCols / nseg);
+    const scores = createBuffer(device, 'scores', queryTile * tileCols * 4, STORAGE());
+    const partS = createBuffer(device, 'part_s', queryTile * nseg * k * 4, STORAGE());
+    const partI = createBuffer(device, 'part_i', queryTile * nseg * k * 4, STORAGE());
+    const run = [this.runLists(nq * k), this.runLists(nq * k)];
+    temps.push(scores, partS, partI, ...run.flatMap((r) => [r.s, r.i]));
+    let tiles = 0;
+    for (let q0 = 0; q0 < nq; q0 += queryTile) {
+      const rows = Math.min(queryTile, nq - q0);
+      tiles = 0;
+      let id0 = 0;
+      for (const c of base.chunks) {
+        for (let col0 = 0; col0 < c.rows; col0 += tileCols) {
+          const cols = Math.min(tileCols, c.rows - col0);
+          const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
+          encodeGemmScores(kernels, { metric, xq: xqBuf, xb: c.xb, xnorm: c.xnorm, scores, q0, rows, col0, cols, dpad, ldc: tileCols });
+          encodeTopk(kernels, {
+            scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: id0 + col0,
+            bound: tiles === 0 ? null : { s: src.s, i: src.i, row0: q0 },
+          });
+          encodeTopkMerge(kernels, {
+            partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
+            rows, k, nseg, first: tiles === 0, row0: q0,
+          });
+          tiles++;
         }
+        id0 += c.rows;
       }
-      const final = run[tiles % 2];
-      kernels.recorder.copy(final.s, 0, staging, 0, nq * k * 4);
-      kernels.recorder.copy(final.i, 0, staging, nq * k * 4, nq * k * 4);
+    }
+    return run[tiles % 2];
+  }
+
+  /** A pair of buffers for `len` (score, id) entries. */
+  runLists(len: number): RunLists {
+    const { device } = this.ctx;
+    return { s: createBuffer(device, 'run_s', len * 4, STORAGE()), i: createBuffer(device, 'run_i', len * 4, STORAGE()) };
+  }
+
+  /** Selection invocations to aim for per dispatch (see GpuBackendOptions.selectInvocations). */
+  get selectInvocations(): number {
+    return this.options.selectInvocations ?? (this.ctx.adapterInfo.isFallbackAdapter ? 512 : 65536);
+  }
+
+  /**
+   * Submits what `kernels` recorded plus a copy of `lists` (`len` entries) to a staging buffer, and
+   * reads them back: one submit, one readback. Fills compute / readback / kernel times.
+   */
+  async readLists(
+    kernels: Kernels,
+    lists: RunLists,
+    len: number,
+    timings?: SearchTimings,
+    /** Entries to copy from `s` and from `i`, when fewer than `len`. */
+    parts: [number, number] = [len, len],
+  ): Promise<{ scores: Float32Array; ids: Uint32Array }> {
+    const staging = createBuffer(this.ctx.device, 'readback', 2 * len * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    try {
+      const t1 = performance.now();
+      kernels.recorder.copy(lists.s, 0, staging, 0, parts[0] * 4);
+      kernels.recorder.copy(lists.i, 0, staging, len * 4, parts[1] * 4);
       const kernelMs = await kernels.recorder.submit(Boolean(timings) && this.options.timeKernels === true);
       const t2 = performance.now();
       await staging.mapAsync(GPUMapMode.READ);
@@ -310,13 +366,203 @@ export class GpuBackend implements Backend {
           for (const [name, ms] of Object.entries(kernelMs)) timings.kernelMs[name] = (timings.kernelMs[name] ?? 0) + ms;
         }
       }
-      return { scores: new Float32Array(bytes, 0, nq * k), ids: new Uint32Array(bytes, nq * k * 4, nq * k) };
+      return { scores: new Float32Array(bytes, 0, len), ids: new Uint32Array(bytes, len * 4, len) };
     } finally {
-      for (const b of [xqBuf, scores, partS, partI, staging, ...run.flatMap((r) => [r.s, r.i])]) b.destroy();
+      staging.destroy();
     }
+  }
+
+  async searchIvf(
+    coarse: BaseStore,
+    lists: IvfLists,
+    xq: Float32Array,
+    nq: number,
+    k: number,
+    nprobe: number,
+    metric: KernelMetric,
+    timings?: SearchTimings,
+  ): Promise<SearchResult> {
+    for (const [name, v] of [['k', k], ['nprobe', nprobe]] as const) {
+      if (v > this.maxK) throw new InvalidArgumentError(`${name} must be an integer in [1, ${this.maxK}] on the WebGPU backend; got ${v}`);
+    }
+    this.ctx.check();
+    const { device } = this.ctx;
+    const base = coarse as GpuBaseStore;
+    const { d, dpad } = base;
+    if (timings) Object.assign(timings, { uploadMs: 0, computeMs: 0, readbackMs: 0, kernelMs: undefined });
+    const t0 = performance.now();
+    const dev = this.ivfDeviceLists(lists, dpad);
+    const xqBuf = createBuffer(device, 'xq', nq * dpad * 4, STORAGE(), padRows(xq, nq, d, dpad));
+    const temps: GPUBuffer[] = [xqBuf];
+    try {
+      if (timings) {
+        await device.queue.onSubmittedWorkDone();
+        timings.uploadMs += performance.now() - t0;
+      }
+      const kernels = new Kernels(this.ctx, this.pipelines);
+      const probes = this.encodeFlatSearch(kernels, base, xqBuf, nq, nprobe, metric, temps);
+      // Query tiles: each tile's partial lists (rows x nprobe x nseg x k) fit the score budget.
+      const budget = Math.min(this.ctx.maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
+      const rowsPerTile = Math.max(1, Math.min(nq, Math.floor(budget / (nprobe * k * 4))));
+      const nseg = Math.max(1, Math.min(8, Math.ceil(this.selectInvocations / (rowsPerTile * nprobe)), Math.floor(budget / (rowsPerTile * nprobe * k * 4))));
+      const nlists = nprobe * nseg;
+      const partS = createBuffer(device, 'part_s', rowsPerTile * nlists * k * 4, STORAGE());
+      const partI = createBuffer(device, 'part_i', rowsPerTile * nlists * k * 4, STORAGE());
+      const run = [this.runLists(nq * k), this.runLists(nq * k)];
+      temps.push(partS, partI, ...run.flatMap((r) => [r.s, r.i]));
+      let rounds = 0;
+      for (let q0 = 0; q0 < nq; q0 += rowsPerTile) {
+        const rows = Math.min(rowsPerTile, nq - q0);
+        encodeIvfScan(kernels, {
+          metric, xq: xqBuf, probes: probes.i, offsets: dev.offsets, xb: dev.xb, xnorm: dev.xnorm, ids: dev.ids,
+          outS: partS, outI: partI, rows, k, nprobe, nseg, dpad, q0, row0: q0,
+        });
+        rounds = 0;
+        for (let seg0 = 0; seg0 < nlists; seg0 += MERGE_MAX_SEG, rounds++) {
+          const [src, dst] = rounds % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
+          encodeTopkMerge(kernels, {
+            partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
+            rows, k, nseg: Math.min(MERGE_MAX_SEG, nlists - seg0), first: seg0 === 0, row0: q0, stride: nlists, seg0,
+          });
+        }
+      }
+      const out = await this.readLists(kernels, run[rounds % 2], nq * k, timings);
+      return finalizeResults(metric, out.scores, out.ids, nq, k, metric === 'l2' ? cpuNorms(xq, nq, d) : null);
+    } finally {
+      for (const b of temps) b.destroy();
+    }
+  }
+
+  /** Device copies of IVF lists in CSR layout, re-uploaded when the lists have changed. */
+  private readonly ivfCache = new WeakMap<IvfLists, { version: number; xb: GPUBuffer; xnorm: GPUBuffer; ids: GPUBuffer; offsets: GPUBuffer }>();
+
+  private ivfDeviceLists(lists: IvfLists, dpad: number): { xb: GPUBuffer; xnorm: GPUBuffer; ids: GPUBuffer; offsets: GPUBuffer } {
+    const hit = this.ivfCache.get(lists);
+    if (hit && hit.version === lists.version) return hit;
+    if (hit) for (const b of [hit.xb, hit.xnorm, hit.ids, hit.offsets]) b.destroy();
+    const csr = lists.csr(dpad);
+    if (csr.xb.byteLength > this.ctx.maxBinding) {
+      throw new WebGpuUnavailableError(
+        `the IVF lists hold ${csr.xb.byteLength} bytes of vectors; this device binds at most ${this.ctx.maxBinding} bytes at once`,
+      );
+    }
+    const { device } = this.ctx;
+    const entry = {
+      version: lists.version,
+      xb: createBuffer(device, 'ivf_xb', csr.xb.byteLength, STORAGE(), csr.xb),
+      xnorm: createBuffer(device, 'ivf_xnorm', csr.xnorm.byteLength, STORAGE(), csr.xnorm),
+      ids: createBuffer(device, 'ivf_ids', csr.ids.byteLength, STORAGE(), csr.ids),
+      offsets: createBuffer(device, 'ivf_offsets', csr.offsets.byteLength, STORAGE(), csr.offsets),
+    };
+    this.ivfCache.set(lists, entry);
+    return entry;
+  }
+
+  async createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {
+    return GpuKMeansWorkspace.create(this, x, n, d, nc);
   }
 
   dispose(): void {
     this.ctx.dispose();
+  }
+}
+
+/**
+ * k-means on the GPU. The points stay on the device; an iteration is one submit: the flat search
+ * at k = 1 against the centroids (the assignment), kmeans-partial and kmeans-reduce (the update,
+ * written straight into the centroid store) and norms (the centroids' new norms). Only the counts
+ * and the per-block objective come back.
+ */
+class GpuKMeansWorkspace implements KMeansWorkspace {
+  private readonly store: GpuBaseStore;
+  private readonly buffers: GPUBuffer[];
+  private constructor(
+    private readonly backend: GpuBackend,
+    private readonly n: number,
+    private readonly d: number,
+    private readonly nc: number,
+    private readonly x: GPUBuffer,
+    private readonly xnorm: GPUBuffer,
+    private readonly labelBuf: GPUBuffer,
+    private readonly sums: GPUBuffer,
+    private readonly partCounts: GPUBuffer,
+    private readonly obj: GPUBuffer,
+    private readonly counts: GPUBuffer,
+    private readonly block: number,
+    private readonly nblocks: number,
+  ) {
+    this.store = new GpuBaseStore(backend, d);
+    this.buffers = [x, xnorm, labelBuf, sums, partCounts, obj, counts];
+  }
+
+  static async create(backend: GpuBackend, x: Float32Array, n: number, d: number, nc: number): Promise<GpuKMeansWorkspace> {
+    const { device, maxBinding } = backend.ctx;
+    const dpad = paddedDim(d);
+    if (n * dpad * 4 > maxBinding) {
+      throw new WebGpuUnavailableError(
+        `k-means on the GPU needs the ${n} training points in one binding (${n * dpad * 4} bytes; this device allows ${maxBinding}); train on a sample`,
+      );
+    }
+    const { block, nblocks } = kmeansBlocks(n, nc, d);
+    const xBuf = createBuffer(device, 'kmeans_x', n * dpad * 4, STORAGE(), padRows(x, n, d, dpad));
+    const xnorm = createBuffer(device, 'kmeans_xnorm', n * 4, STORAGE());
+    const kernels = new Kernels(backend.ctx, backend.pipelines);
+    encodeNorms(kernels, { x: xBuf, out: xnorm, n, dpad, row0: 0, out0: 0 });
+    await kernels.recorder.submit();
+    return new GpuKMeansWorkspace(
+      backend, n, d, nc, xBuf, xnorm,
+      createBuffer(device, 'kmeans_labels', n * 4, STORAGE()),
+      createBuffer(device, 'kmeans_sums', nblocks * nc * dpad * 4, STORAGE()),
+      createBuffer(device, 'kmeans_part_counts', nblocks * nc * 4, STORAGE()),
+      createBuffer(device, 'kmeans_obj', nblocks * 4, STORAGE()),
+      createBuffer(device, 'kmeans_counts', nc * 4, STORAGE()),
+      block, nblocks,
+    );
+  }
+
+  async setCentroids(centroids: Float32Array): Promise<void> {
+    this.store.reset();
+    await this.store.add(centroids, this.nc);
+  }
+
+  async iterate(): Promise<{ objective: number; counts: Uint32Array }> {
+    const { n, nc, nblocks } = this;
+    const dpad = this.store.dpad;
+    const chunk = this.store.chunks[0];
+    const kernels = new Kernels(this.backend.ctx, this.backend.pipelines);
+    const temps: GPUBuffer[] = [];
+    try {
+      const run = this.backend.encodeFlatSearch(kernels, this.store, this.x, n, 1, 'l2', temps);
+      encodeKmeansPartial(kernels, {
+        x: this.x, xnorm: this.xnorm, score: run.s, label: run.i, sums: this.sums, counts: this.partCounts, obj: this.obj,
+        n, dpad, nc, block: this.block, nblocks,
+      });
+      encodeKmeansReduce(kernels, { sums: this.sums, counts: this.partCounts, centroids: chunk.xb, outCounts: this.counts, nc, dpad, nblocks });
+      encodeNorms(kernels, { x: chunk.xb, out: chunk.xnorm, n: nc, dpad, row0: 0, out0: 0 });
+      kernels.recorder.copy(run.i, 0, this.labelBuf, 0, n * 4);
+      // Counts and objective come back through readLists' two-part staging copy.
+      const out = await this.backend.readLists(kernels, { s: this.obj, i: this.counts }, Math.max(nblocks, nc), undefined, [nblocks, nc]);
+      let objective = 0;
+      for (let b = 0; b < nblocks; b++) objective += out.scores[b];
+      return { objective, counts: out.ids.slice(0, nc) };
+    } finally {
+      for (const b of temps) b.destroy();
+    }
+  }
+
+  async centroids(): Promise<Float32Array> {
+    const padded = new Float32Array(await readBuffer(this.backend.ctx, this.store.chunks[0].xb, 0, this.nc * this.store.dpad * 4));
+    const out = new Float32Array(this.nc * this.d);
+    for (let c = 0; c < this.nc; c++) out.set(padded.subarray(c * this.store.dpad, c * this.store.dpad + this.d), c * this.d);
+    return out;
+  }
+
+  async labels(): Promise<Int32Array> {
+    return new Int32Array(await readBuffer(this.backend.ctx, this.labelBuf, 0, this.n * 4));
+  }
+
+  dispose(): void {
+    this.store.dispose();
+    for (const b of this.buffers) b.destroy();
   }
 }

@@ -16,6 +16,11 @@ interface DispatchOp {
   groups: [number, number];
 }
 
+interface ClearOp {
+  kind: 'clear';
+  buffer: GPUBuffer;
+}
+
 interface CopyOp {
   kind: 'copy';
   src: GPUBuffer;
@@ -29,7 +34,7 @@ interface CopyOp {
 const MAX_TIMED_DISPATCHES = 2048;
 
 export class Recorder {
-  private readonly ops: (DispatchOp | CopyOp)[] = [];
+  private readonly ops: (DispatchOp | CopyOp | ClearOp)[] = [];
 
   constructor(private readonly ctx: GpuContext) {}
 
@@ -37,6 +42,11 @@ export class Recorder {
   dispatch(kernel: string, pipeline: GPUComputePipeline, params: number[], buffers: GPUBuffer[], groups: [number, number]): void {
     if (groups[0] === 0 || groups[1] === 0) return;
     this.ops.push({ kind: 'dispatch', kernel, pipeline, params, buffers, groups });
+  }
+
+  /** Records zero-filling all of `buffer`. */
+  clear(buffer: GPUBuffer): void {
+    this.ops.push({ kind: 'clear', buffer });
   }
 
   copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
@@ -75,10 +85,11 @@ export class Recorder {
     let pass: GPUComputePassEncoder | null = null;
     let di = 0;
     for (const op of this.ops) {
-      if (op.kind === 'copy') {
+      if (op.kind === 'copy' || op.kind === 'clear') {
         pass?.end();
         pass = null;
-        encoder.copyBufferToBuffer(op.src, op.srcOffset, op.dst, op.dstOffset, op.size);
+        if (op.kind === 'copy') encoder.copyBufferToBuffer(op.src, op.srcOffset, op.dst, op.dstOffset, op.size);
+        else encoder.clearBuffer(op.buffer);
         continue;
       }
       const bindGroup = device.createBindGroup({

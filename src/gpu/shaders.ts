@@ -13,10 +13,16 @@ const SHADER_DIR = fileURLToPath(new URL('../../shaders/', import.meta.url));
 
 const textCache = new Map<string, string>();
 
+/**
+ * The text of shaders/NAME.wgsl, with each `//!include FILE.wgsl` line replaced by that file (WGSL
+ * has no includes; this is how kernels share code such as heap.wgsl, kept in one place).
+ */
 export function shaderText(name: string): string {
   let text = textCache.get(name);
   if (text === undefined) {
-    text = readFileSync(`${SHADER_DIR}${name}.wgsl`, 'utf8');
+    text = readFileSync(`${SHADER_DIR}${name}.wgsl`, 'utf8').replace(/^\/\/!include (\S+)\.wgsl$/gm, (_, inc: string) =>
+      shaderText(inc),
+    );
     textCache.set(name, text);
   }
   return text;

@@ -3,8 +3,10 @@ import type { Kernels } from './kernels.js';
 
 const WG = 64;
 
+import { MERGE_ROUND } from '../../cpu/topk-merge.js';
+
 /** Most partial lists one merge takes per row (the shader's MAX_SEG). */
-export const MERGE_MAX_SEG = 32;
+export const MERGE_MAX_SEG = MERGE_ROUND;
 
 export interface TopkMergeArgs {
   partS: GPUBuffer;
@@ -20,6 +22,9 @@ export interface TopkMergeArgs {
   first: boolean;
   /** First row of the running lists. */
   row0: number;
+  /** Partial lists per row in partS/partI (default nseg) and the first one to merge (default 0). */
+  stride?: number;
+  seg0?: number;
 }
 
 export function encodeTopkMerge(kernels: Kernels, a: TopkMergeArgs): void {
@@ -27,7 +32,7 @@ export function encodeTopkMerge(kernels: Kernels, a: TopkMergeArgs): void {
   kernels.recorder.dispatch(
     'topk-merge',
     kernels.pipelines.get('topk-merge', { WG }),
-    [a.rows, a.k, a.nseg, a.first ? 1 : 0, a.row0],
+    [a.rows, a.k, a.nseg, a.first ? 1 : 0, a.row0, a.stride ?? a.nseg, a.seg0 ?? 0],
     [a.partS, a.partI, a.runInS, a.runInI, a.runOutS, a.runOutI],
     kernels.fold(a.rows, WG),
   );

@@ -1,0 +1,85 @@
+// ivf-scan.wgsl: scores the inverted lists each query probes and keeps, per (query, probed list,
+// segment of that list), the k best (score, id), best first.
+//   list L = probes[(row0 + r) * nprobe + p] (the coarse search's p-th nearest centroid of query r);
+//   its vectors are xb[offsets[L] .. offsets[L + 1]) (CSR: vectors grouped by list), with norms
+//   xnorm and user ids ids at the same positions; segment g covers an nseg-th of the list.
+//   score: METRIC 0 (l2) ||x||^2 - 2 q.x, METRIC 1 (ip) -q.x; q = xq row q0 + r.
+//   output list (r, p, g): out_s/out_i[((r * nprobe + p) * nseg + g) * k .. + k), padded with
+//   (+inf, 0xffffffff); the lists are then merged by topk-merge.wgsl.
+// CPU twin: src/cpu/ivf-scan.ts.
+// Order: (score, id) ascending, equal scores break on the smaller id (heap.wgsl).
+// Dispatch: one invocation per (row, probe, segment), 1-D, folded into (x, y):
+//   invocation = gid.x + gid.y * num_workgroups.x * WG.
+
+//!include heap.wgsl
+
+const K_CAP: u32 = 16u;
+override WG: u32 = 64u;
+override METRIC: u32 = 0u;
+
+struct Params {
+  rows: u32,
+  k: u32,
+  nprobe: u32,
+  nseg: u32,
+  dpad4: u32,   // row length in vec4s
+  q0: u32,      // first query row of xq
+  row0: u32,    // first row of probes
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> probes: array<u32>;
+@group(0) @binding(3) var<storage, read> offsets: array<u32>;
+@group(0) @binding(4) var<storage, read> xb: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> xnorm: array<f32>;
+@group(0) @binding(6) var<storage, read> ids: array<u32>;
+@group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
+@group(0) @binding(8) var<storage, read_write> out_i: array<u32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let inv = gid.x + gid.y * nwg.x * WG;
+  if (inv >= p.rows * p.nprobe * p.nseg) {
+    return;
+  }
+  let seg = inv % p.nseg;
+  let rp = inv / p.nseg;
+  let r = rp / p.nprobe;
+  let list = probes[(p.row0 + r) * p.nprobe + rp % p.nprobe];
+  let k = p.k;
+  let inf = bitcast<f32>(INF_BITS);
+  var m = 0u;
+  if (list != PAD_ID) {
+    let start = offsets[list];
+    let len = offsets[list + 1u] - start;
+    let seg_len = (len + p.nseg - 1u) / p.nseg;
+    let lo = start + min(len, seg * seg_len);
+    let hi_end = start + min(len, (seg + 1u) * seg_len);
+    let qb = (p.q0 + r) * p.dpad4;
+    for (var v = lo; v < hi_end; v++) {
+      var acc = vec4<f32>(0.0);
+      let xv = v * p.dpad4;
+      for (var j = 0u; j < p.dpad4; j++) {
+        acc += xq[qb + j] * xb[xv + j];
+      }
+      let dot_qx = (acc.x + acc.y) + (acc.z + acc.w);
+      var s = -dot_qx;
+      if (METRIC == 0u) {
+        s = xnorm[v] - 2.0 * dot_qx;
+      }
+      let id = ids[v];
+      m = heap_offer(s, id, m, k);
+    }
+  }
+  heap_sort(m);
+  let o = inv * k;
+  for (var j = 0u; j < m; j++) {
+    out_s[o + j] = hs[j];
+    out_i[o + j] = hi[j];
+  }
+  for (var j = m; j < k; j++) {
+    out_s[o + j] = inf;
+    out_i[o + j] = PAD_ID;
+  }
+}

@@ -1,0 +1,55 @@
+import type { KernelMetric } from '../backend.js';
+import { PAD_ID, heapOffer, heapSortAndPad } from './topk.js';
+
+/**
+ * CPU twin of shaders/ivf-scan.wgsl: for each query row r, probed list p and segment g of that
+ * list, the k best (score, id) of the list's vectors, best first.
+ *
+ * `probes[(row0 + r) * nprobe + p]` is the list (PAD_ID: none); list L's vectors are
+ * `xb[offsets[L] .. offsets[L + 1])` (rows of `d`), with norms `xnorm` and ids `ids` at the same
+ * positions; segment g of a list of length len covers `[g * ceil(len / nseg), ...)`.
+ * Scores: l2 `||x||^2 - 2 q.x`, ip `-q.x` (q = xq row q0 + r), dot products in float64.
+ * Output list (r, p, g) at `((r * nprobe + p) * nseg + g) * k`, padded with (+Infinity, PAD_ID).
+ */
+export function ivfScan(
+  metric: KernelMetric,
+  xq: Float32Array,
+  q0: number,
+  rows: number,
+  probes: Uint32Array,
+  row0: number,
+  nprobe: number,
+  nseg: number,
+  offsets: Uint32Array,
+  xb: Float32Array,
+  xnorm: Float32Array,
+  ids: Uint32Array,
+  d: number,
+  k: number,
+  outS: Float32Array,
+  outI: Uint32Array,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const qb = (q0 + r) * d;
+    for (let p = 0; p < nprobe; p++) {
+      const list = probes[(row0 + r) * nprobe + p];
+      for (let g = 0; g < nseg; g++) {
+        const off = ((r * nprobe + p) * nseg + g) * k;
+        let m = 0;
+        if (list !== PAD_ID) {
+          const start = offsets[list];
+          const len = offsets[list + 1] - start;
+          const segLen = Math.ceil(len / nseg);
+          const end = start + Math.min(len, (g + 1) * segLen);
+          for (let v = start + Math.min(len, g * segLen); v < end; v++) {
+            let dot = 0;
+            for (let j = 0; j < d; j++) dot += xq[qb + j] * xb[v * d + j];
+            const s = Math.fround(metric === 'l2' ? xnorm[v] - 2 * dot : -dot);
+            m = heapOffer(outS, outI, off, m, k, s, ids[v]);
+          }
+        }
+        heapSortAndPad(outS, outI, off, m, k);
+      }
+    }
+  }
+}
