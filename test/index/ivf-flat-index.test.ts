@@ -1,0 +1,139 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { indexFactory } from '../../src/factory.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { randomFloats, randomSmallInts } from '../../src/random.js';
+import type { Metric } from '../../src/types.js';
+import { IP_ATOL, L2_ATOL_SCALE, expectIdentical, expectTieAwareEqual, l2Exact, tieAwareRecall } from '../helpers/compare.js';
+import { clusteredData } from '../helpers/clustered.js';
+import { loadRealSet } from '../helpers/data.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+const gpu = await gpuBackend();
+const cpu = new CpuBackend();
+afterAll(disposeGpuBackends);
+const backends = [['cpu', cpu], ['webgpu', gpu]] as const;
+
+async function ivf(backend: IvfFlatIndex['backend'], d: number, nlist: number, metric: Metric, xt: Float32Array, xb: Float32Array) {
+  const index = new IvfFlatIndex(backend, { dim: d, nlist, metric, niter: 4, seed: 3 });
+  await index.train(xt);
+  await index.add(xb);
+  return index;
+}
+
+function atolFor(metric: Metric, xq: Float32Array, d: number, xbMaxNorm: number) {
+  return (r: number): number => {
+    if (metric !== 'l2') return IP_ATOL * d;
+    let qn = 0;
+    for (let j = 0; j < d; j++) qn += xq[r * d + j] ** 2;
+    return L2_ATOL_SCALE * (qn + xbMaxNorm);
+  };
+}
+
+describe('IvfFlatIndex', () => {
+  for (const metric of ['l2', 'ip', 'cosine'] as Metric[]) {
+    for (const [name, backend] of backends) {
+      it.skipIf(!backend)(`${name} ${metric}: IVF with nprobe = nlist equals Flat`, async () => {
+        const d = 12;
+        const xb = clusteredData(1500, d, 10, 5, 0.2);
+        const xq = randomFloats(20 * d, 6);
+        const index = await ivf(backend!, d, 16, metric, xb, xb);
+        const flat = new FlatIndex(backend!, { dim: d, metric });
+        await flat.add(xb);
+        const got = await index.search(xq, 15, { nprobe: 16 });
+        const want = await flat.search(xq, 15);
+        expectTieAwareEqual(got, want, 20, 15, atolFor(metric, xq, d, 4 * d), `${name} ${metric}`);
+      });
+    }
+  }
+
+  it.skipIf(!gpu)('GPU IVF equals CPU IVF for every nprobe (small integers: exactly)', async () => {
+    const d = 10;
+    const xb = randomSmallInts(2000 * d, 8);
+    const xq = randomSmallInts(25 * d, 9);
+    const [g, c] = [await ivf(gpu!, d, 24, 'l2', xb, xb), await ivf(cpu, d, 24, 'l2', xb, xb)];
+    expect(Array.from(g.listSizes())).toEqual(Array.from(c.listSizes()));
+    for (const nprobe of [1, 2, 5, 24]) {
+      expectIdentical(await g.search(xq, 12, { nprobe }), await c.search(xq, 12, { nprobe }), `nprobe ${nprobe}`);
+    }
+  });
+
+  it.skipIf(!gpu)('GPU IVF equals CPU IVF on float data, ip, and with many probed lists (merge rounds)', async () => {
+    const d = 8;
+    const xb = clusteredData(3000, d, 50, 10, 0.1);
+    const xq = randomFloats(10 * d, 11);
+    const [g, c] = [await ivf(gpu!, d, 80, 'ip', xb, xb), await ivf(cpu, d, 80, 'ip', xb, xb)];
+    for (const nprobe of [3, 40, 80]) {
+      expectTieAwareEqual(await g.search(xq, 7, { nprobe }), await c.search(xq, 7, { nprobe }), 10, 7, () => IP_ATOL * d, `nprobe ${nprobe}`);
+    }
+  });
+
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: add after train appends; reset keeps the training`, async () => {
+      const d = 4;
+      const xt = randomSmallInts(200 * d, 1);
+      const index = new IvfFlatIndex(backend!, { dim: d, nlist: 5, niter: 3 });
+      await index.train(xt);
+      await index.add(xt.subarray(0, 100 * d));
+      await index.add(xt.subarray(100 * d));
+      expect(index.ntotal).toBe(200);
+      const q = xt.subarray(150 * d, 151 * d);
+      const r = await index.search(q, 1, { nprobe: 5 });
+      expect(r.distances[0]).toBe(0);
+      expect(xt.subarray(r.labels[0] * d, r.labels[0] * d + d)).toEqual(q);
+      index.reset();
+      expect(index.ntotal).toBe(0);
+      expect(index.isTrained).toBe(true);
+      expect(Array.from((await index.search(q, 2)).labels)).toEqual([-1, -1]);
+    });
+
+    it.skipIf(!backend)(`${name}: clear errors`, async () => {
+      const index = new IvfFlatIndex(backend!, { dim: 3, nlist: 4 });
+      await expect(index.search(new Float32Array(3), 1)).rejects.toThrow(/not trained; call train\(xt\) first/);
+      await expect(index.add(new Float32Array(3))).rejects.toThrow(/not trained/);
+      await expect(index.train(new Float32Array(9))).rejects.toThrow(/needs at least k = 4 training points; got 3/);
+      await index.train(randomFloats(40 * 3, 1));
+      await expect(index.add(new Float32Array(4))).rejects.toThrow(/xb has length 4, which is not a multiple of dim 3/);
+      expect(() => (index.nprobe = 5)).toThrow(/nprobe must be an integer in \[1, 4\] \(nlist\); got 5/);
+      await expect(index.search(new Float32Array(3), 1, { nprobe: 0 })).rejects.toThrow(/nprobe must be an integer in \[1, 4\]/);
+      expect(() => new IvfFlatIndex(backend!, { dim: 3, nlist: 0 })).toThrow(/nlist must be an integer >= 1; got 0/);
+    });
+  }
+
+  it('indexFactory builds Flat and IVF<n>,Flat and lists the accepted forms otherwise', () => {
+    const flat = indexFactory(cpu, 8, 'Flat', 'ip');
+    expect(flat).toBeInstanceOf(FlatIndex);
+    expect((flat as FlatIndex).metric).toBe('ip');
+    const ivfIndex = indexFactory(cpu, 8, 'IVF100,Flat');
+    expect(ivfIndex).toBeInstanceOf(IvfFlatIndex);
+    expect((ivfIndex as IvfFlatIndex).nlist).toBe(100);
+    for (const bad of ['HNSW32', 'IVF,Flat', 'IVF10,PQ8', 'flat', '']) {
+      expect(() => indexFactory(cpu, 8, bad)).toThrow(/expected "Flat", "IVF<nlist>,Flat"/);
+    }
+  });
+});
+
+describe('IVF recall@10 against published ground truth never decreases with nprobe', () => {
+  const sets = [
+    { set: loadRealSet('siftsmall', 'siftsmall'), nlist: 100 },
+    { set: loadRealSet('fashion-mnist-small', 'fmnistsmall'), nlist: 32 },
+  ];
+  for (const { set, nlist } of sets) {
+    for (const [name, backend] of backends) {
+      it.skipIf(!backend)(`${set.name}, IVF${nlist},Flat on ${name}`, async () => {
+        const index = new IvfFlatIndex(backend!, { dim: set.d, nlist, niter: 10, seed: 1 });
+        await index.train(set.xb);
+        await index.add(set.xb);
+        const recalls: number[] = [];
+        for (const nprobe of [1, 2, 4, 8, 16, nlist]) {
+          const r = await index.search(set.xq, 10, { nprobe });
+          recalls.push(tieAwareRecall(r.labels, 10, set.gt, set.gtK, set.nq, (q, id) => l2Exact(set.xq, q, set.xb, id, set.d)));
+        }
+        console.log(`[ivf] ${set.name} IVF${nlist} ${name}: recall@10 at nprobe 1,2,4,8,16,${nlist} = ${recalls.map((r) => r.toFixed(3)).join(', ')}`);
+        for (let i = 1; i < recalls.length; i++) expect(recalls[i]).toBeGreaterThanOrEqual(recalls[i - 1]);
+        expect(recalls[recalls.length - 1]).toBe(1);
+      });
+    }
+  }
+});
