@@ -1,12 +1,20 @@
 /**
  * Benchmark entry: `npm run bench -- <case> [options]` or `webgpu-knn bench <case> [options]`.
- * Cases: flat. Never run by the test runner.
+ * Cases: flat, kmeans, ivf. Never run by the test runner.
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
+import { DATA_SETS, type DataSet, loadBenchData } from './data.js';
 import { runFlatBench } from './flat.js';
+import { runIvfBench } from './ivf.js';
+import { runKMeansBench } from './kmeans.js';
 
-export const BENCH_USAGE = `usage: webgpu-knn bench flat [options]
+const COMMON = `  --backend B      both | webgpu | cpu (default both)
+  --seed S         data and training seed (default 1)
+  -h, --help       this text`;
+
+const USAGES: Record<string, string> = {
+  flat: `usage: webgpu-knn bench flat [options]
 
 Flat (exact) search on generated data, WebGPU and CPU backends in one run.
 
@@ -16,14 +24,46 @@ options:
   --nq NQ          queries (default 1000)
   --k K[,K...]     neighbours; a list runs one configuration each (default 10)
   --metric M       l2 | ip | cosine (default l2)
-  --backend B      both | webgpu | cpu (default both)
   --warmup W       untimed runs first (default 1)
   --repeats R      timed runs (default 3)
-  --seed S         data seed (default 1)
   --recall-queries Q  queries scored against exact search (default 100)
-  -h, --help       this text
+${COMMON}
 
-Prints one JSON line per configuration, then a table. Progress goes to stderr.`;
+Prints one JSON line per configuration, then a table. Progress goes to stderr.`,
+  kmeans: `usage: webgpu-knn bench kmeans [options]
+
+k-means (Lloyd, random init, no sampling) on each backend from the same initial centroids:
+seconds per iteration, objective, GPU/CPU ratio.
+
+options:
+  --data SET       ${DATA_SETS.join(' | ')} (default clustered: generated blobs)
+  --n N            points, generated data (default 100000)
+  --d D            dimension, generated data (default 128)
+  --k K            centroids (default 1024)
+  --niter I        iterations (default 10)
+${COMMON}`,
+  ivf: `usage: webgpu-knn bench ivf [options]
+
+IVF-Flat nprobe sweep against flat search on the same backend: recall@1 and recall@k against
+exact search, queries/s, speed-up over flat. Centroids are trained once and shared by the backends.
+
+options:
+  --data SET       ${DATA_SETS.join(' | ')} (default clustered: generated blobs)
+  --n N            base vectors, generated data (default 200000)
+  --d D            dimension, generated data (default 128)
+  --nq NQ          queries, generated data (default 1000)
+  --k K            neighbours (default 10)
+  --nlist L        lists (default round(sqrt(8 n)): the sqrt rule nlist ~ sqrt(nprobe n) for nprobe 8)
+  --nprobe P[,P..] the sweep (default 1,2,4,8,16,32,64)
+  --niter I        k-means iterations (default 10)
+  --warmup W       untimed runs first (default 1)
+  --repeats R      timed runs (default 3)
+${COMMON}`,
+};
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -32,62 +72,80 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
   return v;
 }
 
-export class UsageError extends Error {
-  override name = 'UsageError';
+function intList(name: string, value: string | undefined, fallback: number[]): number[] {
+  return value === undefined ? fallback : value.split(',').map((v) => positiveInt(name, v.trim(), 1));
 }
 
 export async function benchMain(argv: string[]): Promise<void> {
   const [kase, ...rest] = argv;
   if (kase === undefined || kase === '-h' || kase === '--help') {
-    console.log(BENCH_USAGE);
-    if (kase === undefined) throw new UsageError('missing bench case (flat)');
+    console.log(`usage: webgpu-knn bench <flat | kmeans | ivf> [options]; 'bench <case> --help' for each`);
+    if (kase === undefined) throw new UsageError('missing bench case (flat, kmeans or ivf)');
     return;
   }
-  if (kase !== 'flat') throw new UsageError(`unknown bench case ${kase}; expected: flat`);
-  const { values } = parseArgs({
+  const usage = USAGES[kase];
+  if (!usage) throw new UsageError(`unknown bench case ${kase}; expected flat, kmeans or ivf`);
+  const known = [...usage.matchAll(/^ {2}--([a-z-]+)/gm)].map((m) => m[1]).filter((o) => o !== 'help');
+  const { values: v } = parseArgs({
     args: rest,
-    options: {
-      n: { type: 'string' },
-      d: { type: 'string' },
-      nq: { type: 'string' },
-      k: { type: 'string' },
-      metric: { type: 'string' },
-      backend: { type: 'string' },
-      warmup: { type: 'string' },
-      repeats: { type: 'string' },
-      seed: { type: 'string' },
-      'recall-queries': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    console.log(BENCH_USAGE);
+    options: Object.fromEntries([...known.map((o) => [o, { type: 'string' as const }]), ['help', { type: 'boolean' as const, short: 'h' }]]),
+  }) as { values: Record<string, string | undefined> & { help?: boolean } };
+  if (v.help) {
+    console.log(usage);
     return;
   }
-  const metric = (values.metric ?? 'l2') as Metric;
-  if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
-  const backend = values.backend ?? 'both';
+  const backend = v.backend ?? 'both';
   if (!['both', 'webgpu', 'cpu'].includes(backend)) throw new UsageError(`--backend must be both, webgpu or cpu; got ${backend}`);
-  const ks = (values.k ?? '10').split(',').map((k) => positiveInt('k', k.trim(), 10));
-  await runFlatBench({
-    n: positiveInt('n', values.n, 100_000),
-    d: positiveInt('d', values.d, 128),
-    nq: positiveInt('nq', values.nq, 1000),
-    ks,
-    metric,
-    backends: backend === 'both' ? ['webgpu', 'cpu'] : [backend as 'webgpu' | 'cpu'],
-    warmup: values.warmup === '0' ? 0 : positiveInt('warmup', values.warmup, 1),
-    repeats: positiveInt('repeats', values.repeats, 3),
-    seed: positiveInt('seed', values.seed, 1),
-    recallQueries: positiveInt('recall-queries', values['recall-queries'], 100),
-    log: (line) => process.stderr.write(`[bench] ${line}\n`),
-  });
+  const backends: ('webgpu' | 'cpu')[] = backend === 'both' ? ['webgpu', 'cpu'] : [backend as 'webgpu' | 'cpu'];
+  const seed = positiveInt('seed', v.seed, 1);
+  const log = (line: string): void => void process.stderr.write(`[bench] ${line}\n`);
+  const warmup = v.warmup === '0' ? 0 : positiveInt('warmup', v.warmup, 1);
+  const repeats = positiveInt('repeats', v.repeats, 3);
+  const dataSet = (v.data ?? 'clustered') as DataSet;
+  if (v.data !== undefined && !(DATA_SETS as readonly string[]).includes(v.data)) {
+    throw new UsageError(`--data must be one of ${DATA_SETS.join(', ')}; got ${v.data}`);
+  }
+
+  if (kase === 'flat') {
+    const metric = (v.metric ?? 'l2') as Metric;
+    if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
+    await runFlatBench({
+      n: positiveInt('n', v.n, 100_000),
+      d: positiveInt('d', v.d, 128),
+      nq: positiveInt('nq', v.nq, 1000),
+      ks: intList('k', v.k, [10]),
+      metric,
+      backends,
+      warmup,
+      repeats,
+      seed,
+      recallQueries: positiveInt('recall-queries', v['recall-queries'], 100),
+      log,
+    });
+  } else if (kase === 'kmeans') {
+    const data = loadBenchData(dataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), 1, seed);
+    await runKMeansBench({ data, k: positiveInt('k', v.k, 1024), niter: positiveInt('niter', v.niter, 10), seed, backends, log });
+  } else {
+    const data = loadBenchData(dataSet, positiveInt('n', v.n, 200_000), positiveInt('d', v.d, 128), positiveInt('nq', v.nq, 1000), seed);
+    await runIvfBench({
+      data,
+      k: positiveInt('k', v.k, 10),
+      nlist: positiveInt('nlist', v.nlist, Math.round(Math.sqrt(8 * data.n))),
+      nprobes: intList('nprobe', v.nprobe, [1, 2, 4, 8, 16, 32, 64]),
+      niter: positiveInt('niter', v.niter, 10),
+      seed,
+      warmup,
+      repeats,
+      backends,
+      log,
+    });
+  }
 }
 
 // Run directly (npm run bench): the CLI imports benchMain instead.
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
   benchMain(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`webgpu-knn bench: ${(err as Error).message}\n`);
-    process.exitCode = err instanceof UsageError ? 2 : 1;
+    process.exitCode = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
   });
 }

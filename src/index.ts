@@ -7,7 +7,7 @@ export type { Metric, SearchResult, SearchTimings } from './types.js';
 export { InvalidArgumentError, METRICS, WebGpuUnavailableError, emptyTimings, normalizeRows } from './types.js';
 export { readBvecs, readFvecs, readIvecs } from './io/texmex.js';
 export type { Vectors } from './io/texmex.js';
-export { randomFloats, randomSmallInts, rng } from './random.js';
+export { clusteredFloats, randomFloats, randomSmallInts, rng } from './random.js';
 export { KMeans } from './kmeans.js';
 export type { KMeansInit, KMeansProgress, KMeansResult, KMeansTrainOptions } from './kmeans.js';
 export { IvfFlatIndex } from './ivf-flat-index.js';

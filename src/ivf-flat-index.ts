@@ -41,6 +41,7 @@ export class IvfFlatIndex {
   readonly metric: Metric;
   private nprobeValue = 1;
   private coarse: BaseStore | null = null;
+  private trainedCentroids: Float32Array | null = null;
   private readonly lists: IvfLists;
   private readonly options: IvfFlatIndexOptions;
 
@@ -108,11 +109,27 @@ export class IvfFlatIndex {
       init: this.options.init ?? 'random',
       onProgress: this.options.onTrainProgress,
     });
+    await this.setCentroids(centroids);
+  }
+
+  /**
+   * Uses `centroids` (`nlist * dim`, for example from another index's training) instead of
+   * training. Empties the index.
+   */
+  async setCentroids(centroids: Float32Array): Promise<void> {
+    const n = checkVectors(centroids, this.dim, 'centroids', false);
+    if (n !== this.nlist) throw new InvalidArgumentError(`centroids must hold nlist = ${this.nlist} vectors; got ${n}`);
     const coarse = this.backend.createBaseStore(this.dim);
     await coarse.add(centroids, this.nlist);
+    this.trainedCentroids = centroids.slice();
     this.coarse?.dispose();
     this.coarse = coarse;
     this.lists.reset();
+  }
+
+  /** The trained centroids (`nlist * dim`), or null before training. */
+  get centroids(): Float32Array | null {
+    return this.trainedCentroids;
   }
 
   /** Appends `xb` to the lists of their nearest centroids; ids continue from ntotal. */
@@ -142,6 +159,7 @@ export class IvfFlatIndex {
   dispose(): void {
     this.coarse?.dispose();
     this.coarse = null;
+    this.trainedCentroids = null;
     this.lists.reset();
   }
 

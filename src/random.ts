@@ -27,3 +27,18 @@ export function randomSmallInts(len: number, seed: number, max = 7): Float32Arra
   for (let i = 0; i < len; i++) out[i] = Math.floor(r() * (max + 1));
   return out;
 }
+
+/**
+ * `n` points in `clusters` blobs: centres uniform in [-1, 1)^d, each point a centre plus noise of
+ * about `spread` per coordinate (a sum of three uniforms: a cheap bell shape).
+ */
+export function clusteredFloats(n: number, d: number, clusters: number, seed: number, spread = 0.05): Float32Array {
+  const r = rng(seed);
+  const centers = Float32Array.from({ length: clusters * d }, () => 2 * r() - 1);
+  const out = new Float32Array(n * d);
+  for (let i = 0; i < n; i++) {
+    const c = Math.floor(r() * clusters);
+    for (let j = 0; j < d; j++) out[i * d + j] = centers[c * d + j] + (r() + r() + r() - 1.5) * spread;
+  }
+  return out;
+}
