@@ -9,13 +9,14 @@ import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 
 const USAGE = `usage: webgpu-knn <command> [options]
 
-Exact k-nearest-neighbour search with WebGPU compute shaders, and a CPU twin of every kernel.
+Exact (Flat) and IVF k-nearest-neighbour search and k-means with WebGPU compute shaders, and a CPU
+twin of every kernel.
 
 commands:
   demo     (default) build a flat index on generated data, search it on the WebGPU and the CPU
            backend, print recall and speed side by side
   info     the WebGPU adapter, its limits, and the backend 'auto' picks
-  bench    benchmarks: 'webgpu-knn bench flat --help'
+  bench    benchmarks: flat, kmeans, ivf ('webgpu-knn bench <case> --help')
 
 'webgpu-knn <command> --help' describes each command.
 No WebGPU adapter? scripts/setup-webgpu.sh installs a software one (Mesa lavapipe) on Debian/Ubuntu.`;
