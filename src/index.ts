@@ -14,3 +14,5 @@ export { IvfFlatIndex } from './ivf-flat-index.js';
 export type { IvfFlatIndexOptions, IvfSearchOptions } from './ivf-flat-index.js';
 export { FACTORY_FORMS, indexFactory } from './factory.js';
 export type { Index } from './factory.js';
+export { BatchScheduler, QueueFullError, SchedulerClosedError } from './scheduler.js';
+export type { BatchSchedulerOptions, LatencySummary, SchedulerSearchOptions, SchedulerStats, SearchableIndex } from './scheduler.js';
