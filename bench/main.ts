@@ -1,6 +1,6 @@
 /**
  * Benchmark entry: `npm run bench -- <case> [options]` or `webgpu-knn bench <case> [options]`.
- * Cases: flat, kmeans, ivf. Never run by the test runner.
+ * Cases: flat, kmeans, ivf, scheduler. Never run by the test runner.
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
@@ -8,6 +8,7 @@ import { DATA_SETS, type DataSet, loadBenchData } from './data.js';
 import { runFlatBench } from './flat.js';
 import { runIvfBench } from './ivf.js';
 import { runKMeansBench } from './kmeans.js';
+import { runSchedulerBench } from './scheduler.js';
 
 const COMMON = `  --backend B      both | webgpu | cpu (default both)
   --seed S         data and training seed (default 1)
@@ -59,6 +60,20 @@ options:
   --warmup W       untimed runs first (default 1)
   --repeats R      timed runs (default 3)
 ${COMMON}`,
+  scheduler: `usage: webgpu-knn bench scheduler [options]
+
+C callers each send single queries in a closed loop through a BatchScheduler over a flat index;
+compared with one direct batched search of the same queries and with queries sent one at a time
+without the scheduler. Reports queries/s, p50 and p99 latency, mean batch size.
+
+options:
+  --n N            base vectors (default 100000)
+  --d D            dimension (default 128)
+  --k K            neighbours (default 10)
+  --callers C[,C..] concurrent callers (default 1,16,256)
+  --per-caller Q   queries per caller (default 8; at least 64 in all)
+  --max-delay MS   the scheduler's maxDelayMs (default 2)
+${COMMON}`,
 };
 
 export class UsageError extends Error {
@@ -79,12 +94,12 @@ function intList(name: string, value: string | undefined, fallback: number[]): n
 export async function benchMain(argv: string[]): Promise<void> {
   const [kase, ...rest] = argv;
   if (kase === undefined || kase === '-h' || kase === '--help') {
-    console.log(`usage: webgpu-knn bench <flat | kmeans | ivf> [options]; 'bench <case> --help' for each`);
-    if (kase === undefined) throw new UsageError('missing bench case (flat, kmeans or ivf)');
+    console.log(`usage: webgpu-knn bench <${Object.keys(USAGES).join(' | ')}> [options]; 'bench <case> --help' for each`);
+    if (kase === undefined) throw new UsageError(`missing bench case (${Object.keys(USAGES).join(', ')})`);
     return;
   }
   const usage = USAGES[kase];
-  if (!usage) throw new UsageError(`unknown bench case ${kase}; expected flat, kmeans or ivf`);
+  if (!usage) throw new UsageError(`unknown bench case ${kase}; expected ${Object.keys(USAGES).join(', ')}`);
   const known = [...usage.matchAll(/^ {2}--([a-z-]+)/gm)].map((m) => m[1]).filter((o) => o !== 'help');
   const { values: v } = parseArgs({
     args: rest,
@@ -125,6 +140,20 @@ export async function benchMain(argv: string[]): Promise<void> {
   } else if (kase === 'kmeans') {
     const data = loadBenchData(dataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), 1, seed);
     await runKMeansBench({ data, k: positiveInt('k', v.k, 1024), niter: positiveInt('niter', v.niter, 10), seed, backends, log });
+  } else if (kase === 'scheduler') {
+    const delay = v['max-delay'] === undefined ? 2 : Number(v['max-delay']);
+    if (!(delay >= 0)) throw new UsageError(`--max-delay must be a number >= 0; got ${v['max-delay']}`);
+    await runSchedulerBench({
+      n: positiveInt('n', v.n, 100_000),
+      d: positiveInt('d', v.d, 128),
+      k: positiveInt('k', v.k, 10),
+      callers: intList('callers', v.callers, [1, 16, 256]),
+      perCaller: positiveInt('per-caller', v['per-caller'], 8),
+      maxDelayMs: delay,
+      seed,
+      backends,
+      log,
+    });
   } else {
     const data = loadBenchData(dataSet, positiveInt('n', v.n, 200_000), positiveInt('d', v.d, 128), positiveInt('nq', v.nq, 1000), seed);
     await runIvfBench({
