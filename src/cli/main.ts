@@ -16,7 +16,7 @@ commands:
   demo     (default) build a flat index on generated data, search it on the WebGPU and the CPU
            backend, print recall and speed side by side
   info     the WebGPU adapter, its limits, and the backend 'auto' picks
-  bench    benchmarks: flat, kmeans, ivf ('webgpu-knn bench <case> --help')
+  bench    benchmarks: flat, kmeans, ivf, scheduler ('webgpu-knn bench <case> --help')
 
 'webgpu-knn <command> --help' describes each command.
 No WebGPU adapter? scripts/setup-webgpu.sh installs a software one (Mesa lavapipe) on Debian/Ubuntu.`;
