@@ -20,6 +20,8 @@ export interface BaseStore {
   readonly ntotal: number;
   /** Appends `n` rows of `x` (`n * d`, already validated). If it throws, nothing was appended. */
   add(x: Float32Array, n: number): Promise<void>;
+  /** All stored vectors (`ntotal * d`, as added), read back from the device where need be. */
+  read(): Promise<Float32Array>;
   /** Removes every vector. */
   reset(): void;
   /** Frees device memory; the store is unusable afterwards. */

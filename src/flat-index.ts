@@ -5,6 +5,7 @@
 import type { Backend, BaseStore, KernelMetric } from './backend.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
 import { checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
+import { writeIndexFile } from './io/index-file.js';
 
 export interface FlatIndexOptions {
   dim: number;
@@ -61,6 +62,21 @@ export class FlatIndex {
     const nq = checkVectors(xq, this.dim, 'xq', false);
     const queries = this.metric === 'cosine' ? normalizeRows(xq, this.dim) : xq;
     return this.backend.searchFlat(this.store, queries, nq, k, this.kernelMetric, options.timings);
+  }
+
+  /**
+   * Writes the index to `path` (see src/io/index-file.ts): a versioned header, the vectors and a
+   * checksum, through a temporary file, so a crash never leaves half an index. `loadIndex` reads it.
+   */
+  async save(path: string): Promise<void> {
+    const xb = await this.store.read();
+    writeIndexFile(path, { type: 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 }, [xb]);
+  }
+
+  /** Adds vectors exactly as given (already normalised for cosine): for loading saved indexes. */
+  async addPrepared(xb: Float32Array): Promise<void> {
+    const n = checkVectors(xb, this.dim, 'xb', true);
+    if (n > 0) await this.store.add(xb, n);
   }
 
   /** Removes every vector (the index stays usable). */

@@ -14,6 +14,7 @@ import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
 import type { SearchOptions } from './flat-index.js';
 import type { Metric, SearchResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
+import { writeIndexFile } from './io/index-file.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;
@@ -149,6 +150,27 @@ export class IvfFlatIndex {
     const nprobe = options.nprobe === undefined ? this.nprobeValue : this.checkNprobe(options.nprobe);
     const coarse = this.requireTrained('search');
     return this.backend.searchIvf(coarse, this.lists, this.prepare(xq), nq, k, nprobe, this.kernelMetric, options.timings);
+  }
+
+  /** Writes the index to `path` (centroids, lists in CSR form, checksum); `loadIndex` reads it. */
+  async save(path: string): Promise<void> {
+    const centroids = this.trainedCentroids;
+    if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
+    const csr = this.lists.csr(this.dim);
+    writeIndexFile(
+      path,
+      { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe: this.nprobe },
+      [centroids, csr.offsets, csr.ids, csr.xb],
+    );
+  }
+
+  /** Restores lists from CSR arrays as saved (vectors as stored, ids as given): for loadIndex. */
+  restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array): void {
+    this.requireTrained('restoreLists');
+    const listOf = new Uint32Array(ids.length);
+    for (let l = 0; l < this.nlist; l++) listOf.fill(l, offsets[l], offsets[l + 1]);
+    this.lists.reset();
+    this.lists.add(xb, ids.length, listOf, ids);
   }
 
   /** Removes every vector; the centroids stay trained. */

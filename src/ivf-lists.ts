@@ -35,8 +35,8 @@ export class IvfLists {
     this.sizes = new Uint32Array(nlist);
   }
 
-  /** Appends rows of `x` (`n * d`) to the lists `listOf[i]`, with ids `id0 + i`. */
-  add(x: Float32Array, n: number, listOf: Uint32Array, id0: number): void {
+  /** Appends rows of `x` (`n * d`) to the lists `listOf[i]`, with ids `id0 + i` or `ids[i]`. */
+  add(x: Float32Array, n: number, listOf: Uint32Array, id0: number | Uint32Array): void {
     const d = this.d;
     const xn = norms(x, n, d);
     const counts = new Uint32Array(this.nlist);
@@ -61,7 +61,7 @@ export class IvfLists {
       const at = this.sizes[l]++;
       this.vectors[l].set(x.subarray(i * d, (i + 1) * d), at * d);
       this.norms[l][at] = xn[i];
-      this.idLists[l][at] = id0 + i;
+      this.idLists[l][at] = typeof id0 === 'number' ? id0 + i : id0[i];
     }
     this.ntotal += n;
     this.version++;

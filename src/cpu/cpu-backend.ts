@@ -47,6 +47,10 @@ export class CpuBaseStore implements BaseStore {
     this.ntotal = need;
   }
 
+  async read(): Promise<Float32Array> {
+    return this.xb.slice(0, this.ntotal * this.d);
+  }
+
   reset(): void {
     this.xb = new Float32Array(0);
     this.xnorm = new Float32Array(0);

@@ -170,6 +170,16 @@ export class GpuBaseStore implements BaseStore {
     this.ntotal += n;
   }
 
+  async read(): Promise<Float32Array> {
+    const out = new Float32Array(this.ntotal * this.d);
+    let row = 0;
+    for (const c of this.chunks) {
+      const padded = new Float32Array(await readBuffer(this.backend.ctx, c.xb, 0, c.rows * this.dpad * 4));
+      for (let i = 0; i < c.rows; i++, row++) out.set(padded.subarray(i * this.dpad, i * this.dpad + this.d), row * this.d);
+    }
+    return out;
+  }
+
   reset(): void {
     for (const c of this.chunks) {
       c.xb.destroy();

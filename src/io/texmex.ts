@@ -23,7 +23,7 @@ function parse(path: string, elemBytes: number): { view: DataView; n: number; d:
   if (buf.byteLength % row !== 0) {
     const n = Math.floor(buf.byteLength / row);
     throw new InvalidArgumentError(
-      `${path}: truncated: ${buf.byteLength} bytes is not a whole number of ${row}-byte rows (dim ${d}); the last row starts at byte ${n * row}`,
+      `${path}: truncated: ${buf.byteLength} bytes is not a whole number of ${row}-byte rows (dim ${d}); the incomplete last row starts at byte ${n * row}`,
     );
   }
   const n = buf.byteLength / row;
