@@ -82,6 +82,20 @@ export interface Backend {
     metric: KernelMetric,
     timings?: SearchTimings,
   ): Promise<SearchResult>;
+  /**
+   * The candidate pairs (i < j) of the self-join of `store`: every pair whose float32 minimised
+   * score (l2: squared distance; ip: -dot) is at most `limit` plus the margin
+   * `rel * (||x_i||^2 + ||x_j||^2)`, which exceeds the expansion's rounding, so no true pair is
+   * missed (see shaders/pairs-threshold.wgsl). Returns [i0, j0, i1, j1, ...] sorted by (i, j).
+   * `onProgress(rowsDone, candidates)` is called as rows are finished.
+   */
+  selfJoinCandidates(
+    store: BaseStore,
+    metric: KernelMetric,
+    limit: number,
+    rel: number,
+    onProgress?: (rowsDone: number, candidates: number) => void,
+  ): Promise<Uint32Array>;
   /** Holds `n` points (`x`, `n * d`, validated) and `nc` centroids for k-means iterations. */
   createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace>;
   /** Releases the device; for WebGPU this is what lets the process exit. */

@@ -20,3 +20,5 @@ export { READ_FORMATS, WRITE_FORMATS, readVectors, writeVectors } from './io/vec
 export type { VectorFile } from './io/vectors.js';
 export { loadIndex } from './io/load-index.js';
 export { INDEX_FORMAT_VERSION } from './io/index-file.js';
+export { dedup, dedupMargin, groupPairs } from './jobs/dedup.js';
+export type { DedupMetric, DedupOptions, DedupProgress, DedupResult } from './jobs/dedup.js';

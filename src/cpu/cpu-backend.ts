@@ -10,6 +10,8 @@ import type { SearchResult, SearchTimings } from '../types.js';
 import { gemmScores } from './gemm-scores.js';
 import { norms } from './norms.js';
 import { ivfScan } from './ivf-scan.js';
+import { pairsThreshold } from './pairs-threshold.js';
+import { sortPairs } from '../pairs.js';
 import { kmeansBlocks, kmeansPartial, kmeansReduce } from './kmeans-update.js';
 import { PAD_ID, topk } from './topk.js';
 import { MERGE_ROUND, topkMerge } from './topk-merge.js';
@@ -144,6 +146,32 @@ export class CpuBackend implements Backend {
     const result = finalizeResults(metric, runS, runI, nq, k, metric === 'l2' ? norms(xq, nq, d) : null);
     if (timings) Object.assign(timings, { uploadMs: 0, computeMs: performance.now() - t0, readbackMs: 0, kernelMs: undefined });
     return result;
+  }
+
+  async selfJoinCandidates(
+    store: BaseStore,
+    metric: KernelMetric,
+    limit: number,
+    rel: number,
+    onProgress?: (rowsDone: number, candidates: number) => void,
+  ): Promise<Uint32Array> {
+    const base = store as CpuBaseStore;
+    const n = base.ntotal;
+    const out: number[] = [];
+    const scores = new Float32Array(CPU_QUERY_TILE * CPU_BASE_TILE);
+    for (let q0 = 0; q0 < n; q0 += CPU_QUERY_TILE) {
+      const rows = Math.min(CPU_QUERY_TILE, n - q0);
+      // Only columns right of the diagonal can hold pairs i < j.
+      for (let c0 = q0 - (q0 % CPU_BASE_TILE); c0 < n; c0 += CPU_BASE_TILE) {
+        const cols = Math.min(CPU_BASE_TILE, n - c0);
+        gemmScores(metric, base.xb, q0, rows, base.xb, base.xnorm, c0, cols, base.d, scores, CPU_BASE_TILE);
+        pairsThreshold(metric, scores, CPU_BASE_TILE, rows, cols, q0, c0, base.xnorm.subarray(q0), base.xnorm.subarray(c0), limit, rel, out);
+      }
+      onProgress?.(q0 + rows, out.length / 2);
+      // Let progress output and other work through between tiles.
+      await new Promise((r) => setImmediate(r));
+    }
+    return sortPairs(Uint32Array.from(out));
   }
 
   async createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {

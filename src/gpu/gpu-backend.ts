@@ -19,6 +19,8 @@ import type { SearchResult, SearchTimings } from '../types.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { GpuContext } from './context.js';
 import { encodeGemmScores } from './kernels/gemm-scores.js';
+import { encodePairsThreshold } from './kernels/pairs-threshold.js';
+import { sortPairs } from '../pairs.js';
 import { encodeIvfScan } from './kernels/ivf-scan.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
 import { Kernels } from './kernels/kernels.js';
@@ -45,6 +47,8 @@ export interface GpuBackendOptions {
    * few cores are busy with a few hundred, 65536 on a real GPU.
    */
   selectInvocations?: number;
+  /** Candidate pairs the self-join's append buffer holds before a tile is re-run (default 2^20). */
+  pairCapacity?: number;
   /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
   dawnFlags?: string[];
 }
@@ -466,6 +470,84 @@ export class GpuBackend implements Backend {
     };
     this.ivfCache.set(lists, entry);
     return entry;
+  }
+
+  async selfJoinCandidates(
+    store: BaseStore,
+    metric: KernelMetric,
+    limit: number,
+    rel: number,
+    onProgress?: (rowsDone: number, candidates: number) => void,
+  ): Promise<Uint32Array> {
+    this.ctx.check();
+    const { device } = this.ctx;
+    const base = store as GpuBaseStore;
+    const maxBinding = this.ctx.maxBinding;
+    const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows, Math.ceil(base.ntotal / 4) * 4));
+    const scoreBytes = Math.min(maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
+    const queryTile = Math.max(1, Math.min(base.ntotal, 65535, Math.floor(scoreBytes / (tileCols * 4))));
+    const scores = createBuffer(device, 'scores', queryTile * tileCols * 4, STORAGE());
+    const count = createBuffer(device, 'pair_count', 4, STORAGE());
+    let capacity = Math.max(16, this.options.pairCapacity ?? 1 << 20);
+    let pairs = createBuffer(device, 'pairs', capacity * 8, STORAGE());
+    const found: Uint32Array[] = [];
+    let total = 0;
+    let rowsDone = 0;
+    try {
+      // Chunk starts, as global ids.
+      const starts: number[] = [];
+      base.chunks.reduce((id, c) => (starts.push(id), id + c.rows), 0);
+      for (let a = 0; a < base.chunks.length; a++) {
+        const A = base.chunks[a];
+        for (let r0 = 0; r0 < A.rows; r0 += queryTile) {
+          const rows = Math.min(queryTile, A.rows - r0);
+          const q0 = starts[a] + r0;
+          // Run the query tile; on overflow, run it again with room for every pair it has.
+          for (;;) {
+            const kernels = new Kernels(this.ctx, this.pipelines);
+            kernels.recorder.clear(count);
+            for (let b = a; b < base.chunks.length; b++) {
+              const B = base.chunks[b];
+              for (let col0 = 0; col0 < B.rows; col0 += tileCols) {
+                const cols = Math.min(tileCols, B.rows - col0);
+                if (starts[b] + col0 + cols <= q0 + 1) continue; // entirely left of the diagonal
+                encodeGemmScores(kernels, { metric, xq: A.xb, xb: B.xb, xnorm: B.xnorm, scores, q0: r0, rows, col0, cols, dpad: base.dpad, ldc: tileCols });
+                encodePairsThreshold(kernels, {
+                  metric, scores, xnormQ: A.xnorm, xnormB: B.xnorm, count, pairs, rows, cols, ldc: tileCols,
+                  q0, id0: starts[b] + col0, limit, rel, capacity, qn0: r0, cn0: col0,
+                });
+              }
+            }
+            await kernels.recorder.submit();
+            const n = new Uint32Array(await readBuffer(this.ctx, count, 0, 4))[0];
+            if (n <= capacity) {
+              if (n > 0) found.push(new Uint32Array(await readBuffer(this.ctx, pairs, 0, n * 8)));
+              total += n;
+              break;
+            }
+            if (n * 8 > maxBinding) {
+              throw new WebGpuUnavailableError(`a tile of ${rows} rows has ${n} candidate pairs, more than one binding holds; lower the threshold's reach or scoreTileBytes`);
+            }
+            pairs.destroy();
+            capacity = n;
+            pairs = createBuffer(device, 'pairs', capacity * 8, STORAGE());
+          }
+          rowsDone += rows;
+          onProgress?.(rowsDone, total);
+        }
+      }
+    } finally {
+      scores.destroy();
+      count.destroy();
+      pairs.destroy();
+    }
+    const all = new Uint32Array(total * 2);
+    let o = 0;
+    for (const f of found) {
+      all.set(f, o);
+      o += f.length;
+    }
+    return sortPairs(all);
   }
 
   async createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {

@@ -1,0 +1,37 @@
+/** Dispatch of shaders/pairs-threshold.wgsl (CPU twin: src/cpu/pairs-threshold.ts). */
+import type { KernelMetric } from '../../backend.js';
+import type { Kernels } from './kernels.js';
+
+const WG = 64;
+const f32bits = (v: number): number => new Uint32Array(new Float32Array([v]).buffer)[0];
+
+export interface PairsThresholdArgs {
+  metric: KernelMetric;
+  scores: GPUBuffer;
+  xnormQ: GPUBuffer;
+  xnormB: GPUBuffer;
+  count: GPUBuffer;
+  pairs: GPUBuffer;
+  rows: number;
+  cols: number;
+  ldc: number;
+  q0: number;
+  id0: number;
+  limit: number;
+  rel: number;
+  capacity: number;
+  /** First element of xnormQ for the tile's row 0. */
+  qn0: number;
+  /** First element of xnormB for the tile's column 0. */
+  cn0: number;
+}
+
+export function encodePairsThreshold(kernels: Kernels, a: PairsThresholdArgs): void {
+  kernels.recorder.dispatch(
+    'pairs-threshold',
+    kernels.pipelines.get('pairs-threshold', { WG, METRIC: a.metric === 'l2' ? 0 : 1 }),
+    [a.rows, a.cols, a.ldc, a.q0, a.id0, f32bits(a.limit), f32bits(a.rel), a.capacity, a.qn0, a.cn0],
+    [a.scores, a.xnormQ, a.xnormB, a.count, a.pairs],
+    [Math.ceil(a.cols / WG), a.rows],
+  );
+}

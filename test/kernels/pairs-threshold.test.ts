@@ -1,0 +1,52 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { KernelMetric } from '../../src/backend.js';
+import { gemmScores } from '../../src/cpu/gemm-scores.js';
+import { norms } from '../../src/cpu/norms.js';
+import { pairsThreshold } from '../../src/cpu/pairs-threshold.js';
+import { encodePairsThreshold } from '../../src/gpu/kernels/pairs-threshold.js';
+import { sortPairs } from '../../src/pairs.js';
+import { randomSmallInts } from '../../src/random.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { KernelHarness } from './harness.js';
+
+const gpu = await gpuBackend();
+afterAll(disposeGpuBackends);
+
+describe.skipIf(!gpu)('gpu pairs-threshold vs cpu twin', () => {
+  // [n, d, q0, rows, id0, cols, limit, capacity]: a tile on the diagonal and one right of it; a
+  // capacity too small, where the count must still be exact.
+  const shapes: number[][] = [
+    [90, 5, 0, 40, 0, 90, 12, 10_000],
+    [90, 5, 20, 30, 50, 40, 20, 10_000],
+    [90, 5, 0, 90, 0, 90, 30, 7],
+  ];
+  for (const [n, d, q0, rows, id0, cols, limit, capacity] of shapes) {
+    for (const metric of ['l2', 'ip'] as KernelMetric[]) {
+      it(`n=${n} rows ${q0}+${rows} cols ${id0}+${cols} ${metric} limit ${limit} capacity ${capacity}`, async () => {
+        const h = new KernelHarness(gpu!);
+        const x = randomSmallInts(n * d, n + q0, 3);
+        const xn = norms(x, n, d);
+        const lim = metric === 'l2' ? limit : -limit / 2;
+        const scores = new Float32Array(rows * cols);
+        gemmScores(metric, x, q0, rows, x, xn, id0, cols, d, scores, cols);
+        const rel = 1e-6;
+        const count = h.upload(new Uint32Array(1));
+        const pairs = h.upload(new Uint32Array(2 * capacity));
+        encodePairsThreshold(h.kernels, {
+          metric, scores: h.upload(scores), xnormQ: h.upload(xn), xnormB: h.upload(xn), count, pairs, rows, cols, ldc: cols,
+          q0, id0, limit: lim, rel, capacity, qn0: q0, cn0: id0,
+        });
+        await h.run();
+        const want: number[] = [];
+        pairsThreshold(metric, scores, cols, rows, cols, q0, id0, xn.subarray(q0), xn.subarray(id0), lim, rel, want);
+        const got = (await h.readU32(count, 1))[0];
+        expect(got).toBe(want.length / 2);
+        if (got <= capacity) {
+          expect(Array.from(sortPairs(await h.readU32(pairs, 2 * got)))).toEqual(want);
+        }
+        expect(want.length).toBeGreaterThan(0);
+        h.dispose();
+      });
+    }
+  }
+});
