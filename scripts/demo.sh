@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's first command: set everything up, then run the main job (webgpu-knn demo): a flat
-# index on generated data, searched on the WebGPU and the CPU backend, recall and speed side by side.
-# Extra arguments go to the demo (see: node dist/cli/main.js demo --help).
+# The README's first command: set everything up, then run the main job (webgpu-knn demo): the
+# near-duplicates and nearest neighbours among 778 real text embeddings, WebGPU and CPU timings
+# side by side. Extra arguments go to the demo (see: node dist/cli/main.js demo --help).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/prepare.sh

@@ -22,3 +22,6 @@ export { loadIndex } from './io/load-index.js';
 export { INDEX_FORMAT_VERSION } from './io/index-file.js';
 export { dedup, dedupMargin, groupPairs } from './jobs/dedup.js';
 export type { DedupMetric, DedupOptions, DedupProgress, DedupResult } from './jobs/dedup.js';
+export { knnGraph } from './jobs/knn-graph.js';
+export type { KnnGraphOptions } from './jobs/knn-graph.js';
+export { VectorStreamWriter } from './io/stream-writer.js';

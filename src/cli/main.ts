@@ -6,41 +6,42 @@ import { parseArgs } from 'node:util';
 import { createBackend } from '../backend.js';
 import type { GpuBackend } from '../gpu/gpu-backend.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
+import { UsageError, build, dedupCommand, knnGraphCommand, search } from './commands.js';
+import { runDemo } from './demo.js';
 
 const USAGE = `usage: webgpu-knn <command> [options]
 
-Exact (Flat) and IVF k-nearest-neighbour search and k-means with WebGPU compute shaders, and a CPU
-twin of every kernel.
+Exact (Flat) and IVF k-nearest-neighbour search, near-duplicate detection and kNN graphs with
+WebGPU compute shaders, and a CPU twin of every kernel.
 
 commands:
-  demo     (default) build a flat index on generated data, search it on the WebGPU and the CPU
-           backend, print recall and speed side by side
-  info     the WebGPU adapter, its limits, and the backend 'auto' picks
-  bench    benchmarks: flat, kmeans, ivf, scheduler ('webgpu-knn bench <case> --help')
+  demo       (default) near-duplicates and nearest neighbours among 778 real text embeddings,
+             WebGPU and CPU timings side by side
+  build      vectors -> index file (Flat or IVF<nlist>,Flat)
+  search     index file + queries -> neighbours file
+  dedup      every near-duplicate pair in a vector file (cosine or squared L2 threshold)
+  knn-graph  every vector's k nearest others (or every query's), streamed to a file
+  info       the WebGPU adapter, its limits, and the backend 'auto' picks
+  bench      benchmarks: flat, kmeans, ivf, scheduler ('webgpu-knn bench <case> --help')
 
-'webgpu-knn <command> --help' describes each command.
+'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure, 2 usage error.
 No WebGPU adapter? scripts/setup-webgpu.sh installs a software one (Mesa lavapipe) on Debian/Ubuntu.`;
 
-const DEMO_USAGE = `usage: webgpu-knn demo [options]
+const DEMO_USAGE = `usage: webgpu-knn demo [--threshold T] [--k K]
 
-Builds a flat index on generated data (seeded), searches it on the WebGPU and the CPU backend and
-prints recall against exact search and speed side by side. Takes about a minute on 2 CPU cores.
+The 778 real text embeddings (384-d) of npm @sap-ux/fiori-docs-embeddings: the near-duplicate
+documents at cosine >= T (default 0.95) with their titles, the k (default 4) nearest documents to a
+few of them, and the WebGPU and CPU timings side by side. Under a minute on 2 CPU cores.
 
 options:
-  --n N        base vectors (default 50000)
-  --d D        dimension (default 128)
-  --nq NQ      queries (default 500)
-  --k K        neighbours (default 10)
-  --metric M   l2 | ip | cosine (default l2)
-  -h, --help   this text`;
+  --threshold T   cosine threshold (default 0.95)
+  --k K           neighbours shown (default 4)
+  -h, --help      this text`;
 
 const INFO_USAGE = `usage: webgpu-knn info [--backend auto|webgpu|cpu]
 
 Prints the backend in use and, for WebGPU, the adapter and the limits that matter here.`;
 
-class UsageError extends Error {
-  override name = 'UsageError';
-}
 
 interface BenchModule {
   benchMain(argv: string[]): Promise<void>;
@@ -78,21 +79,14 @@ async function info(argv: string[]): Promise<void> {
 async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: {
-      n: { type: 'string' },
-      d: { type: 'string' },
-      nq: { type: 'string' },
-      k: { type: 'string' },
-      metric: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: { threshold: { type: 'string' }, k: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) return void console.log(DEMO_USAGE);
-  const { benchMain } = await loadBench();
-  const args = ['flat', '--n', values.n ?? '50000', '--d', values.d ?? '128', '--nq', values.nq ?? '500', '--k', values.k ?? '10'];
-  if (values.metric) args.push('--metric', values.metric);
-  args.push('--warmup', '1', '--repeats', '3');
-  await benchMain(args);
+  const threshold = values.threshold === undefined ? 0.95 : Number(values.threshold);
+  if (!(threshold >= -1 && threshold <= 1)) throw new UsageError(`--threshold must be a cosine in [-1, 1]; got ${values.threshold}`);
+  const k = values.k === undefined ? 4 : Number(values.k);
+  if (!Number.isInteger(k) || k < 1 || k > 100) throw new UsageError(`--k must be an integer in [1, 100]; got ${values.k}`);
+  await runDemo(threshold, 3, k);
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -113,14 +107,27 @@ export async function main(argv: string[]): Promise<number> {
       case 'bench':
         await (await loadBench()).benchMain(rest);
         return 0;
+      case 'build':
+        await build(rest);
+        return 0;
+      case 'search':
+        await search(rest);
+        return 0;
+      case 'dedup':
+        await dedupCommand(rest);
+        return 0;
+      case 'knn-graph':
+        await knnGraphCommand(rest);
+        return 0;
       default:
-        throw new UsageError(`unknown command '${command}'; expected demo, info or bench (see webgpu-knn --help)`);
+        throw new UsageError(`unknown command '${command}'; expected demo, build, search, dedup, knn-graph, info or bench (see webgpu-knn --help)`);
     }
   } catch (err) {
     const e = err as Error;
     const usage = e instanceof UsageError || e.name === 'UsageError' || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`webgpu-knn ${command}: ${e.message}\n`);
     if (usage) return 2;
+    // Bad input (a malformed file, a wrong dim) is the user's to fix: no stack trace for it.
     if (!(e instanceof InvalidArgumentError || e instanceof WebGpuUnavailableError)) process.stderr.write(`${e.stack ?? ''}\n`);
     return 1;
   }

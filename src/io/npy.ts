@@ -69,19 +69,26 @@ export function parseNpy(buf: Uint8Array, path: string): NpyArray {
   return { data, n, d, dtype: descr };
 }
 
-/** A .npy file of an `n x d` float32 or int32 array. */
-export function formatNpy(data: Float32Array | Int32Array, n: number, d: number): Uint8Array {
-  const descr = data instanceof Float32Array ? '<f4' : '<i4';
-  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${n}, ${d}), }`;
+/** The header of a .npy file of an `n x d` float32 or int32 array (the data follows it). */
+export function npyHeader(kind: 'float' | 'int', n: number, d: number): Uint8Array {
+  let header = `{'descr': '${kind === 'float' ? '<f4' : '<i4'}', 'fortran_order': False, 'shape': (${n}, ${d}), }`;
   // Pad so that the data starts on a 64-byte boundary; the header ends with a newline.
   const total = Math.ceil((10 + header.length + 1) / 64) * 64;
   header = header.padEnd(total - 10 - 1, ' ') + '\n';
-  const out = new Uint8Array(total + n * d * 4);
+  const out = new Uint8Array(total);
   out.set(MAGIC, 0);
   out[6] = 1;
   out[7] = 0;
   new DataView(out.buffer).setUint16(8, header.length, true);
   out.set(new TextEncoder().encode(header), 10);
-  out.set(new Uint8Array(data.buffer, data.byteOffset, n * d * 4), total);
+  return out;
+}
+
+/** A .npy file of an `n x d` float32 or int32 array. */
+export function formatNpy(data: Float32Array | Int32Array, n: number, d: number): Uint8Array {
+  const header = npyHeader(data instanceof Float32Array ? 'float' : 'int', n, d);
+  const out = new Uint8Array(header.length + n * d * 4);
+  out.set(header, 0);
+  out.set(new Uint8Array(data.buffer, data.byteOffset, n * d * 4), header.length);
   return out;
 }

@@ -7,6 +7,7 @@
  * Writes go to a temporary file that is renamed into place, so a failure never leaves half a file.
  */
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { extname } from 'node:path';
 import { InvalidArgumentError } from '../types.js';
 import { formatNpy, parseNpy } from './npy.js';
@@ -20,10 +21,11 @@ export interface VectorFile {
   ids: string[] | null;
 }
 
-export const READ_FORMATS = ['.fvecs', '.bvecs', '.ivecs', '.npy', '.jsonl'];
+export const READ_FORMATS = ['.fvecs', '.bvecs', '.ivecs', '.npy', '.jsonl', 'IDX (*-idx3-ubyte[.gz], as Fashion-MNIST ships)'];
 export const WRITE_FORMATS = ['.fvecs', '.ivecs', '.npy', '.jsonl', '.csv'];
 
 export function readVectors(path: string): VectorFile {
+  if (/-idx\d-ubyte(\.gz)?$/.test(path)) return readIdx(path);
   const ext = extname(path).toLowerCase();
   switch (ext) {
     case '.fvecs':
@@ -43,6 +45,20 @@ export function readVectors(path: string): VectorFile {
     default:
       throw new InvalidArgumentError(`${path}: unknown vector file type '${ext}'; expected one of ${READ_FORMATS.join(', ')}`);
   }
+}
+
+/** IDX (MNIST's format): big-endian magic 0x0803 (unsigned bytes, 3-D), then n, rows, cols; gzip allowed. */
+function readIdx(path: string): VectorFile {
+  let buf: Uint8Array = readFileSync(path);
+  if (path.endsWith('.gz')) buf = gunzipSync(buf);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  if (buf.byteLength < 16 || view.getUint32(0) !== 0x0803) {
+    throw new InvalidArgumentError(`${path}: not an IDX file of unsigned bytes with 3 dimensions (magic 0x00000803 at byte 0)`);
+  }
+  const n = view.getUint32(4);
+  const d = view.getUint32(8) * view.getUint32(12);
+  if (buf.byteLength < 16 + n * d) throw new InvalidArgumentError(`${path}: truncated: ${n} x ${d} bytes need ${16 + n * d}; the data ends at byte ${buf.byteLength}`);
+  return { data: Float32Array.from(buf.subarray(16, 16 + n * d)), n, d, ids: null };
 }
 
 function readJsonl(path: string): VectorFile {

@@ -1,0 +1,97 @@
+/**
+ * The demo (the README's run command): the 778 real text embeddings (all-MiniLM-L6-v2, 384-d) of
+ * SAP's Fiori documentation, from npm @sap-ux/fiori-docs-embeddings: its near-duplicate documents
+ * at cosine >= 0.95 with their titles, the nearest documents to a few of them, and the WebGPU and
+ * CPU timings side by side.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Backend, createBackend } from '../backend.js';
+import { FlatIndex } from '../flat-index.js';
+import { dedup } from '../jobs/dedup.js';
+
+const PACKAGE = '@sap-ux/fiori-docs-embeddings';
+
+export interface Corpus {
+  x: Float32Array;
+  n: number;
+  d: number;
+  titles: string[];
+}
+
+export function loadFioriCorpus(): Corpus {
+  let dir: string;
+  try {
+    dir = `${dirname(fileURLToPath(import.meta.resolve(PACKAGE)))}/data/embeddings/`;
+  } catch {
+    throw new Error(`the demo's data is the npm package ${PACKAGE} (a devDependency): run 'npm ci' in the project first`);
+  }
+  const meta = JSON.parse(readFileSync(`${dir}metadata.json`, 'utf8')) as { dimensions: number; totalVectors: number };
+  const buf = readFileSync(`${dir}embeddings.bin`);
+  const x = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
+  const d = meta.dimensions;
+  if (x.length !== meta.totalVectors * d) throw new Error(`${dir}embeddings.bin holds ${x.length} floats; metadata says ${meta.totalVectors} x ${d}`);
+  const titles = readFileSync(`${dir}records.jsonl`, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      const r = JSON.parse(l) as { title?: string; id?: string };
+      return r.title || r.id || '?';
+    });
+  return { x, n: meta.totalVectors, d, titles };
+}
+
+const short = (s: string, w = 60): string => (s.length > w ? `${s.slice(0, w - 1)}…` : s).padEnd(w);
+
+export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> {
+  const corpus = loadFioriCorpus();
+  const { x, n, d, titles } = corpus;
+  console.log(`${n} documents of SAP Fiori documentation, embedded by all-MiniLM-L6-v2 (${d}-d), from npm ${PACKAGE}\n`);
+  const backends: Backend[] = [];
+  const auto = await createBackend({ backend: 'auto' });
+  backends.push(auto);
+  if (auto.kind !== 'cpu') backends.push(await createBackend({ backend: 'cpu' }));
+  const timings: string[][] = [];
+  try {
+    let pairsShown = false;
+    for (const backend of backends) {
+      // Warm up once (pipelines compile on first use), then time.
+      await dedup(backend, x.subarray(0, 64 * d), d, { metric: 'cosine', threshold });
+      const t0 = performance.now();
+      const r = await dedup(backend, x, d, { metric: 'cosine', threshold });
+      const dedupMs = performance.now() - t0;
+      const index = new FlatIndex(backend, { dim: d, metric: 'cosine' });
+      const t1 = performance.now();
+      await index.add(x);
+      const all = await index.search(x, k + 1);
+      const knnMs = performance.now() - t1;
+      if (!pairsShown) {
+        pairsShown = true;
+        console.log(`Near-duplicate pairs at cosine >= ${threshold}: ${r.i.length}, in ${r.clusters.length} groups; keeping the lowest id of each group drops ${r.drop.length} documents.`);
+        for (let p = 0; p < r.i.length; p++) {
+          console.log(`  ${r.score[p].toFixed(3)}  #${String(r.i[p]).padEnd(4)} ${short(titles[r.i[p]], 48)} ~ #${String(r.j[p]).padEnd(4)} ${short(titles[r.j[p]], 48).trimEnd()}`);
+        }
+        const picks = [...new Set(Array.from(r.i))].slice(0, show);
+        for (const q of picks) {
+          console.log(`\nNearest documents to #${q} "${titles[q]}":`);
+          for (let j = 0, shown = 0; j < k + 1 && shown < k; j++) {
+            const id = all.labels[q * (k + 1) + j];
+            if (id === q || id < 0) continue;
+            console.log(`  ${all.distances[q * (k + 1) + j].toFixed(3)}  #${String(id).padEnd(4)} ${titles[id]}`);
+            shown++;
+          }
+        }
+      }
+      timings.push([backend.description.length > 70 ? `${backend.description.slice(0, 69)}…` : backend.description, dedupMs.toFixed(1), knnMs.toFixed(1), String(r.i.length)]);
+      index.dispose();
+    }
+  } finally {
+    for (const b of backends) b.dispose();
+  }
+  console.log(`\nTimings (milliseconds; after one warm-up run):`);
+  const header = ['backend', `dedup (all ${(n * (n - 1)) / 2} pairs)`, `kNN of all ${n} (k=${k})`, 'pairs'];
+  const widths = header.map((h, i) => Math.max(h.length, ...timings.map((t) => t[i].length)));
+  for (const row of [header, ...timings]) console.log('  ' + row.map((c, i) => c.padEnd(widths[i])).join('  '));
+  if (backends.length === 1) console.log('  (no WebGPU adapter here: CPU only; scripts/setup-webgpu.sh installs a software one)');
+}

@@ -1,0 +1,97 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { readVectors, writeVectors } from '../../src/io/vectors.js';
+import { dedup } from '../../src/jobs/dedup.js';
+import { randomSmallInts } from '../../src/random.js';
+import { WEBGPU_REQUIRED } from '../helpers/gpu.js';
+
+// End to end through a child process, against the built CLI (scripts/test.sh builds first).
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-cli-'));
+const cli = (...args: string[]) => {
+  const r = spawnSync(process.execPath, [join(root, 'dist/cli/main.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+};
+
+const d = 6;
+const n = 300;
+const x = randomSmallInts(n * d, 11, 5);
+for (let i = 0; i < 20; i++) x.set(x.subarray(i * d, (i + 1) * d), (100 + i) * d); // planted copies
+writeVectors(join(dir, 'x.fvecs'), x, n, d);
+writeVectors(join(dir, 'q.npy'), x.subarray(0, 10 * d), 10, d);
+
+describe('webgpu-knn CLI', () => {
+  it('prints help for every command and exits 2 on usage errors', () => {
+    for (const c of ['', 'demo', 'build', 'search', 'dedup', 'knn-graph', 'info', 'bench flat']) {
+      const r = cli(...c.split(' ').filter(Boolean), '--help');
+      expect(r.code, c).toBe(0);
+      expect(r.out, c).toMatch(/usage: webgpu-knn/);
+    }
+    expect(cli('frobnicate').code).toBe(2);
+    const missing = cli('dedup', '--input', 'x.fvecs', '--metric', 'l2', '--out', 'p.csv');
+    expect(missing.code).toBe(2);
+    expect(missing.err).toMatch(/--threshold is required/);
+    expect(cli('dedup', '--input', 'x.fvecs', '--metric', 'dot', '--threshold', '1', '--out', 'p.csv').err).toMatch(/--metric must be cosine or l2; got dot/);
+    expect(cli('build', '--input', 'x.fvecs', '--out', 'i.idx', '--type', 'HNSW', '--backend', 'cpu').code).toBe(2);
+    expect(cli('search', '--bogus').code).toBe(2);
+  });
+
+  it('exits 1 with the byte offset for a truncated input file', () => {
+    writeFileSync(join(dir, 'bad.fvecs'), readFileSync(join(dir, 'x.fvecs')).subarray(0, 50));
+    const r = cli('dedup', '--input', 'bad.fvecs', '--metric', 'l2', '--threshold', '0', '--out', 'p.csv', '--backend', 'cpu');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/bad.fvecs: truncated: .* starts at byte 28/);
+  });
+
+  for (const backend of ['cpu', 'webgpu']) {
+    it(`dedup writes the CSV contract (${backend})`, async () => {
+      const r = cli('dedup', '--input', 'x.fvecs', '--metric', 'l2', '--threshold', '0', '--out', 'pairs.csv', '--clusters', 'c.json', '--backend', backend);
+      if (backend === 'webgpu' && r.code !== 0 && !WEBGPU_REQUIRED) return; // no adapter here
+      expect(r.code, r.err).toBe(0);
+      const want = await dedup(new CpuBackend(), x, d, { metric: 'l2', threshold: 0 });
+      const lines = readFileSync(join(dir, 'pairs.csv'), 'utf8').trimEnd().split('\n');
+      expect(lines[0]).toBe('i,j,score');
+      expect(lines.slice(1)).toEqual(Array.from(want.i, (i, p) => `${i},${want.j[p]},0`));
+      const clusters = JSON.parse(readFileSync(join(dir, 'c.json'), 'utf8'));
+      expect(clusters.drop).toEqual(Array.from(want.drop));
+      expect(r.err).toMatch(/\d+ pairs .* in \d+ clusters/);
+    });
+  }
+
+  it('dedup writes JSON Lines too', () => {
+    expect(cli('dedup', '--input', 'x.fvecs', '--metric', 'cosine', '--threshold', '0.9999', '--out', 'pairs.jsonl', '--backend', 'cpu').code).toBe(0);
+    const first = JSON.parse(readFileSync(join(dir, 'pairs.jsonl'), 'utf8').split('\n')[0]);
+    expect(Object.keys(first)).toEqual(['i', 'j', 'score']);
+    expect(first.i).toBeLessThan(first.j);
+  });
+
+  it('build then search gives what the library gives', async () => {
+    expect(cli('build', '--input', 'x.fvecs', '--out', 'flat.idx', '--backend', 'cpu').code).toBe(0);
+    const r = cli('search', '--index', 'flat.idx', '--queries', 'q.npy', '--k', '5', '--out', 'nn.ivecs', '--distances', 'nn.fvecs', '--backend', 'cpu');
+    expect(r.code, r.err).toBe(0);
+    const index = new FlatIndex(new CpuBackend(), { dim: d });
+    await index.add(x);
+    const want = await index.search(x.subarray(0, 10 * d), 5);
+    expect(Array.from(readVectors(join(dir, 'nn.ivecs')).data)).toEqual(Array.from(want.labels));
+    expect(Array.from(readVectors(join(dir, 'nn.fvecs')).data)).toEqual(Array.from(want.distances));
+    expect(cli('build', '--input', 'x.fvecs', '--out', 'ivf.idx', '--type', 'IVF4,Flat', '--nprobe', '4', '--backend', 'cpu').code).toBe(0);
+    expect(cli('search', '--index', 'ivf.idx', '--queries', 'q.npy', '--k', '5', '--out', 'nn2.ivecs', '--backend', 'cpu').code).toBe(0);
+    expect(Array.from(readVectors(join(dir, 'nn2.ivecs')).data)).toEqual(Array.from(want.labels));
+  });
+
+  it('knn-graph excludes each row itself', () => {
+    const r = cli('knn-graph', '--input', 'x.fvecs', '--k', '3', '--out', 'g.npy', '--backend', 'cpu');
+    expect(r.code, r.err).toBe(0);
+    const g = readVectors(join(dir, 'g.npy'));
+    expect([g.n, g.d]).toEqual([n, 3]);
+    for (let i = 0; i < n; i++) expect(Array.from(g.data.subarray(i * 3, i * 3 + 3))).not.toContain(i);
+    // Row 100 is a copy of row 0: its nearest other row is 0 at distance 0.
+    expect(g.data[100 * 3]).toBe(0);
+  });
+});
