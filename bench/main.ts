@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
 import { DATA_SETS, type DataSet, loadBenchData } from './data.js';
+import { runDedupBench } from './dedup.js';
 import { runFlatBench } from './flat.js';
 import { runIvfBench } from './ivf.js';
 import { runKMeansBench } from './kmeans.js';
@@ -59,6 +60,18 @@ options:
   --niter I        k-means iterations (default 10)
   --warmup W       untimed runs first (default 1)
   --repeats R      timed runs (default 3)
+${COMMON}`,
+  dedup: `usage: webgpu-knn bench dedup --input FILE --metric cosine|l2 --threshold T [options]
+
+Near-duplicate pairs of a vector file on each backend in one run, timed, and checked against an
+exact float64 brute force (l2: pruned by norms, exactly; cosine: every pair).
+
+options:
+  --input FILE     any vector file the CLI reads (for example Debian's Fashion-MNIST:
+                   /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz)
+  --metric M       cosine | l2
+  --threshold T    cosine >= T, or squared L2 <= T
+  --verify V       yes | no: run the brute force (default yes)
 ${COMMON}`,
   scheduler: `usage: webgpu-knn bench scheduler [options]
 
@@ -140,6 +153,13 @@ export async function benchMain(argv: string[]): Promise<void> {
   } else if (kase === 'kmeans') {
     const data = loadBenchData(dataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), 1, seed);
     await runKMeansBench({ data, k: positiveInt('k', v.k, 1024), niter: positiveInt('niter', v.niter, 10), seed, backends, log });
+  } else if (kase === 'dedup') {
+    if (!v.input) throw new UsageError('--input is required');
+    const metric = v.metric;
+    if (metric !== 'cosine' && metric !== 'l2') throw new UsageError(`--metric must be cosine or l2; got ${metric}`);
+    const threshold = Number(v.threshold);
+    if (v.threshold === undefined || !Number.isFinite(threshold)) throw new UsageError(`--threshold must be a number; got ${v.threshold}`);
+    await runDedupBench({ input: v.input, metric, threshold, backends, verify: (v.verify ?? 'yes') !== 'no', log });
   } else if (kase === 'scheduler') {
     const delay = v['max-delay'] === undefined ? 2 : Number(v['max-delay']);
     if (!(delay >= 0)) throw new UsageError(`--max-delay must be a number >= 0; got ${v['max-delay']}`);
