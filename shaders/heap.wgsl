@@ -1,7 +1,8 @@
 // heap.wgsl: the private max-heap of (score, id) pairs that topk.wgsl and ivf-scan.wgsl keep per
 // invocation, root = the worst pair kept. Not a kernel: inlined where a shader says
-// `//!include heap.wgsl` (src/gpu/shaders.ts), and it uses the includer's K_CAP (the heap's
-// capacity). CPU twin: siftUp / siftDown in src/cpu/topk.ts.
+// `//!include heap.wgsl` (src/gpu/shaders.ts). It uses the includer's K_CAP (the heap's capacity)
+// and, in heap_store, its output arrays out_s / out_i. CPU twin: heapOffer / heapSortAndPad in
+// src/cpu/topk.ts.
 // Order: (score, id) ascending, equal scores break on the smaller id.
 
 // Id of a padding entry (reads as -1 on the host).
@@ -76,5 +77,18 @@ fn heap_sort(m: u32) {
     hs[n - 1u] = hs[0];
     hi[n - 1u] = hi[0];
     sift_down(s, id, n - 1u);
+  }
+}
+
+// Writes the m pairs kept (sorted by heap_sort) to out_s/out_i[o, o + k), padded with (+inf, PAD_ID).
+fn heap_store(o: u32, m: u32, k: u32) {
+  let inf = bitcast<f32>(INF_BITS);
+  for (var j = 0u; j < m; j++) {
+    out_s[o + j] = hs[j];
+    out_i[o + j] = hi[j];
+  }
+  for (var j = m; j < k; j++) {
+    out_s[o + j] = inf;
+    out_i[o + j] = PAD_ID;
   }
 }

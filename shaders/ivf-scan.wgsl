@@ -48,7 +48,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let r = rp / p.nprobe;
   let list = probes[(p.row0 + r) * p.nprobe + rp % p.nprobe];
   let k = p.k;
-  let inf = bitcast<f32>(INF_BITS);
   var m = 0u;
   if (list != PAD_ID) {
     let start = offsets[list];
@@ -73,13 +72,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
   }
   heap_sort(m);
-  let o = inv * k;
-  for (var j = 0u; j < m; j++) {
-    out_s[o + j] = hs[j];
-    out_i[o + j] = hi[j];
-  }
-  for (var j = m; j < k; j++) {
-    out_s[o + j] = inf;
-    out_i[o + j] = PAD_ID;
-  }
+  heap_store(inv * k, m, k);
 }

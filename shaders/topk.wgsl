@@ -70,13 +70,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     m = heap_offer(s, id, m, k);
   }
   heap_sort(m);
-  let o = inv * k;
-  for (var j = 0u; j < m; j++) {
-    out_s[o + j] = hs[j];
-    out_i[o + j] = hi[j];
-  }
-  for (var j = m; j < k; j++) {
-    out_s[o + j] = inf;
-    out_i[o + j] = PAD_ID;
-  }
+  heap_store(inv * k, m, k);
 }

@@ -170,10 +170,7 @@ export async function build(argv: string[]): Promise<void> {
 export async function search(argv: string[]): Promise<void> {
   const v = parse('search', argv);
   if (!v) return;
-  const out = required(v, 'out');
-  checkExt(out, ['.ivecs', '.npy', '.csv', '.jsonl'], '--out');
-  const dist = v.distances as string | undefined;
-  if (dist) checkExt(dist, ['.fvecs', '.npy', '.csv', '.jsonl'], '--distances');
+  const { out, dist } = neighbourOutputs(v);
   const k = positiveInt(v, 'k');
   const queries = readVectors(required(v, 'queries'));
   const backend = await backendOf(v);
@@ -185,6 +182,15 @@ export async function search(argv: string[]): Promise<void> {
   } finally {
     backend.dispose();
   }
+}
+
+/** --out (ids) and --distances, checked for types that can hold them. */
+function neighbourOutputs(v: Values): { out: string; dist: string | undefined } {
+  const out = required(v, 'out');
+  checkExt(out, ['.ivecs', '.npy', '.csv', '.jsonl'], '--out');
+  const dist = v.distances as string | undefined;
+  if (dist) checkExt(dist, ['.fvecs', '.npy', '.csv', '.jsonl'], '--distances');
+  return { out, dist };
 }
 
 async function writeNeighbours(
@@ -261,10 +267,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
 export async function knnGraphCommand(argv: string[]): Promise<void> {
   const v = parse('knn-graph', argv);
   if (!v) return;
-  const out = required(v, 'out');
-  checkExt(out, ['.ivecs', '.npy', '.csv', '.jsonl'], '--out');
-  const dist = v.distances as string | undefined;
-  if (dist) checkExt(dist, ['.fvecs', '.npy', '.csv', '.jsonl'], '--distances');
+  const { out, dist } = neighbourOutputs(v);
   const k = positiveInt(v, 'k');
   const file = readVectors(required(v, 'input'));
   const queries = v.queries ? readVectors(v.queries as string) : null;

@@ -265,21 +265,37 @@ export class GpuBackend implements Backend {
     metric: KernelMetric,
     timings?: SearchTimings,
   ): Promise<{ scores: Float32Array; ids: Uint32Array }> {
-    const { device } = this.ctx;
-    const t0 = performance.now();
-    const xqBuf = createBuffer(device, 'xq', nq * base.dpad * 4, STORAGE(), padRows(xq, nq, base.d, base.dpad));
+    const xqBuf = await this.uploadQueries(base, xq, nq, timings);
     const temps: GPUBuffer[] = [xqBuf];
     try {
-      if (timings) {
-        await device.queue.onSubmittedWorkDone();
-        timings.uploadMs += performance.now() - t0;
-      }
       const kernels = new Kernels(this.ctx, this.pipelines);
       const final = this.encodeFlatSearch(kernels, base, xqBuf, nq, k, metric, temps);
       return await this.readLists(kernels, final, nq * k, timings);
     } finally {
       for (const b of temps) b.destroy();
     }
+  }
+
+  /** Uploads queries padded to base.dpad; with `timings`, waits for the upload and times it. */
+  private async uploadQueries(base: GpuBaseStore, xq: Float32Array, nq: number, timings?: SearchTimings): Promise<GPUBuffer> {
+    const t0 = performance.now();
+    const buf = createBuffer(this.ctx.device, 'xq', nq * base.dpad * 4, STORAGE(), padRows(xq, nq, base.d, base.dpad));
+    if (timings) {
+      await this.ctx.device.queue.onSubmittedWorkDone();
+      timings.uploadMs += performance.now() - t0;
+    }
+    return buf;
+  }
+
+  /**
+   * Score tiles for `base`: `tileCols` base rows by `queryTile` query rows, within the score
+   * buffer's budget; no wider than the data, so a small base (centroids) leaves room for more rows.
+   */
+  private scoreTiles(base: GpuBaseStore, nq: number): { tileCols: number; queryTile: number } {
+    const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows, Math.ceil(base.ntotal / 4) * 4));
+    const scoreBytes = Math.min(this.ctx.maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
+    // At most 65535 rows: the pairs-threshold dispatch has one workgroup row per query row.
+    return { tileCols, queryTile: Math.max(1, Math.min(nq, 65535, Math.floor(scoreBytes / (tileCols * 4)))) };
   }
 
   /**
@@ -298,11 +314,7 @@ export class GpuBackend implements Backend {
   ): RunLists {
     const { device } = this.ctx;
     const { dpad } = base;
-    const maxBinding = this.ctx.maxBinding;
-    // No wider than the data: a small base (centroids) leaves room for more queries per tile.
-    const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows, Math.ceil(base.ntotal / 4) * 4));
-    const scoreBytes = Math.min(maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
-    const queryTile = Math.max(1, Math.min(nq, Math.floor(scoreBytes / (tileCols * 4))));
+    const { tileCols, queryTile } = this.scoreTiles(base, nq);
     // Segments per tile row: enough parallel work in total, but each segment costs a heap of k, so
     // no more than needed; few enough lists for large k.
     const nseg = Math.max(1, Math.min(MERGE_MAX_SEG, Math.ceil(this.selectInvocations / queryTile), Math.floor(tileCols / Math.max(256, 4 * k))));
@@ -404,15 +416,10 @@ export class GpuBackend implements Backend {
     const base = coarse as GpuBaseStore;
     const { d, dpad } = base;
     if (timings) Object.assign(timings, { uploadMs: 0, computeMs: 0, readbackMs: 0, kernelMs: undefined });
-    const t0 = performance.now();
     const dev = this.ivfDeviceLists(lists, dpad);
-    const xqBuf = createBuffer(device, 'xq', nq * dpad * 4, STORAGE(), padRows(xq, nq, d, dpad));
+    const xqBuf = await this.uploadQueries(base, xq, nq, timings);
     const temps: GPUBuffer[] = [xqBuf];
     try {
-      if (timings) {
-        await device.queue.onSubmittedWorkDone();
-        timings.uploadMs += performance.now() - t0;
-      }
       const kernels = new Kernels(this.ctx, this.pipelines);
       const probes = this.encodeFlatSearch(kernels, base, xqBuf, nq, nprobe, metric, temps);
       // Query tiles: each tile's partial lists (rows x nprobe x nseg x k) fit the score budget.
@@ -483,9 +490,7 @@ export class GpuBackend implements Backend {
     const { device } = this.ctx;
     const base = store as GpuBaseStore;
     const maxBinding = this.ctx.maxBinding;
-    const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows, Math.ceil(base.ntotal / 4) * 4));
-    const scoreBytes = Math.min(maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
-    const queryTile = Math.max(1, Math.min(base.ntotal, 65535, Math.floor(scoreBytes / (tileCols * 4))));
+    const { tileCols, queryTile } = this.scoreTiles(base, base.ntotal);
     const scores = createBuffer(device, 'scores', queryTile * tileCols * 4, STORAGE());
     const count = createBuffer(device, 'pair_count', 4, STORAGE());
     let capacity = Math.max(16, this.options.pairCapacity ?? 1 << 20);
