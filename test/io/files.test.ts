@@ -49,6 +49,14 @@ describe('vector files', () => {
     expect(readFileSync(join(dir, 'ids.csv'), 'utf8')).toBe('-1,2\n5,8\n11,14\n');
   });
 
+  it('reads .bvecs (uint8 rows)', () => {
+    const bytes = new Uint8Array([2, 0, 0, 0, 7, 255, 2, 0, 0, 0, 0, 1]);
+    writeFileSync(join(dir, 'b.bvecs'), bytes);
+    const v = readVectors(join(dir, 'b.bvecs'));
+    expect([v.n, v.d]).toEqual([2, 2]);
+    expect(Array.from(v.data)).toEqual([7, 255, 0, 1]);
+  });
+
   it('reads .npy float64, float16, uint8 and int8', () => {
     const f64 = new Float64Array([1.5, -2, 3, 4]);
     expect(Array.from(parseNpy(npyBytes('<f8', '(2, 2)', new Uint8Array(f64.buffer)), 'a').data)).toEqual([1.5, -2, 3, 4]);
