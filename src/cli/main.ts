@@ -42,7 +42,6 @@ const INFO_USAGE = `usage: webgpu-knn info [--backend auto|webgpu|cpu]
 
 Prints the backend in use and, for WebGPU, the adapter and the limits that matter here.`;
 
-
 interface BenchModule {
   benchMain(argv: string[]): Promise<void>;
   UsageError: new (message: string) => Error;
