@@ -7,7 +7,7 @@
  */
 import type { Backend, Metric, SearchResult, SearchTimings } from 'webgpu-knn';
 import { FlatIndex, createBackend, emptyTimings, randomFloats } from 'webgpu-knn';
-import { summarize, table } from './stats.js';
+import { recallAt, summarize, table } from './stats.js';
 
 export interface FlatBenchOptions {
   n: number;
@@ -42,26 +42,6 @@ export interface FlatBenchRecord {
   gflops: number;
   recall: number;
   kernelShare?: Record<string, number>;
-}
-
-/**
- * Tie-aware recall of `got` against exact results `want` over the first `nq` rows: a returned id
- * counts when its distance is no worse than the exact k-th distance (within float32 rounding).
- */
-function recallVsExact(got: SearchResult, want: SearchResult, nq: number, k: number, metric: Metric): number {
-  let hits = 0;
-  let total = 0;
-  const sign = metric === 'l2' ? 1 : -1;
-  for (let r = 0; r < nq; r++) {
-    const kth = sign * want.distances[r * k + k - 1];
-    const tol = 1e-5 * Math.max(1, Math.abs(kth));
-    for (let j = 0; j < k; j++) {
-      if (want.labels[r * k + j] === -1) continue;
-      total++;
-      if (got.labels[r * k + j] !== -1 && sign * got.distances[r * k + j] <= kth + tol) hits++;
-    }
-  }
-  return total ? hits / total : 1;
 }
 
 export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord[]> {
@@ -119,7 +99,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
           readbackMs: med((t) => t.readbackMs),
           qps: o.nq / sum.median,
           gflops: (2 * o.n * o.d * o.nq) / sum.median / 1e9,
-          recall: recallVsExact(last!, exact, nRecall, k, o.metric),
+          recall: recallAt(k, last!, exact, nRecall, k, o.metric),
         };
         const kernelMs = phases.map((t) => t.kernelMs).filter((m): m is Record<string, number> => !!m);
         if (kernelMs.length) {

@@ -7,7 +7,7 @@
 import type { Backend, SearchResult } from 'webgpu-knn';
 import { FlatIndex, IvfFlatIndex, createBackend } from 'webgpu-knn';
 import type { BenchData } from './data.js';
-import { summarize, table } from './stats.js';
+import { recallAt, summarize, table } from './stats.js';
 
 export interface IvfBenchOptions {
   data: BenchData;
@@ -20,17 +20,6 @@ export interface IvfBenchOptions {
   repeats: number;
   backends: ('webgpu' | 'cpu')[];
   log: (line: string) => void;
-}
-
-/** Tie-aware recall@r: a returned id counts when its distance is within the exact r-th distance. */
-function recallAt(r: number, got: SearchResult, exact: SearchResult, nq: number, k: number): number {
-  let hits = 0;
-  for (let q = 0; q < nq; q++) {
-    const kth = exact.distances[q * k + r - 1];
-    const tol = 1e-5 * Math.max(1, Math.abs(kth));
-    for (let j = 0; j < r; j++) if (got.labels[q * k + j] !== -1 && got.distances[q * k + j] <= kth + tol) hits++;
-  }
-  return hits / (nq * r);
 }
 
 async function timeSearch(o: IvfBenchOptions, run: () => Promise<SearchResult>): Promise<{ seconds: number; spread: number; result: SearchResult }> {
@@ -76,8 +65,8 @@ export async function runIvfBench(o: IvfBenchOptions): Promise<void> {
       o.log(`${name}: added ${data.n} vectors in ${((performance.now() - t1) / 1000).toFixed(1)} s; list sizes ${Math.min(...sizes)} .. ${Math.max(...sizes)}`);
       for (const nprobe of o.nprobes.filter((p) => p <= o.nlist)) {
         const run = await timeSearch(o, () => ivf.search(data.xq, k, { nprobe }));
-        const r1 = recallAt(1, run.result, exact.result, data.nq, k);
-        const rk = recallAt(k, run.result, exact.result, data.nq, k);
+        const r1 = recallAt(1, run.result, exact.result, data.nq, k, 'l2');
+        const rk = recallAt(k, run.result, exact.result, data.nq, k, 'l2');
         const qps = data.nq / run.seconds;
         o.log(`${name} nprobe=${nprobe}: ${run.seconds.toFixed(3)} s, recall@${k} ${rk.toFixed(3)}`);
         console.log(JSON.stringify({ bench: 'ivf', backend: name, adapter: backend.description, data: data.name, n: data.n, d: data.d, nq: data.nq, k, index: `IVF${o.nlist},Flat`, nprobe, seconds: run.seconds, spread: run.spread, qps, recall1: r1, recallK: rk, speedupOverFlat: qps / flatQps }));

@@ -99,8 +99,11 @@ export class IvfFlatIndex {
     return this.metric === 'cosine' ? normalizeRows(x, this.dim) : x;
   }
 
-  /** Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist). Retraining empties the index. */
-  async train(xt: Float32Array): Promise<void> {
+  /**
+   * Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist). Retraining empties the
+   * index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
+   */
+  async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
     checkVectors(xt, this.dim, 'xt', true);
     const kmeans = new KMeans(this.backend, { dim: this.dim });
     const { centroids } = await kmeans.train(this.prepare(xt), {
@@ -108,7 +111,7 @@ export class IvfFlatIndex {
       niter: this.options.niter ?? 10,
       seed: this.options.seed ?? 1234,
       init: this.options.init ?? 'random',
-      onProgress: this.options.onTrainProgress,
+      onProgress: options.onProgress ?? this.options.onTrainProgress,
     });
     await this.setCentroids(centroids);
   }

@@ -103,9 +103,13 @@ export class KMeans {
 
 /** `m` distinct rows of `x`, chosen by a seeded partial shuffle, kept in index order. */
 function sampleRows(x: Float32Array, n: number, d: number, m: number, random: () => number): Float32Array {
-  const perm = shuffledPrefix(n, m, random).sort((a, b) => a - b);
-  const out = new Float32Array(m * d);
-  perm.forEach((row, i) => out.set(x.subarray(row * d, (row + 1) * d), i * d));
+  return copyRows(x, d, shuffledPrefix(n, m, random).sort((a, b) => a - b));
+}
+
+/** The given rows of `x`, in the given order. */
+function copyRows(x: Float32Array, d: number, rows: number[]): Float32Array {
+  const out = new Float32Array(rows.length * d);
+  rows.forEach((row, i) => out.set(x.subarray(row * d, (row + 1) * d), i * d));
   return out;
 }
 
@@ -120,9 +124,7 @@ function shuffledPrefix(n: number, m: number, random: () => number): number[] {
 }
 
 function initRandom(x: Float32Array, n: number, d: number, k: number, random: () => number): Float32Array {
-  const out = new Float32Array(k * d);
-  shuffledPrefix(n, k, random).forEach((row, i) => out.set(x.subarray(row * d, (row + 1) * d), i * d));
-  return out;
+  return copyRows(x, d, shuffledPrefix(n, k, random));
 }
 
 /** k-means++: each next centroid is a point drawn with probability proportional to D(x)^2. */

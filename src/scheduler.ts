@@ -12,7 +12,7 @@
  * batch already ran. A full queue rejects new requests at once with QueueFullError.
  */
 import type { SearchResult } from './types.js';
-import { InvalidArgumentError } from './types.js';
+import { InvalidArgumentError, checkK } from './types.js';
 
 /** What the scheduler needs of an index (FlatIndex and IvfFlatIndex qualify). */
 export interface SearchableIndex {
@@ -149,9 +149,7 @@ export class BatchScheduler {
     try {
       if (this.closed) throw new SchedulerClosedError('the scheduler is closed; no new searches are accepted');
       checkQuery(query, this.index.dim);
-      if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > this.index.backend.maxK) {
-        throw new InvalidArgumentError(`k must be an integer in [1, ${this.index.backend.maxK}]; got ${String(k)}`);
-      }
+      checkK(k, this.index.backend.maxK);
       if (signal?.aborted) throw abortReason(signal);
       if (this.waiting >= this.maxQueue) {
         throw new QueueFullError(`the queue already holds maxQueue = ${this.maxQueue} requests; retry later`);

@@ -142,9 +142,7 @@ async function buildIndex(backend: Backend, v: Values, x: Float32Array, d: numbe
   }
   if (index instanceof IvfFlatIndex) {
     const p = new Progress('training');
-    const ivf = new IvfFlatIndex(backend, { dim: d, nlist: index.nlist, metric: index.metric, onTrainProgress: (e) => p.update(e.iteration, e.niter) });
-    await ivf.train(x);
-    index = ivf;
+    await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter) });
   }
   await index.add(x);
   return index;
