@@ -7,7 +7,8 @@
  */
 import type { Backend, Metric, SearchResult, SearchTimings } from 'webgpu-knn';
 import { FlatIndex, createBackend, emptyTimings, randomFloats } from 'webgpu-knn';
-import { recallAt, summarize, table } from './stats.js';
+import { scoresOfIds, tieAwareRecall } from './exact.js';
+import { summarize, table } from './stats.js';
 
 export interface FlatBenchOptions {
   n: number;
@@ -99,7 +100,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
           readbackMs: med((t) => t.readbackMs),
           qps: o.nq / sum.median,
           gflops: (2 * o.n * o.d * o.nq) / sum.median / 1e9,
-          recall: recallAt(k, last!, exact, nRecall, k, o.metric),
+          recall: tieAwareRecall(k, last!.labels.subarray(0, nRecall * k), k, scoresOfIds(xb, xqRecall, nRecall, o.d, exact.labels, k, o.metric), k, xb, xqRecall, o.d, o.metric),
         };
         const kernelMs = phases.map((t) => t.kernelMs).filter((m): m is Record<string, number> => !!m);
         if (kernelMs.length) {

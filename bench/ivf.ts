@@ -7,7 +7,8 @@
 import type { Backend, SearchResult } from 'webgpu-knn';
 import { FlatIndex, IvfFlatIndex, createBackend } from 'webgpu-knn';
 import type { BenchData } from './data.js';
-import { recallAt, summarize, table } from './stats.js';
+import { scoresOfIds, tieAwareRecall } from './exact.js';
+import { summarize, table } from './stats.js';
 
 export interface IvfBenchOptions {
   data: BenchData;
@@ -46,6 +47,7 @@ export async function runIvfBench(o: IvfBenchOptions): Promise<void> {
       o.log(`${name}: flat search of ${data.nq} queries over ${data.n}`);
       const exact = await timeSearch(o, () => flat.search(data.xq, k));
       flat.dispose();
+      const reference = scoresOfIds(data.xb, data.xq, data.nq, data.d, exact.result.labels, k, 'l2');
       const flatQps = data.nq / exact.seconds;
       rows.push([name, 'flat', '-', '1.000', '1.000', flatQps.toFixed(1), '1.00x']);
       console.log(JSON.stringify({ bench: 'ivf', backend: name, adapter: backend.description, data: data.name, n: data.n, d: data.d, nq: data.nq, k, index: 'Flat', seconds: exact.seconds, qps: flatQps }));
@@ -65,8 +67,8 @@ export async function runIvfBench(o: IvfBenchOptions): Promise<void> {
       o.log(`${name}: added ${data.n} vectors in ${((performance.now() - t1) / 1000).toFixed(1)} s; list sizes ${Math.min(...sizes)} .. ${Math.max(...sizes)}`);
       for (const nprobe of o.nprobes.filter((p) => p <= o.nlist)) {
         const run = await timeSearch(o, () => ivf.search(data.xq, k, { nprobe }));
-        const r1 = recallAt(1, run.result, exact.result, data.nq, k, 'l2');
-        const rk = recallAt(k, run.result, exact.result, data.nq, k, 'l2');
+        const r1 = tieAwareRecall(1, run.result.labels, k, reference, k, data.xb, data.xq, data.d, 'l2');
+        const rk = tieAwareRecall(k, run.result.labels, k, reference, k, data.xb, data.xq, data.d, 'l2');
         const qps = data.nq / run.seconds;
         o.log(`${name} nprobe=${nprobe}: ${run.seconds.toFixed(3)} s, recall@${k} ${rk.toFixed(3)}`);
         console.log(JSON.stringify({ bench: 'ivf', backend: name, adapter: backend.description, data: data.name, n: data.n, d: data.d, nq: data.nq, k, index: `IVF${o.nlist},Flat`, nprobe, seconds: run.seconds, spread: run.spread, qps, recall1: r1, recallK: rk, speedupOverFlat: qps / flatQps }));

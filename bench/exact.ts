@@ -1,0 +1,126 @@
+/**
+ * Exact reference distances in float64 and tie-aware recall by ids, the same for every engine:
+ * an engine's returned distances are never used (each computes them its own way), only its ids,
+ * whose true distances are recomputed here.
+ *
+ * Scores follow the library: l2 = squared Euclidean (smaller is better), ip = inner product and
+ * cosine = cosine similarity (larger is better).
+ */
+import type { Metric } from 'webgpu-knn';
+
+/** True score of base row `id` for query row `q` (float64). */
+export function trueScore(xb: Float32Array, xq: Float32Array, d: number, q: number, id: number, metric: Metric): number {
+  let s = 0;
+  let nb = 0;
+  let nq = 0;
+  const b = id * d;
+  const a = q * d;
+  if (metric === 'l2') {
+    for (let j = 0; j < d; j++) {
+      const t = xq[a + j] - xb[b + j];
+      s += t * t;
+    }
+    return s;
+  }
+  for (let j = 0; j < d; j++) {
+    s += xq[a + j] * xb[b + j];
+    nb += xb[b + j] * xb[b + j];
+    nq += xq[a + j] * xq[a + j];
+  }
+  return metric === 'ip' ? s : s / Math.sqrt(Math.max(nb, 1e-300) * Math.max(nq, 1e-300));
+}
+
+/** Sign that turns a score into a cost (smaller is better). */
+function sign(metric: Metric): number {
+  return metric === 'l2' ? 1 : -1;
+}
+
+/**
+ * The k best true scores of every query, best first: `nq * k` float64, by a brute force over every
+ * (query, base) pair. Padded with +-Infinity when n < k.
+ */
+export function exactScores(
+  xb: Float32Array,
+  xq: Float32Array,
+  n: number,
+  nq: number,
+  d: number,
+  k: number,
+  metric: Metric,
+  onProgress?: (queriesDone: number) => void,
+): Float64Array {
+  const sg = sign(metric);
+  const out = new Float64Array(nq * k).fill(sg * Infinity);
+  const costs = new Float64Array(n);
+  for (let q = 0; q < nq; q++) {
+    for (let i = 0; i < n; i++) costs[i] = sg * trueScore(xb, xq, d, q, i, metric);
+    // Partial selection is not worth its code here: a sort of n float64s per query is cheap next to
+    // the n * d scores above.
+    const best = costs.slice().sort().subarray(0, Math.min(k, n));
+    for (let j = 0; j < best.length; j++) out[q * k + j] = sg * best[j];
+    if (onProgress && (q + 1) % 200 === 0 && q + 1 < nq) onProgress(q + 1);
+  }
+  return out;
+}
+
+/**
+ * The true scores of given neighbour ids (published ground truth, or an exact search's labels),
+ * best first: `nq * k` float64; id -1 (padding) scores +-Infinity. Ground truth orders ties its own
+ * way; sorting the recomputed scores makes it a reference.
+ */
+export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: number, ids: Int32Array, k: number, metric: Metric): Float64Array {
+  const sg = sign(metric);
+  const out = new Float64Array(nq * k);
+  for (let q = 0; q < nq; q++) {
+    const row = Array.from(ids.subarray(q * k, q * k + k), (id) => (id < 0 ? Infinity : sg * trueScore(xb, xq, d, q, id, metric))).sort((a, b) => a - b);
+    for (let j = 0; j < k; j++) out[q * k + j] = sg * row[j];
+  }
+  return out;
+}
+
+/**
+ * Tie-aware recall@r of `labels` (`nq * k`, -1 = missing) against `reference` (`nq * kRef` true
+ * scores, best first; r <= min(k, kRef)): a returned id among the first r counts when its true score
+ * is no worse than the reference r-th score, within 1e-5 relative (float32 engines may order
+ * near-ties either way). Duplicated ids count once. Reference rows shorter than r (n < r) count
+ * only their real entries.
+ */
+export function tieAwareRecall(
+  r: number,
+  labels: Int32Array,
+  k: number,
+  reference: Float64Array,
+  kRef: number,
+  xb: Float32Array,
+  xq: Float32Array,
+  d: number,
+  metric: Metric,
+): number {
+  if (r > k || r > kRef) throw new RangeError(`recall@${r} needs at least ${r} results and reference entries; got k = ${k}, reference k = ${kRef}`);
+  const sg = sign(metric);
+  const nq = reference.length / kRef;
+  let hits = 0;
+  let total = 0;
+  for (let q = 0; q < nq; q++) {
+    let rth = Infinity;
+    let real = 0;
+    for (let j = 0; j < r; j++) {
+      const c = sg * reference[q * kRef + j];
+      if (c === Infinity) break;
+      rth = c;
+      real++;
+    }
+    total += real;
+    const tol = 1e-5 * Math.max(1, Math.abs(rth));
+    const seen = new Set<number>();
+    let got = 0;
+    for (let j = 0; j < r && got < real; j++) {
+      const id = labels[q * k + j];
+      if (id < 0 || seen.has(id)) continue;
+      seen.add(id);
+      if (sg * trueScore(xb, xq, d, q, id, metric) <= rth + tol) got++;
+    }
+    hits += got;
+  }
+  return total ? hits / total : 1;
+}
