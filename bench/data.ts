@@ -1,13 +1,27 @@
-/** Bench data: generated (seeded) or one of the real sets in ../shared/data. */
+/**
+ * Bench data: generated (seeded), the real sets in ../shared/data, Debian's Fashion-MNIST, or any
+ * vector file the library reads, with ground truth where the set has one.
+ */
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clusteredFloats, readFvecs } from 'webgpu-knn';
+import { clusteredFloats, randomFloats, readIvecs, readVectors } from 'webgpu-knn';
 
-export const DATA_SETS = ['clustered', 'siftsmall', 'fmnist'] as const;
+export const DATA_SETS = ['clustered', 'uniform', 'siftsmall', 'fashion-mnist-small', 'fashion-mnist'] as const;
 export type DataSet = (typeof DATA_SETS)[number];
 
-/** ../shared/data beside the project root (dist/bench/ is two levels below it). */
-export const SHARED_DATA = fileURLToPath(new URL('../../../shared/data/', import.meta.url));
+/** The project root: the nearest folder above this file with a package.json (bench/ or dist/bench/). */
+export const PROJECT_ROOT = ((): string => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+})();
+
+/** ../shared/data beside the project root. */
+export const SHARED_DATA = join(PROJECT_ROOT, '..', 'shared', 'data');
+
+/** Debian's `dataset-fashion-mnist`: 60,000 train images (the base) and 10,000 test images (queries). */
+export const DEBIAN_FASHION_MNIST = '/usr/share/datasets/fashion-mnist';
 
 export interface BenchData {
   name: string;
@@ -16,20 +30,67 @@ export interface BenchData {
   n: number;
   nq: number;
   d: number;
+  /** Published neighbour ids, `nq * k`, nearest first (by squared L2), where the set has them. */
+  groundTruth: { ids: Int32Array; k: number; source: string } | null;
 }
 
-/** Real sets ignore n, nq and d (they have their own). */
-export function loadBenchData(set: DataSet, n: number, d: number, nq: number, seed: number): BenchData {
-  if (set === 'clustered') {
+/**
+ * Real sets ignore n and d (they have their own); nq cuts their query set (default: all of it,
+ * except Debian's Fashion-MNIST, whose 10,000 test images are cut to nq = 1000 by default).
+ */
+export function loadBenchData(set: DataSet, n: number, d: number, nq: number | undefined, seed: number): BenchData {
+  if (set === 'clustered' || set === 'uniform') {
+    const q = nq ?? 1000;
+    if (set === 'uniform') {
+      return { name: 'uniform', xb: randomFloats(n * d, seed), xq: randomFloats(q * d, seed + 1), n, nq: q, d, groundTruth: null };
+    }
     // As many blobs as sqrt(n): lists of a sqrt-rule IVF hold about one blob each.
     const clusters = Math.max(1, Math.round(Math.sqrt(n)));
-    const all = clusteredFloats(n + nq, d, clusters, seed, 0.25);
-    return { name: `clustered(${clusters} blobs)`, xb: all.subarray(0, n * d), xq: all.subarray(n * d), n, nq, d };
+    const all = clusteredFloats(n + q, d, clusters, seed, 0.25);
+    return { name: `clustered(${clusters} blobs)`, xb: all.subarray(0, n * d), xq: all.subarray(n * d), n, nq: q, d, groundTruth: null };
+  }
+  if (set === 'fashion-mnist') {
+    const base = `${DEBIAN_FASHION_MNIST}/train-images-idx3-ubyte.gz`;
+    if (!existsSync(base)) throw new Error(`fashion-mnist: ${base} not found (apt-get install dataset-fashion-mnist)`);
+    return loadFileData(base, `${DEBIAN_FASHION_MNIST}/t10k-images-idx3-ubyte.gz`, undefined, nq ?? 1000, 'fashion-mnist');
   }
   const [folder, prefix] = set === 'siftsmall' ? ['siftsmall', 'siftsmall'] : ['fashion-mnist-small', 'fmnistsmall'];
-  const dir = `${SHARED_DATA}${folder}/`;
+  const dir = join(SHARED_DATA, folder);
   if (!existsSync(dir)) throw new Error(`${set}: ${dir} not found (the real sets live in ../shared/data)`);
-  const base = readFvecs(`${dir}${prefix}_base.fvecs`);
-  const query = readFvecs(`${dir}${prefix}_query.fvecs`);
-  return { name: set, xb: base.data, xq: query.data, n: base.n, nq: query.n, d: base.d };
+  return loadFileData(join(dir, `${prefix}_base.fvecs`), join(dir, `${prefix}_query.fvecs`), join(dir, `${prefix}_groundtruth.ivecs`), nq, set);
+}
+
+/**
+ * Any vector files the library reads (`readVectors`). Without a query file the last `nq` rows of
+ * the base file (default 1000) are held out as queries. The ground truth is an .ivecs of neighbour
+ * ids, one row per query, nearest first, by squared L2.
+ */
+export function loadFileData(basePath: string, queryPath: string | undefined, gtPath: string | undefined, nq: number | undefined, name?: string): BenchData {
+  const base = readVectors(basePath);
+  let xb = base.data;
+  let n = base.n;
+  let xq: Float32Array;
+  let q: number;
+  if (queryPath) {
+    const query = readVectors(queryPath);
+    if (query.d !== base.d) throw new Error(`${queryPath}: queries have d = ${query.d}; the base ${basePath} has d = ${base.d}`);
+    q = Math.min(nq ?? query.n, query.n);
+    xq = query.data.subarray(0, q * base.d);
+  } else {
+    q = nq ?? 1000;
+    if (q >= n) throw new Error(`${basePath}: holding out nq = ${q} queries needs more than ${q} rows; the file has ${n}`);
+    n -= q;
+    xq = xb.subarray(n * base.d);
+    xb = xb.subarray(0, n * base.d);
+  }
+  let groundTruth: BenchData['groundTruth'] = null;
+  if (gtPath) {
+    const gt = readIvecs(gtPath);
+    if (gt.n < q) throw new Error(`${gtPath}: ${gt.n} ground-truth rows for ${q} queries`);
+    for (let i = 0; i < q * gt.d; i++) {
+      if (gt.data[i] < 0 || gt.data[i] >= n) throw new Error(`${gtPath}: id ${gt.data[i]} at row ${Math.floor(i / gt.d)} is outside the base (n = ${n})`);
+    }
+    groundTruth = { ids: gt.data.subarray(0, q * gt.d), k: gt.d, source: gtPath };
+  }
+  return { name: name ?? basePath, xb, xq, n, nq: q, d: base.d, groundTruth };
 }

@@ -1,14 +1,17 @@
 /**
  * Benchmark entry: `npm run bench -- <case> [options]` or `webgpu-knn bench <case> [options]`.
- * Cases: flat, kmeans, ivf, scheduler. Never run by the test runner.
+ * Cases: compare, flat, kmeans, ivf, scheduler, dedup. Never run by the test runner.
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
-import { DATA_SETS, type DataSet, loadBenchData } from './data.js';
+import { basename, join } from 'node:path';
+import { type CompareOptions, runCompare } from './compare.js';
+import { DATA_SETS, type DataSet, loadBenchData, loadFileData } from './data.js';
 import { runDedupBench } from './dedup.js';
 import { runFlatBench } from './flat.js';
 import { runIvfBench } from './ivf.js';
 import { runKMeansBench } from './kmeans.js';
+import { defaultPeerLookup, PEERS, type PeerName } from './peers.js';
 import { runSchedulerBench } from './scheduler.js';
 
 const COMMON = `  --backend B      both | webgpu | cpu (default both)
@@ -73,6 +76,46 @@ options:
   --threshold T    cosine >= T, or squared L2 <= T
   --verify V       yes | no: run the brute force (default yes)
 ${COMMON}`,
+  compare: `usage: webgpu-knn bench compare [options]
+
+One run that compares, on one data set: Flat and IVF-Flat (an nprobe sweep) on each backend, and
+the peers that are installed: Faiss (Debian python3-faiss: IndexFlat, IndexIVFFlat on the same
+nlist/nprobe grid), hnswlib-node and usearch (npm; HNSW at a few ef). Per configuration: recall@1,
+@10 and @100 (tie-aware, against the published ground truth or an exact float64 brute force),
+queries/s, latency p50/p95/p99 per batch, build time, serialised index size. Peers are optional:
+scripts/install-peers.sh installs them; the report says which ran and their versions.
+
+data (one of):
+  --data SET       ${DATA_SETS.join(' | ')} (default clustered: generated blobs;
+                   uniform: generated uniform [0, 1); fashion-mnist: Debian's dataset-fashion-mnist)
+  --base FILE      any vector file the CLI reads (.fvecs .bvecs .npy .jsonl IDX ...)
+  --query FILE     its queries (default: the last --nq rows of --base, held out of the base)
+  --gt FILE        ground truth for --base: .ivecs of neighbour ids by squared L2, a row a query
+  --n N            base vectors, generated data (default 100000)
+  --d D            dimension, generated data (default 128)
+  --nq NQ          queries (default 1000 generated; a real set's own query count)
+
+search and index settings:
+  --k K            neighbours (default 100, so recall@100 can be measured)
+  --metric M       l2 | ip | cosine (default l2)
+  --nlist L        IVF lists (default round(sqrt(8 n)), the sqrt rule for nprobe 8)
+  --nprobe P[,P..] the nprobe sweep (default 1,2,4,8,16,32,64; values above nlist are dropped)
+  --niter I        k-means iterations, ours and Faiss's (default 10)
+  --ef E[,E..]     HNSW ef for the peers (default k, 2k, 4k)
+  --hnsw-m M       HNSW M / usearch connectivity (default 16)
+  --ef-construction E  HNSW efConstruction / usearch expansion_add (default 200)
+
+timing and output:
+  --batch B        queries per timed search call (default 100)
+  --warmup W       untimed passes over the queries first (default 1)
+  --repeats R      timed passes (default 3)
+  --peers P        auto | none | a comma list of faiss, hnswlib-node, usearch (default auto:
+                   every one installed; a named one that is missing is an error)
+  --out DIR        where compare.jsonl, report.md, recall-qps.svg and latency.svg go
+                   (default bench-results/compare-<data>)
+${COMMON}
+
+Prints one JSON line per configuration and a table; progress goes to stderr.`,
   scheduler: `usage: webgpu-knn bench scheduler [options]
 
 C callers each send single queries in a closed loop through a BatchScheduler over a flat index;
@@ -102,6 +145,59 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
 
 function intList(name: string, value: string | undefined, fallback: number[]): number[] {
   return value === undefined ? fallback : value.split(',').map((v) => positiveInt(name, v.trim(), 1));
+}
+
+/** `bench compare`'s options from its flags. */
+function compareOptions(
+  v: Record<string, string | undefined>,
+  backends: ('webgpu' | 'cpu')[],
+  seed: number,
+  warmup: number,
+  repeats: number,
+  log: (line: string) => void,
+): CompareOptions {
+  const metric = (v.metric ?? 'l2') as Metric;
+  if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
+  if (v.base !== undefined && v.data !== undefined) throw new UsageError('give --data or --base, not both');
+  if (v.base === undefined && (v.query !== undefined || v.gt !== undefined)) throw new UsageError('--query and --gt go with --base');
+  const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
+  const data = v.base !== undefined
+    ? loadFileData(v.base, v.query, v.gt, nq)
+    : loadBenchData((v.data ?? 'clustered') as DataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), nq, seed);
+  const k = positiveInt('k', v.k, 100);
+  let peers: CompareOptions['peers'] = 'auto';
+  if (v.peers === 'none') peers = 'none';
+  else if (v.peers !== undefined && v.peers !== 'auto') {
+    const names = v.peers.split(',').map((p) => p.trim());
+    const bad = names.filter((p) => !(PEERS as readonly string[]).includes(p));
+    if (bad.length) throw new UsageError(`--peers: unknown peer ${bad.join(', ')}; expected auto, none or a list of ${PEERS.join(', ')}`);
+    peers = names as PeerName[];
+  }
+  const slug = basename(data.name).replace(/\(.*$/, '').replace(/[^A-Za-z0-9._-]+/g, '-');
+  return {
+    data,
+    metric,
+    k,
+    nlist: positiveInt('nlist', v.nlist, Math.round(Math.sqrt(8 * data.n))),
+    nprobes: intList('nprobe', v.nprobe, [1, 2, 4, 8, 16, 32, 64]),
+    niter: positiveInt('niter', v.niter, 10),
+    seed,
+    hnsw: {
+      m: positiveInt('hnsw-m', v['hnsw-m'], 16),
+      efConstruction: positiveInt('ef-construction', v['ef-construction'], 200),
+      efSearch: intList('ef', v.ef, [k, 2 * k, 4 * k]),
+      seed,
+    },
+    batch: positiveInt('batch', v.batch, 100),
+    warmup,
+    repeats,
+    backends,
+    peers,
+    lookup: defaultPeerLookup(),
+    outDir: v.out ?? join('bench-results', `compare-${slug}`),
+    command: `webgpu-knn bench compare ${process.argv.slice(process.argv.indexOf('compare') + 1).join(' ')}`.trim(),
+    log,
+  };
 }
 
 export async function benchMain(argv: string[]): Promise<void> {
@@ -134,7 +230,9 @@ export async function benchMain(argv: string[]): Promise<void> {
     throw new UsageError(`--data must be one of ${DATA_SETS.join(', ')}; got ${v.data}`);
   }
 
-  if (kase === 'flat') {
+  if (kase === 'compare') {
+    await runCompare(compareOptions(v, backends, seed, warmup, repeats, log));
+  } else if (kase === 'flat') {
     const metric = (v.metric ?? 'l2') as Metric;
     if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
     await runFlatBench({

@@ -16,7 +16,7 @@ export { FACTORY_FORMS, indexFactory } from './factory.js';
 export type { Index } from './factory.js';
 export { BatchScheduler, QueueFullError, SchedulerClosedError } from './scheduler.js';
 export type { BatchSchedulerOptions, LatencySummary, SchedulerSearchOptions, SchedulerStats, SearchableIndex } from './scheduler.js';
-export { READ_FORMATS, WRITE_FORMATS, readVectors, writeVectors } from './io/vectors.js';
+export { READ_FORMATS, WRITE_FORMATS, readVectors, writeAtomically, writeVectors } from './io/vectors.js';
 export type { VectorFile } from './io/vectors.js';
 export { loadIndex } from './io/load-index.js';
 export { INDEX_FORMAT_VERSION } from './io/index-file.js';

@@ -22,7 +22,7 @@ commands:
   dedup      every near-duplicate pair in a vector file (cosine or squared L2 threshold)
   knn-graph  every vector's k nearest others (or every query's), streamed to a file
   info       the WebGPU adapter, its limits, and the backend 'auto' picks
-  bench      benchmarks: flat, kmeans, ivf, scheduler, dedup ('webgpu-knn bench <case> --help')
+  bench      benchmarks: compare, flat, kmeans, ivf, scheduler, dedup ('webgpu-knn bench <case> --help')
 
 'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure, 2 usage error.
 No WebGPU adapter? scripts/setup-webgpu.sh installs a software one (Mesa lavapipe) on Debian/Ubuntu.`;

@@ -1,0 +1,261 @@
+/**
+ * The output of `bench compare`: JSON lines (one per configuration), a Markdown report with the
+ * table, and two SVG plots (recall against queries/s; latency percentiles). Pure functions of a
+ * `CompareRun`, so the table and the JSON lines come from the same numbers.
+ */
+import { join } from 'node:path';
+import { writeAtomically } from 'webgpu-knn';
+import type { PeerStatus } from './peers.js';
+import { colour, lineChartSvg, type LineSeries, type MarkerShape, rangeChartSvg } from './svg-plot.js';
+
+/** The data set and the search every configuration of a run shares. */
+export interface CompareData {
+  data: string;
+  n: number;
+  d: number;
+  nq: number;
+  k: number;
+  metric: string;
+}
+
+export interface CompareRecord extends CompareData {
+  bench: 'compare';
+  /** 'webgpu-knn', or a peer's name. */
+  engine: string;
+  version: string;
+  /** 'webgpu' or 'cpu'. */
+  backend: string;
+  /** The adapter for webgpu; 'CPU' otherwise. */
+  device: string;
+  /** CPU threads the engine uses; null on the GPU. */
+  threads: number | null;
+  /** 'Flat', 'IVF<nlist>,Flat' or 'HNSW<M>'. */
+  index: string;
+  /** The search parameter: '-', 'nprobe=P' or 'ef=E'. */
+  param: string;
+  /** The plot line this configuration belongs to: engine, backend and index kind. */
+  series: string;
+  buildSeconds: number;
+  /** Bytes of the index as the engine serialises it (vectors, ids, centroids or graph). */
+  indexBytes: number;
+  batch: number;
+  /** Timed batches behind the latency percentiles. */
+  batches: number;
+  qps: number;
+  /** (slowest - fastest) / median of the timed passes. */
+  spread: number;
+  latencyMs: { p50: number; p95: number; p99: number };
+  recall1: number;
+  recall10: number | null;
+  recall100: number | null;
+}
+
+export interface CompareMeta extends CompareData {
+  title: string;
+  /** What recall is measured against. */
+  reference: string;
+  machine: string;
+  /** The WebGPU adapter, or null when webgpu did not run. */
+  adapter: string | null;
+  node: string;
+  date: string;
+  settings: string[];
+  command: string;
+}
+
+export interface CompareRun {
+  meta: CompareMeta;
+  peers: PeerStatus[];
+  records: CompareRecord[];
+}
+
+export const TABLE_HEADER = [
+  'engine', 'backend', 'index', 'param', 'threads', 'build s', 'index MiB',
+  'recall@1', 'recall@10', 'recall@100', 'queries/s', 'p50 ms', 'p95 ms', 'p99 ms', 'Pareto',
+];
+
+const MIB = 2 ** 20;
+
+function ms(v: number): string {
+  return v >= 1 ? v.toFixed(2) : v.toPrecision(3);
+}
+
+function recall(v: number | null): string {
+  return v === null ? '-' : v.toFixed(3);
+}
+
+/** The recall the plot and the Pareto front use: @10, or @1 when k < 10. */
+export function plottedRecall(r: CompareRecord): number {
+  return r.recall10 ?? r.recall1;
+}
+
+/**
+ * Pareto front over (recall, queries/s): a configuration is on it when no other has recall and
+ * queries/s both at least as high and one of them higher.
+ */
+export function paretoFront(records: CompareRecord[]): boolean[] {
+  return records.map((a) =>
+    !records.some((b) => {
+      const [ra, rb] = [plottedRecall(a), plottedRecall(b)];
+      return rb >= ra && b.qps >= a.qps && (rb > ra || b.qps > a.qps);
+    }),
+  );
+}
+
+export function tableRows(records: CompareRecord[]): string[][] {
+  const front = paretoFront(records);
+  return records.map((r, i) => [
+    r.engine,
+    r.backend,
+    r.index,
+    r.param,
+    r.threads === null ? '-' : String(r.threads),
+    r.buildSeconds.toFixed(2),
+    (r.indexBytes / MIB).toFixed(2),
+    recall(r.recall1),
+    recall(r.recall10),
+    recall(r.recall100),
+    r.qps.toFixed(1),
+    ms(r.latencyMs.p50),
+    ms(r.latencyMs.p95),
+    ms(r.latencyMs.p99),
+    front[i] ? 'yes' : '',
+  ]);
+}
+
+function markdownTable(header: string[], rows: string[][]): string {
+  return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+/** Series in order of first appearance. */
+function seriesNames(records: CompareRecord[]): string[] {
+  return [...new Set(records.map((r) => r.series))];
+}
+
+function chartTitle(m: CompareMeta): string[] {
+  return [
+    `${m.title}: ${m.data}, n = ${m.n}, d = ${m.d}, ${m.nq} queries, k = ${m.k}, ${m.metric}`,
+    `${m.machine}`,
+    `WebGPU adapter: ${m.adapter ?? 'none (webgpu not run)'}`,
+  ];
+}
+
+/** One colour per engine and backend (webgpu-knn webgpu, webgpu-knn cpu, faiss, ...), in order of appearance. */
+function seriesColours(records: CompareRecord[]): Record<string, string> {
+  const groups = [...new Set(records.map(group))];
+  return Object.fromEntries(records.map((r) => [r.series, colour(groups.indexOf(group(r)))]));
+}
+
+function group(r: CompareRecord): string {
+  return r.engine === 'webgpu-knn' ? `${r.engine} ${r.backend}` : r.engine;
+}
+
+/** A configuration in a few words: 'webgpu-knn webgpu IVF894,Flat nprobe=8'. */
+export function rowLabel(r: CompareRecord): string {
+  return `${group(r)} ${r.index}${r.param === '-' ? '' : ` ${r.param}`}`;
+}
+
+/** Flat: a square (one point); IVF: circles; HNSW: diamonds. */
+function seriesMarker(index: string): MarkerShape {
+  return index === 'Flat' ? 'square' : index.startsWith('IVF') ? 'circle' : 'diamond';
+}
+
+export function recallQpsSvg(run: CompareRun): string {
+  const front = paretoFront(run.records);
+  const r = run.meta.k >= 10 ? 10 : 1;
+  const colours = seriesColours(run.records);
+  const series: LineSeries[] = seriesNames(run.records).map((name) => {
+    const members = run.records.map((x, i) => ({ x, i })).filter(({ x }) => x.series === name);
+    return {
+      name,
+      colour: colours[name],
+      marker: seriesMarker(members[0].x.index),
+      points: members.map(({ x, i }) => ({ x: plottedRecall(x), y: x.qps, label: x.param === '-' ? undefined : x.param.split('=')[1], highlight: front[i] })),
+    };
+  });
+  return lineChartSvg({
+    title: chartTitle(run.meta),
+    xLabel: `recall@${r} (tie-aware, against ${run.meta.reference.split(' (')[0]}); labels: nprobe or ef`,
+    yLabel: 'queries per second (log scale)',
+    series,
+    highlightLabel: 'Pareto-optimal',
+  });
+}
+
+export function latencySvg(run: CompareRun): string {
+  return rangeChartSvg({
+    title: chartTitle(run.meta),
+    xLabel: `latency per batch of ${run.records[0]?.batch ?? '?'} queries, ms (log scale)`,
+    markers: ['p50', 'p95', 'p99'],
+    colours: Object.fromEntries(run.records.map((x) => [group(x), seriesColours(run.records)[x.series]])),
+    rows: run.records.map((x) => ({
+      label: rowLabel(x),
+      series: group(x),
+      values: [x.latencyMs.p50, x.latencyMs.p95, x.latencyMs.p99],
+    })),
+  });
+}
+
+/** Per series, the fastest configuration reaching each recall target. */
+function fastestAt(records: CompareRecord[], target: number): string[][] {
+  return seriesNames(records).map((name) => {
+    const ok = records.filter((r) => r.series === name && plottedRecall(r) >= target).sort((a, b) => b.qps - a.qps);
+    return ok.length ? [name, ok[0].param, recall(plottedRecall(ok[0])), ok[0].qps.toFixed(1)] : [name, 'not reached', '-', '-'];
+  });
+}
+
+export function reportMarkdown(run: CompareRun, files: { recallPlot: string; latencyPlot: string; jsonl: string }): string {
+  const m = run.meta;
+  const r = m.k >= 10 ? 10 : 1;
+  const status = (p: PeerStatus): string =>
+    !p.available ? 'not installed' : p.error ? 'failed' : run.records.some((x) => x.engine === p.name) ? 'ran' : 'installed, not run';
+  const peers = run.peers.map((p) => [p.name, status(p), p.version ?? '-', (p.error ? `${p.error}; ${p.detail}` : p.detail).replace(/\|/g, '\\|')]);
+  return [
+    `# ${m.title}: ${m.data}`,
+    '',
+    `- Data: ${m.data}, n = ${m.n}, d = ${m.d}, ${m.nq} queries, k = ${m.k}, metric ${m.metric}`,
+    `- Recall against: ${m.reference}; tie-aware (a returned id counts when its true distance is no worse than the true r-th)`,
+    `- Machine: ${m.machine}; Node ${m.node}`,
+    `- WebGPU adapter: ${m.adapter ?? 'none (webgpu not run)'}`,
+    `- Date: ${m.date}`,
+    ...m.settings.map((s) => `- ${s}`),
+    `- Command: \`${m.command}\``,
+    `- Lines: ${files.jsonl} (one JSON object per row below)`,
+    '',
+    '## Engines',
+    '',
+    markdownTable(['engine', 'status', 'version', 'where / why'], [['webgpu-knn', 'ran', run.records.find((x) => x.engine === 'webgpu-knn')?.version ?? '-', 'this project'], ...peers]),
+    '',
+    '## Results',
+    '',
+    `queries/s over all timed batches; latency percentiles per batch of ${run.records[0]?.batch ?? '?'} queries; build = train + add;`,
+    'index MiB = the engine\'s own serialised index; Pareto = no other row has both higher recall@' + r + ' and higher queries/s.',
+    '',
+    markdownTable(TABLE_HEADER, tableRows(run.records)),
+    '',
+    `## Fastest configuration per series by recall@${r}`,
+    '',
+    ...[0.9, 0.95, 0.99].flatMap((t) => [`recall@${r} >= ${t}:`, '', markdownTable(['series', 'param', `recall@${r}`, 'queries/s'], fastestAt(run.records, t)), '']),
+    '## Plots',
+    '',
+    `![recall@${r} against queries/s](${files.recallPlot})`,
+    '',
+    `![latency percentiles](${files.latencyPlot})`,
+    '',
+  ].join('\n');
+}
+
+export const REPORT_FILES = { jsonl: 'compare.jsonl', report: 'report.md', recallPlot: 'recall-qps.svg', latencyPlot: 'latency.svg' } as const;
+
+/** Writes the four files into `dir` (which exists); returns their paths. */
+export function writeCompareReport(dir: string, run: CompareRun): string[] {
+  const f = REPORT_FILES;
+  const out: [string, string][] = [
+    [f.jsonl, run.records.map((r) => JSON.stringify(r)).join('\n') + '\n'],
+    [f.recallPlot, recallQpsSvg(run)],
+    [f.latencyPlot, latencySvg(run)],
+    [f.report, reportMarkdown(run, f)],
+  ];
+  for (const [name, text] of out) writeAtomically(join(dir, name), text);
+  return out.map(([name]) => join(dir, name));
+}

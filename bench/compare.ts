@@ -1,0 +1,249 @@
+/**
+ * `bench compare`: every index configuration (Flat; IVF-Flat over an nprobe sweep) on every
+ * backend (webgpu, cpu), and the installed peers (Faiss Flat and IVF-Flat on the same grid;
+ * hnswlib-node and usearch HNSW at a few ef), on one data set, measured the same way
+ * (bench/measure.ts) and scored the same way (bench/exact.ts: tie-aware recall by ids against
+ * exact float64 distances). Writes JSON lines, a Markdown report and SVG plots (compare-report.ts).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir, totalmem, type as osType } from 'node:os';
+import { join } from 'node:path';
+import type { Backend, Metric } from 'webgpu-knn';
+import { FlatIndex, IvfFlatIndex, createBackend } from 'webgpu-knn';
+import { type CompareRecord, type CompareRun, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
+import { type BenchData, PROJECT_ROOT } from './data.js';
+import { exactScores, scoresOfIds, tieAwareRecall } from './exact.js';
+import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile } from './measure.js';
+import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, PEERS, runFaiss } from './peers.js';
+import { summarize, table } from './stats.js';
+
+export interface CompareOptions extends MeasureOptions {
+  data: BenchData;
+  metric: Metric;
+  k: number;
+  nlist: number;
+  nprobes: number[];
+  niter: number;
+  seed: number;
+  hnsw: HnswSettings;
+  backends: ('webgpu' | 'cpu')[];
+  /** 'auto': every peer found; 'none'; or a list, each of which must be installed. */
+  peers: 'auto' | 'none' | PeerName[];
+  lookup: PeerLookup;
+  outDir: string;
+  /** The command line, for the report. */
+  command: string;
+  log: (line: string) => void;
+}
+
+export function machineDescription(): string {
+  const c = cpus();
+  return `${c.length} x ${c[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ${osType()}`;
+}
+
+function projectVersion(): string {
+  return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** Bytes of our index as `save` writes it. */
+async function savedBytes(index: { save(path: string): Promise<void> }): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-compare-'));
+  try {
+    await index.save(join(dir, 'index.wgknn'));
+    return statSync(join(dir, 'index.wgknn')).size;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function runCompare(o: CompareOptions): Promise<CompareRun> {
+  const { data, k, metric } = o;
+  if (k > data.n) throw new Error(`k = ${k} is more than the ${data.n} base vectors`);
+  const nprobes = o.nprobes.filter((p) => p <= o.nlist);
+  if (o.nlist > data.n) throw new Error(`nlist = ${o.nlist} is more than the ${data.n} base vectors`);
+
+  // Which peers run: all found ('auto'), none, or the named ones (each must be found).
+  let peers: PeerStatus[];
+  if (o.peers === 'none') peers = PEERS.map((name) => ({ name, available: false, version: null, detail: 'not tried (--peers none)' }));
+  else {
+    peers = detectPeers(o.lookup);
+    if (o.peers !== 'auto') {
+      const missing = peers.filter((p) => (o.peers as PeerName[]).includes(p.name) && !p.available);
+      if (missing.length) throw new Error(`--peers asks for ${missing.map((p) => `${p.name}, which is ${p.detail}`).join('; ')}`);
+    }
+  }
+  const runs = (name: PeerName): boolean => peers.some((p) => p.name === name && p.available) && (o.peers === 'auto' || (o.peers as string[]).includes(name));
+  for (const p of peers) o.log(`peer ${p.name}: ${p.available ? `${p.version} (${runs(p.name) ? 'runs' : 'not asked for'})` : p.detail}`);
+
+  // The reference: the published ground truth where the set has one for this metric and k, else
+  // an exact float64 brute force.
+  const t0 = performance.now();
+  let reference: Float64Array;
+  let kRef: number;
+  let referenceName: string;
+  if (data.groundTruth && metric === 'l2' && data.groundTruth.k >= k) {
+    kRef = data.groundTruth.k;
+    reference = scoresOfIds(data.xb, data.xq, data.nq, data.d, data.groundTruth.ids, kRef, metric);
+    referenceName = `published ground truth (${data.groundTruth.source}, top ${kRef})`;
+  } else {
+    o.log(`exact reference: float64 brute force of ${data.nq} queries over ${data.n} vectors`);
+    kRef = k;
+    reference = exactScores(data.xb, data.xq, data.n, data.nq, data.d, k, metric, (done) =>
+      o.log(`exact reference: ${done}/${data.nq} queries, ${((performance.now() - t0) / 1000).toFixed(1)} s`));
+    referenceName = 'exact search (float64 brute force)';
+  }
+  o.log(`reference ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${referenceName}`);
+
+  const records: CompareRecord[] = [];
+  let adapter: string | null = null;
+  const version = projectVersion();
+  const add = (
+    base: Pick<CompareRecord, 'engine' | 'version' | 'backend' | 'device' | 'threads' | 'index' | 'param' | 'series' | 'buildSeconds' | 'indexBytes'>,
+    m: Measured,
+  ): void => {
+    const rec = (r: number): number | null => (r <= k ? tieAwareRecall(r, m.labels, k, reference, kRef, data.xb, data.xq, data.d, metric) : null);
+    const record: CompareRecord = {
+      bench: 'compare',
+      data: data.name,
+      n: data.n,
+      d: data.d,
+      nq: data.nq,
+      k,
+      metric,
+      ...base,
+      batch: o.batch,
+      batches: m.batchMs.length,
+      qps: (data.nq * m.passSeconds.length) / m.passSeconds.reduce((a, b) => a + b, 0),
+      spread: summarize(m.passSeconds).spread,
+      latencyMs: { p50: percentile(m.batchMs, 50), p95: percentile(m.batchMs, 95), p99: percentile(m.batchMs, 99) },
+      recall1: rec(1)!,
+      recall10: rec(10),
+      recall100: rec(100),
+    };
+    records.push(record);
+    console.log(JSON.stringify(record));
+    o.log(`${record.series} ${record.param}: ${record.qps.toFixed(1)} queries/s, recall@${Math.min(10, k)} ${(record.recall10 ?? record.recall1).toFixed(3)}`);
+  };
+  const timed = (search: BatchSearch): Promise<Measured> => measure(search, data.xq, data.nq, data.d, k, o);
+
+  for (const name of o.backends) {
+    const backend: Backend = await createBackend({ backend: name });
+    try {
+      if (name === 'webgpu') adapter = backend.description;
+      const who = { engine: 'webgpu-knn', version, backend: name, device: name === 'webgpu' ? backend.description : 'CPU', threads: name === 'webgpu' ? null : 1 };
+
+      let t = performance.now();
+      const flat = new FlatIndex(backend, { dim: data.d, metric });
+      await flat.add(data.xb);
+      const flatBuild = (performance.now() - t) / 1000;
+      o.log(`${name}: Flat built in ${flatBuild.toFixed(2)} s`);
+      const flatMeasured = await timed(async (xq) => (await flat.search(xq, k)).labels);
+      add({ ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: flatBuild, indexBytes: await savedBytes(flat) }, flatMeasured);
+      flat.dispose();
+
+      if (nprobes.length) {
+        t = performance.now();
+        const ivf = new IvfFlatIndex(backend, {
+          dim: data.d,
+          nlist: o.nlist,
+          metric,
+          niter: o.niter,
+          seed: o.seed,
+          onTrainProgress: (p) => o.log(`${name}: k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`),
+        });
+        await ivf.train(data.xb);
+        await ivf.add(data.xb);
+        const ivfBuild = (performance.now() - t) / 1000;
+        o.log(`${name}: IVF${o.nlist},Flat trained and added in ${ivfBuild.toFixed(2)} s`);
+        const bytes = await savedBytes(ivf);
+        for (const nprobe of nprobes) {
+          const m = await timed(async (xq) => (await ivf.search(xq, k, { nprobe })).labels);
+          add({ ...who, index: `IVF${o.nlist},Flat`, param: `nprobe=${nprobe}`, series: `webgpu-knn ${name} IVF`, buildSeconds: ivfBuild, indexBytes: bytes }, m);
+        }
+        ivf.dispose();
+      }
+    } finally {
+      backend.dispose();
+    }
+  }
+
+  const peerVersion = (name: PeerName): string => peers.find((p) => p.name === name)?.version ?? '?';
+  // A peer that fails is reported as failed; what was measured before it is kept.
+  const failed = (name: PeerName, err: unknown): void => {
+    const status = peers.find((p) => p.name === name)!;
+    status.error = (err as Error).message.split('\n')[0];
+    o.log(`${name} failed: ${status.error}`);
+  };
+  if (runs('faiss')) {
+    o.log('faiss: Flat and IVF in Python');
+    try {
+      const results = await runFaiss(o.lookup, data.xb, data.xq, data.n, data.nq, data.d, {
+        metric, k, batch: o.batch, warmup: o.warmup, repeats: o.repeats,
+        ivf: nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
+      }, o.log);
+      for (const r of results) {
+        add({
+          engine: 'faiss', version: peerVersion('faiss'), backend: 'cpu', device: 'CPU', threads: r.threads, index: r.index, param: r.param,
+          series: `faiss ${r.index === 'Flat' ? 'Flat' : 'IVF'}`, buildSeconds: r.buildSeconds, indexBytes: r.indexBytes,
+        }, r);
+      }
+    } catch (err) {
+      failed('faiss', err);
+    }
+  }
+  const hnswPeers: [PeerName, () => PeerBuild][] = [
+    ['hnswlib-node', () => buildHnswlib(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw, o.log)],
+    ['usearch', () => buildUsearch(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw)],
+  ];
+  for (const [name, build] of hnswPeers) {
+    if (!runs(name)) continue;
+    o.log(`${name}: building HNSW (M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction})`);
+    let b: PeerBuild | null = null;
+    try {
+      b = build();
+      o.log(`${name}: built in ${b.buildSeconds.toFixed(2)} s`);
+      for (const c of b.configs) {
+        add({
+          engine: name, version: peerVersion(name), backend: 'cpu', device: 'CPU', threads: b.threads, index: b.index, param: c.param,
+          series: `${name} HNSW`, buildSeconds: b.buildSeconds, indexBytes: b.indexBytes,
+        }, await timed(c.search));
+      }
+    } catch (err) {
+      failed(name, err);
+    } finally {
+      b?.dispose();
+    }
+  }
+
+  const run: CompareRun = {
+    meta: {
+      title: 'webgpu-knn compare',
+      data: data.name,
+      n: data.n,
+      d: data.d,
+      nq: data.nq,
+      k,
+      metric,
+      reference: referenceName,
+      machine: machineDescription(),
+      adapter,
+      node: process.version,
+      date: new Date().toISOString(),
+      settings: [
+        `Timing: ${o.warmup} warm-up pass(es), then ${o.repeats} timed pass(es) over the queries in batches of ${o.batch}: ` +
+          `${Math.ceil(data.nq / o.batch) * o.repeats} timed batches per configuration (nearest-rank percentiles: with fewer than 100 batches p99 is the slowest)`,
+        `IVF: nlist = ${o.nlist}, k-means ${o.niter} iterations (seed ${o.seed}), nprobe ${nprobes.join(', ') || 'none (nlist too small)'}`,
+        `HNSW: M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction}, ef ${o.hnsw.efSearch.join(', ')}`,
+        `Threads: webgpu-knn's CPU backend 1; Faiss its OpenMP default; hnswlib-node 1 (synchronous calls); usearch all cores (${availableParallelism()})`,
+      ],
+      command: o.command,
+    },
+    peers,
+    records,
+  };
+  mkdirSync(o.outDir, { recursive: true });
+  const files = writeCompareReport(o.outDir, run);
+  console.log(`\ncompare: ${data.name}, n=${data.n} d=${data.d} nq=${data.nq} k=${k} ${metric}; recall against ${referenceName}\n${table(TABLE_HEADER, tableRows(records))}`);
+  console.log(`\nwrote ${files.join(', ')}`);
+  return run;
+}

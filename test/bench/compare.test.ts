@@ -1,0 +1,215 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { describe, expect, it } from 'vitest';
+import { type CompareRecord, REPORT_FILES, TABLE_HEADER, rowLabel } from '../../bench/compare-report.js';
+import { exactScores, tieAwareRecall } from '../../bench/exact.js';
+import { buildHnswlib, buildUsearch, defaultPeerLookup, detectPeers, PEERS, runFaiss } from '../../bench/peers.js';
+import { clusteredFloats } from '../../src/random.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+// `bench compare` end to end through the built CLI (scripts/test.sh builds first), on a tiny run
+// with every peer made absent, then the peers themselves where they are installed.
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const work = mkdtempSync(join(tmpdir(), 'webgpu-knn-compare-'));
+const nowhere = mkdtempSync(join(tmpdir(), 'webgpu-knn-no-peers-'));
+const absent = { WEBGPU_KNN_PYTHON: join(nowhere, 'python3'), WEBGPU_KNN_PEER_PATH: nowhere };
+
+// Both backends where there is an adapter (CI: required); the CPU alone where there is none.
+const hasGpu = (await gpuBackend()) !== null;
+disposeGpuBackends();
+const backends = hasGpu ? ['webgpu', 'cpu'] : ['cpu'];
+
+function bench(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [join(root, 'dist/cli/main.js'), 'bench', 'compare', ...args], {
+    cwd: work,
+    encoding: 'utf8',
+    timeout: 300_000,
+    env: { ...process.env, ...env },
+  });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+/** The rows of the Markdown table that follows `header`. */
+function markdownRows(md: string, header: string[]): string[][] {
+  const lines = md.split('\n');
+  const start = lines.indexOf(`| ${header.join(' | ')} |`);
+  expect(start, 'table header').toBeGreaterThanOrEqual(0);
+  const rows: string[][] = [];
+  for (let i = start + 2; i < lines.length && lines[i].startsWith('|'); i++) rows.push(lines[i].slice(2, -2).split(' | '));
+  return rows;
+}
+
+/** A table cell shows `value` rounded: within half a unit of the cell's last digit. */
+function expectShown(cell: string, value: number | null, what: string): void {
+  if (value === null) return void expect(cell, what).toBe('-');
+  const decimals = cell.includes('.') ? cell.split('.')[1].length : 0;
+  expect(Math.abs(Number(cell) - value), `${what}: ${cell} vs ${value}`).toBeLessThanOrEqual(0.5 * 10 ** -decimals + 1e-12);
+}
+
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => ['g', 'text', 'circle', 'rect', 'path', 'line'].includes(name) });
+
+/** Every `<g class="series">` of an SVG, by data-series. */
+function seriesGroups(svg: string): Map<string, Record<string, unknown[]>> {
+  expect(XMLValidator.validate(svg)).toBe(true);
+  const doc = xml.parse(svg) as { svg: { g?: Record<string, unknown>[]; text?: unknown[] } };
+  expect(doc.svg, 'an <svg> root').toBeDefined();
+  const groups = new Map<string, Record<string, unknown[]>>();
+  for (const g of doc.svg.g ?? []) if (g.class === 'series') groups.set(String(g['data-series']), g as Record<string, unknown[]>);
+  return groups;
+}
+
+/** Text content of <text> elements (parsed entities included). */
+function texts(nodes: unknown[] | undefined): string[] {
+  return (nodes ?? []).map((t) => (typeof t === 'object' && t !== null ? String((t as Record<string, unknown>)['#text'] ?? '') : String(t)));
+}
+
+describe('bench compare (tiny run, no peers installed)', () => {
+  const run = bench(
+    ['--data', 'clustered', '--n', '2000', '--d', '12', '--nq', '30', '--k', '10', '--nlist', '12', '--nprobe', '1,3,12,50',
+      '--batch', '8', '--warmup', '0', '--repeats', '2', '--backend', hasGpu ? 'both' : 'cpu', '--out', 'report'],
+    absent,
+  );
+  const lines = run.out.split('\n').filter((l) => l.startsWith('{'));
+  const records = lines.map((l) => JSON.parse(l) as CompareRecord);
+
+  it('runs Flat and the IVF sweep on both backends, and no peer', () => {
+    expect(run.code, run.err).toBe(0);
+    const configs = records.map((r) => `${r.engine} ${r.backend} ${r.index} ${r.param}`);
+    // nprobe 50 is above nlist = 12: dropped.
+    const expected = backends.flatMap((b) => [`webgpu-knn ${b} Flat -`, ...[1, 3, 12].map((p) => `webgpu-knn ${b} IVF12,Flat nprobe=${p}`)]);
+    expect(configs).toEqual(expected);
+    for (const r of records) {
+      expect(r.batches).toBe(4 * 2); // 30 queries in batches of 8, 2 timed passes
+      expect(r.qps).toBeGreaterThan(0);
+      expect(r.latencyMs.p50).toBeLessThanOrEqual(r.latencyMs.p95);
+      expect(r.latencyMs.p95).toBeLessThanOrEqual(r.latencyMs.p99);
+      expect(r.indexBytes).toBeGreaterThan(2000 * 12 * 4);
+      expect(r.recall100).toBeNull();
+    }
+    // Flat and IVF with every list probed are exact.
+    for (const r of records.filter((x) => x.index === 'Flat' || x.param === 'nprobe=12')) {
+      expect([r.recall1, r.recall10], `${r.series} ${r.param}`).toEqual([1, 1]);
+    }
+    // Both backends search the same way: their IVF recall differs at most by k-means' float noise.
+    for (const p of [1, 3]) {
+      const [g, c] = ['webgpu', 'cpu'].map((b) => records.find((r) => r.backend === b && r.param === `nprobe=${p}`));
+      if (g && c) expect(Math.abs(g.recall10! - c.recall10!)).toBeLessThanOrEqual(0.05);
+    }
+  });
+
+  it('writes JSON lines equal to stdout, and a table with the same numbers', () => {
+    const file = readFileSync(join(work, 'report', REPORT_FILES.jsonl), 'utf8').trim().split('\n');
+    expect(file).toEqual(lines);
+    const md = readFileSync(join(work, 'report', REPORT_FILES.report), 'utf8');
+    const rows = markdownRows(md, TABLE_HEADER);
+    expect(rows).toHaveLength(records.length);
+    const col = (name: string) => TABLE_HEADER.indexOf(name);
+    records.forEach((r, i) => {
+      const row = rows[i];
+      expect(row.slice(0, 5)).toEqual([r.engine, r.backend, r.index, r.param, r.threads === null ? '-' : String(r.threads)]);
+      expectShown(row[col('build s')], r.buildSeconds, 'build s');
+      expectShown(row[col('index MiB')], r.indexBytes / 2 ** 20, 'index MiB');
+      expectShown(row[col('recall@1')], r.recall1, 'recall@1');
+      expectShown(row[col('recall@10')], r.recall10, 'recall@10');
+      expectShown(row[col('recall@100')], r.recall100, 'recall@100');
+      expectShown(row[col('queries/s')], r.qps, 'queries/s');
+      expectShown(row[col('p50 ms')], r.latencyMs.p50, 'p50');
+      expectShown(row[col('p95 ms')], r.latencyMs.p95, 'p95');
+      expectShown(row[col('p99 ms')], r.latencyMs.p99, 'p99');
+    });
+    // The fastest configuration reaching recall 1 is on the Pareto front.
+    const best = records.filter((r) => r.recall10 === 1).sort((a, b) => b.qps - a.qps)[0];
+    expect(rows[records.indexOf(best)][col('Pareto')]).toBe('yes');
+  });
+
+  it('says that no peer ran, and why', () => {
+    const md = readFileSync(join(work, 'report', REPORT_FILES.report), 'utf8');
+    const engines = markdownRows(md, ['engine', 'status', 'version', 'where / why']);
+    expect(engines.map((e) => e.slice(0, 2))).toEqual([['webgpu-knn', 'ran'], ...PEERS.map((p) => [p, 'not installed'])]);
+    expect(engines[1][3]).toContain(absent.WEBGPU_KNN_PYTHON);
+    expect(engines[2][3]).toContain(nowhere);
+  });
+
+  it('draws every series in the recall plot and every configuration in the latency plot', () => {
+    const series = [...new Set(records.map((r) => r.series))];
+    const recallSvg = readFileSync(join(work, 'report', REPORT_FILES.recallPlot), 'utf8');
+    const groups = seriesGroups(recallSvg);
+    expect([...groups.keys()]).toEqual(series);
+    for (const name of series) {
+      const markers = (groups.get(name)!.rect?.length ?? 0) + (groups.get(name)!.circle ?? []).filter((c) => (c as { class?: string }).class !== 'pareto').length;
+      expect(markers, name).toBe(records.filter((r) => r.series === name).length);
+    }
+    expect(recallSvg).toMatch(/recall@10/);
+    expect(recallSvg).toMatch(/queries per second \(log scale\)/);
+    const latencySvg = readFileSync(join(work, 'report', REPORT_FILES.latencyPlot), 'utf8');
+    const labels = [...seriesGroups(latencySvg).values()].flatMap((g) => texts(g.text));
+    expect(labels.sort()).toEqual(records.map(rowLabel).sort());
+    expect(latencySvg).toMatch(/latency per batch of 8 queries, ms/);
+  });
+
+  it('fails clearly when a peer asked for by name is missing, or a flag is bad', () => {
+    const r = bench(['--data', 'uniform', '--n', '200', '--d', '4', '--nq', '5', '--k', '5', '--peers', 'faiss', '--backend', 'cpu', '--out', 'x'], absent);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/--peers asks for faiss, which is not installed/);
+    const bad = bench(['--peers', 'annoy']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/unknown peer annoy; expected auto, none or a list of faiss, hnswlib-node, usearch/);
+    expect(bench(['--base', 'x.fvecs', '--data', 'siftsmall']).err).toMatch(/give --data or --base, not both/);
+    expect(bench(['--help']).out).toMatch(/usage: webgpu-knn bench compare/);
+  });
+});
+
+describe('peer detection', () => {
+  it('reports each peer absent, with where it looked, when none can be found', () => {
+    const status = detectPeers({ pythons: [join(nowhere, 'python3')], modulePaths: [nowhere] });
+    expect(status.map((s) => [s.name, s.available, s.version])).toEqual(PEERS.map((p) => [p, false, null]));
+    expect(status[0].detail).toMatch(/apt-get install python3-faiss/);
+    expect(status[1].detail).toMatch(/scripts\/install-peers\.sh/);
+  });
+
+  // The peers themselves run only where they are installed (scripts/install-peers.sh); CI has none.
+  const found = new Map(detectPeers(defaultPeerLookup()).map((s) => [s.name, s.available]));
+  const d = 8;
+  const n = 1500;
+  const nq = 20;
+  const k = 10;
+  const all = clusteredFloats(n + nq, d, 30, 5, 0.3);
+  const xb = all.subarray(0, n * d);
+  const xq = all.subarray(n * d);
+  const ref = exactScores(xb, xq, n, nq, d, k, 'l2');
+  const recall = (labels: Int32Array) => tieAwareRecall(k, labels, k, ref, k, xb, xq, d, 'l2');
+  const opts = { batch: 7, warmup: 0, repeats: 1 };
+
+  it.skipIf(!found.get('faiss'))('faiss: Flat is exact, IVF with every list probed too', async () => {
+    const results = await runFaiss(defaultPeerLookup(), xb, xq, n, nq, d, { metric: 'l2', k, ...opts, ivf: { nlist: 8, niter: 5, seed: 1, nprobes: [1, 8] } }, () => {});
+    expect(results.map((r) => `${r.index} ${r.param}`)).toEqual(['Flat -', 'IVF8,Flat nprobe=1', 'IVF8,Flat nprobe=8']);
+    expect(recall(results[0].labels)).toBe(1);
+    expect(recall(results[2].labels)).toBe(1);
+    expect(results[0].batchMs).toHaveLength(3);
+    expect(results[0].indexBytes).toBeGreaterThan(n * d * 4);
+  });
+
+  // HNSW is approximate even at a wide ef (usearch's threaded build is not deterministic, and
+  // missed one neighbour in 200 here at ef = 1000): the bar is far above what wrong ids would score.
+  const hnsw = { m: 16, efConstruction: 100, efSearch: [10, 200], seed: 1 };
+  it.skipIf(!found.get('hnswlib-node'))('hnswlib-node: a wide ef finds nearly all exact neighbours', async () => {
+    const b = buildHnswlib(defaultPeerLookup(), xb, n, d, 'l2', k, hnsw, () => {});
+    expect(recall(await b.configs[1].search(xq, nq))).toBeGreaterThanOrEqual(0.95);
+    expect(b.indexBytes).toBeGreaterThan(n * d * 4);
+  });
+
+  it.skipIf(!found.get('usearch'))('usearch: a wide ef finds nearly all exact neighbours', async () => {
+    const b = buildUsearch(defaultPeerLookup(), xb, n, d, 'l2', k, hnsw);
+    try {
+      expect(recall(await b.configs[1].search(xq, nq))).toBeGreaterThanOrEqual(0.95);
+      const one = await b.configs[1].search(xq.subarray(0, d), 1); // one query: usearch answers differently
+      expect(one[0]).toBeGreaterThanOrEqual(0);
+    } finally {
+      b.dispose();
+    }
+  });
+});
