@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { type CompareRecord, REPORT_FILES, TABLE_HEADER, rowLabel } from '../../bench/compare-report.js';
 import { exactScores, tieAwareRecall } from '../../bench/exact.js';
 import { buildHnswlib, buildUsearch, defaultPeerLookup, detectPeers, PEERS, runFaiss } from '../../bench/peers.js';
-import { clusteredFloats } from '../../src/random.js';
+import { writeVectors } from '../../src/io/vectors.js';
+import { clusteredFloats, randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 // `bench compare` end to end through the built CLI (scripts/test.sh builds first), on a tiny run
@@ -160,6 +161,53 @@ describe('bench compare (tiny run, no peers installed)', () => {
     expect(bad.err).toMatch(/unknown peer annoy; expected auto, none or a list of faiss, hnswlib-node, usearch/);
     expect(bench(['--base', 'x.fvecs', '--data', 'siftsmall']).err).toMatch(/give --data or --base, not both/);
     expect(bench(['--help']).out).toMatch(/usage: webgpu-knn bench compare/);
+  });
+});
+
+describe('bench compare on vector files', () => {
+  const d = 4;
+  const n = 400;
+  const nq = 12;
+  const xb = randomSmallInts(n * d, 21, 4);
+  const xq = randomSmallInts(nq * d, 22, 4);
+  // Ground truth as published sets ship it: ids by squared L2, ties in any order (here: reversed).
+  const gt = new Int32Array(nq * 20);
+  for (let q = 0; q < nq; q++) {
+    const dist = (i: number) => xb.subarray(i * d, i * d + d).reduce((s, v, j) => s + (v - xq[q * d + j]) ** 2, 0);
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => dist(a) - dist(b) || b - a);
+    gt.set(order.slice(0, 20), q * 20);
+  }
+  writeVectors(join(work, 'base.fvecs'), xb, n, d);
+  writeVectors(join(work, 'query.fvecs'), xq, nq, d);
+  writeVectors(join(work, 'gt.ivecs'), gt, nq, 20);
+  const bad = gt.slice();
+  bad[5] = n + 7;
+  writeVectors(join(work, 'bad-gt.ivecs'), bad, nq, 20);
+  const common = ['--k', '10', '--nlist', '4', '--nprobe', '4', '--backend', 'cpu', '--peers', 'none', '--warmup', '0', '--repeats', '1'];
+
+  it('scores against the ground truth file, ties counted as hits', () => {
+    const r = bench(['--base', 'base.fvecs', '--query', 'query.fvecs', '--gt', 'gt.ivecs', ...common, '--out', 'files']);
+    expect(r.code, r.err).toBe(0);
+    const records = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
+    expect(records.map((x) => [x.index, x.param, x.n, x.nq, x.recall1, x.recall10])).toEqual([
+      ['Flat', '-', n, nq, 1, 1],
+      ['IVF4,Flat', 'nprobe=4', n, nq, 1, 1],
+    ]);
+    expect(readFileSync(join(work, 'files', REPORT_FILES.report), 'utf8')).toMatch(/Recall against: published ground truth \(gt\.ivecs, top 20\)/);
+  });
+
+  it('holds out the last rows of the base as queries when there is no query file', () => {
+    const r = bench(['--base', 'base.fvecs', '--nq', '25', ...common, '--out', 'held-out']);
+    expect(r.code, r.err).toBe(0);
+    const first = JSON.parse(r.out.split('\n').find((l) => l.startsWith('{'))!) as CompareRecord;
+    expect([first.n, first.nq, first.recall10]).toEqual([n - 25, 25, 1]);
+    expect(readFileSync(join(work, 'held-out', REPORT_FILES.report), 'utf8')).toMatch(/Recall against: exact search \(float64 brute force\)/);
+  });
+
+  it('refuses a ground truth that names a vector outside the base', () => {
+    const r = bench(['--base', 'base.fvecs', '--query', 'query.fvecs', '--gt', 'bad-gt.ivecs', ...common, '--out', 'bad']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(new RegExp(`bad-gt.ivecs: id ${n + 7} at row 0 is outside the base \\(n = ${n}\\)`));
   });
 });
 
