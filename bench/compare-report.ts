@@ -67,6 +67,8 @@ export interface CompareRun {
   meta: CompareMeta;
   peers: PeerStatus[];
   records: CompareRecord[];
+  /** Configurations that could not run here, with the reason. */
+  notMeasured: string[];
 }
 
 export const TABLE_HEADER = [
@@ -234,6 +236,7 @@ export function reportMarkdown(run: CompareRun, files: { recallPlot: string; lat
     '',
     markdownTable(TABLE_HEADER, tableRows(run.records)),
     '',
+    ...(run.notMeasured.length ? ['Not measured:', '', ...run.notMeasured.map((w) => `- ${w}`), ''] : []),
     `## Fastest configuration per series by recall@${r}`,
     '',
     ...[0.9, 0.95, 0.99].flatMap((t) => [`recall@${r} >= ${t}:`, '', markdownTable(['series', 'param', `recall@${r}`, 'queries/s'], fastestAt(run.records, t)), '']),

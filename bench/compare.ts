@@ -125,54 +125,83 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     o.log(`${record.series} ${record.param}: ${record.qps.toFixed(1)} queries/s, recall@${Math.min(10, k)} ${(record.recall10 ?? record.recall1).toFixed(3)}`);
   };
   const timed = (search: BatchSearch): Promise<Measured> => measure(search, data.xq, data.nq, data.d, k, o);
+  // A configuration that cannot run here (an IVF too big for one GPU binding, a peer that fails) is
+  // reported as not measured, and the run goes on: what was measured is kept.
+  const notMeasured: string[] = [];
+  const skip = (what: string, err: unknown): void => {
+    const why = (err as Error).message.split('\n')[0];
+    notMeasured.push(`${what}: ${why}`);
+    o.log(`${what}: not measured: ${why}`);
+  };
+  const guarded = async (what: string, step: () => Promise<void>): Promise<void> => {
+    try {
+      await step();
+    } catch (err) {
+      skip(what, err);
+    }
+  };
 
   for (const name of o.backends) {
-    const backend: Backend = await createBackend({ backend: name });
+    let be: Backend;
     try {
-      if (name === 'webgpu') adapter = backend.description;
-      const who = { engine: 'webgpu-knn', version, backend: name, device: name === 'webgpu' ? backend.description : 'CPU', threads: name === 'webgpu' ? null : 1 };
+      be = await createBackend({ backend: name });
+    } catch (err) {
+      skip(`webgpu-knn ${name}`, err);
+      continue;
+    }
+    try {
+      if (name === 'webgpu') adapter = be.description;
+      const who = { engine: 'webgpu-knn', version, backend: name, device: name === 'webgpu' ? be.description : 'CPU', threads: name === 'webgpu' ? null : 1 };
 
-      let t = performance.now();
-      const flat = new FlatIndex(backend, { dim: data.d, metric });
-      await flat.add(data.xb);
-      const flatBuild = (performance.now() - t) / 1000;
-      o.log(`${name}: Flat built in ${flatBuild.toFixed(2)} s`);
-      const flatMeasured = await timed(async (xq) => (await flat.search(xq, k)).labels);
-      add({ ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: flatBuild, indexBytes: await savedBytes(flat) }, flatMeasured);
-      flat.dispose();
+      await guarded(`webgpu-knn ${name} Flat`, async () => {
+        const t = performance.now();
+        const flat = new FlatIndex(be, { dim: data.d, metric });
+        try {
+          await flat.add(data.xb);
+          const build = (performance.now() - t) / 1000;
+          o.log(`${name}: Flat built in ${build.toFixed(2)} s`);
+          const m = await timed(async (xq) => (await flat.search(xq, k)).labels);
+          add({ ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: build, indexBytes: await savedBytes(flat) }, m);
+        } finally {
+          flat.dispose();
+        }
+      });
 
       if (nprobes.length) {
-        t = performance.now();
-        const ivf = new IvfFlatIndex(backend, {
-          dim: data.d,
-          nlist: o.nlist,
-          metric,
-          niter: o.niter,
-          seed: o.seed,
-          onTrainProgress: (p) => o.log(`${name}: k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`),
+        await guarded(`webgpu-knn ${name} IVF${o.nlist},Flat`, async () => {
+          const t = performance.now();
+          const ivf = new IvfFlatIndex(be, {
+            dim: data.d,
+            nlist: o.nlist,
+            metric,
+            niter: o.niter,
+            seed: o.seed,
+            onTrainProgress: (p) => o.log(`${name}: k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`),
+          });
+          try {
+            await ivf.train(data.xb);
+            await ivf.add(data.xb);
+            const build = (performance.now() - t) / 1000;
+            o.log(`${name}: IVF${o.nlist},Flat trained and added in ${build.toFixed(2)} s`);
+            const bytes = await savedBytes(ivf);
+            for (const nprobe of nprobes) {
+              const m = await timed(async (xq) => (await ivf.search(xq, k, { nprobe })).labels);
+              add({ ...who, index: `IVF${o.nlist},Flat`, param: `nprobe=${nprobe}`, series: `webgpu-knn ${name} IVF`, buildSeconds: build, indexBytes: bytes }, m);
+            }
+          } finally {
+            ivf.dispose();
+          }
         });
-        await ivf.train(data.xb);
-        await ivf.add(data.xb);
-        const ivfBuild = (performance.now() - t) / 1000;
-        o.log(`${name}: IVF${o.nlist},Flat trained and added in ${ivfBuild.toFixed(2)} s`);
-        const bytes = await savedBytes(ivf);
-        for (const nprobe of nprobes) {
-          const m = await timed(async (xq) => (await ivf.search(xq, k, { nprobe })).labels);
-          add({ ...who, index: `IVF${o.nlist},Flat`, param: `nprobe=${nprobe}`, series: `webgpu-knn ${name} IVF`, buildSeconds: ivfBuild, indexBytes: bytes }, m);
-        }
-        ivf.dispose();
       }
     } finally {
-      backend.dispose();
+      be.dispose();
     }
   }
 
   const peerVersion = (name: PeerName): string => peers.find((p) => p.name === name)?.version ?? '?';
-  // A peer that fails is reported as failed; what was measured before it is kept.
   const failed = (name: PeerName, err: unknown): void => {
-    const status = peers.find((p) => p.name === name)!;
-    status.error = (err as Error).message.split('\n')[0];
-    o.log(`${name} failed: ${status.error}`);
+    peers.find((p) => p.name === name)!.error = (err as Error).message.split('\n')[0];
+    skip(name, err);
   };
   if (runs('faiss')) {
     o.log('faiss: Flat and IVF in Python');
@@ -240,10 +269,13 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     },
     peers,
     records,
+    notMeasured,
   };
+  if (!records.length) throw new Error(`nothing was measured: ${notMeasured.join('; ')}`);
   mkdirSync(o.outDir, { recursive: true });
   const files = writeCompareReport(o.outDir, run);
   console.log(`\ncompare: ${data.name}, n=${data.n} d=${data.d} nq=${data.nq} k=${k} ${metric}; recall against ${referenceName}\n${table(TABLE_HEADER, tableRows(records))}`);
+  for (const line of notMeasured) console.log(`not measured: ${line}`);
   console.log(`\nwrote ${files.join(', ')}`);
   return run;
 }

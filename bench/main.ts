@@ -86,8 +86,9 @@ queries/s, latency p50/p95/p99 per batch, build time, serialised index size. Pee
 scripts/install-peers.sh installs them; the report says which ran and their versions.
 
 data (one of):
-  --data SET       ${DATA_SETS.join(' | ')} (default clustered: generated blobs;
-                   uniform: generated uniform [0, 1); fashion-mnist: Debian's dataset-fashion-mnist)
+  --data SET       ${DATA_SETS.join(' | ')}
+                   (default clustered: generated blobs; uniform: generated, uniform in [0, 1);
+                   fashion-mnist: Debian's dataset-fashion-mnist, 60,000 x 784)
   --base FILE      any vector file the CLI reads (.fvecs .bvecs .npy .jsonl IDX ...)
   --query FILE     its queries (default: the last --nq rows of --base, held out of the base)
   --gt FILE        ground truth for --base: .ivecs of neighbour ids by squared L2, a row a query
@@ -115,7 +116,10 @@ timing and output:
                    (default bench-results/compare-<data>)
 ${COMMON}
 
-Prints one JSON line per configuration and a table; progress goes to stderr.`,
+Prints one JSON line per configuration and a table; progress goes to stderr.
+Where peers are looked for: WEBGPU_KNN_PYTHON (a Python that imports faiss; default
+/usr/bin/python3, then python3) and WEBGPU_KNN_PEER_PATH (folders to resolve the npm peers from,
+':'-separated; default peers/ in the project).`,
   scheduler: `usage: webgpu-knn bench scheduler [options]
 
 C callers each send single queries in a closed loop through a BatchScheduler over a flat index;

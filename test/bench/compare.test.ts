@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -161,6 +161,25 @@ describe('bench compare (tiny run, no peers installed)', () => {
     expect(bad.err).toMatch(/unknown peer annoy; expected auto, none or a list of faiss, hnswlib-node, usearch/);
     expect(bench(['--base', 'x.fvecs', '--data', 'siftsmall']).err).toMatch(/give --data or --base, not both/);
     expect(bench(['--help']).out).toMatch(/usage: webgpu-knn bench compare/);
+  });
+});
+
+describe('bench compare when a peer fails', () => {
+  // A "Python" whose faiss imports fine but whose job dies: the run must keep what it measured.
+  const fake = join(work, 'fake-python');
+  writeFileSync(fake, '#!/bin/sh\nif [ "$1" = "-c" ]; then printf "9.9.9\\nnone\\n"; exit 0; fi\necho "boom: out of luck" >&2\nexit 3\n');
+  chmodSync(fake, 0o755);
+
+  it('reports the peer as failed, with its error, and keeps the other rows', () => {
+    const r = bench(['--data', 'uniform', '--n', '300', '--d', '4', '--nq', '6', '--k', '5', '--nlist', '4', '--nprobe', '2', '--backend', 'cpu',
+      '--warmup', '0', '--repeats', '1', '--out', 'failing'], { WEBGPU_KNN_PYTHON: fake, WEBGPU_KNN_PEER_PATH: nowhere });
+    expect(r.code, r.err).toBe(0);
+    const md = readFileSync(join(work, 'failing', REPORT_FILES.report), 'utf8');
+    const faiss = markdownRows(md, ['engine', 'status', 'version', 'where / why']).find((e) => e[0] === 'faiss')!;
+    expect(faiss.slice(1, 3)).toEqual(['failed', '9.9.9']);
+    expect(faiss[3]).toMatch(/exited with 3: boom: out of luck/);
+    expect(md).toMatch(/Not measured:\n\n- faiss: .*boom: out of luck/);
+    expect(markdownRows(md, TABLE_HEADER).map((row) => `${row[0]} ${row[2]}`)).toEqual(['webgpu-knn Flat', 'webgpu-knn IVF4,Flat']);
   });
 });
 
