@@ -9,8 +9,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { availableParallelism, cpus, tmpdir, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, Metric } from 'webgpu-knn';
-import { FlatIndex, IvfFlatIndex, createBackend } from 'webgpu-knn';
-import { type CompareRecord, type CompareRun, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
+import { FlatIndex, InvalidArgumentError, IvfFlatIndex, createBackend } from 'webgpu-knn';
+import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { exactScores, scoresOfIds, tieAwareRecall } from './exact.js';
 import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile } from './measure.js';
@@ -58,9 +58,9 @@ async function savedBytes(index: { save(path: string): Promise<void> }): Promise
 
 export async function runCompare(o: CompareOptions): Promise<CompareRun> {
   const { data, k, metric } = o;
-  if (k > data.n) throw new Error(`k = ${k} is more than the ${data.n} base vectors`);
+  if (k > data.n) throw new InvalidArgumentError(`--k must be at most n = ${data.n} (the base vectors); got ${k}`);
+  if (o.nlist > data.n) throw new InvalidArgumentError(`--nlist must be at most n = ${data.n} (the base vectors); got ${o.nlist}`);
   const nprobes = o.nprobes.filter((p) => p <= o.nlist);
-  if (o.nlist > data.n) throw new Error(`nlist = ${o.nlist} is more than the ${data.n} base vectors`);
 
   // Which peers run: all found ('auto'), none, or the named ones (each must be found).
   let peers: PeerStatus[];
@@ -122,7 +122,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     };
     records.push(record);
     console.log(JSON.stringify(record));
-    o.log(`${record.series} ${record.param}: ${record.qps.toFixed(1)} queries/s, recall@${Math.min(10, k)} ${(record.recall10 ?? record.recall1).toFixed(3)}`);
+    o.log(`${record.series} ${record.param}: ${record.qps.toFixed(1)} queries/s, recall@${k >= 10 ? 10 : 1} ${plottedRecall(record).toFixed(3)}`);
   };
   const timed = (search: BatchSearch): Promise<Measured> => measure(search, data.xq, data.nq, data.d, k, o);
   // A configuration that cannot run here (an IVF too big for one GPU binding, a peer that fails) is
