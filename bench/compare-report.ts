@@ -3,6 +3,7 @@
  * table, and two SVG plots (recall against queries/s; latency percentiles). Pure functions of a
  * `CompareRun`, so the table and the JSON lines come from the same numbers.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeAtomically } from 'webgpu-knn';
 import type { PeerStatus } from './peers.js';
@@ -249,17 +250,41 @@ export function reportMarkdown(run: CompareRun, files: { recallPlot: string; lat
   ].join('\n');
 }
 
-export const REPORT_FILES = { jsonl: 'compare.jsonl', report: 'report.md', recallPlot: 'recall-qps.svg', latencyPlot: 'latency.svg' } as const;
+export const REPORT_FILES = {
+  jsonl: 'compare.jsonl',
+  run: 'run.json',
+  report: 'report.md',
+  recallPlot: 'recall-qps.svg',
+  latencyPlot: 'latency.svg',
+} as const;
 
-/** Writes the four files into `dir` (which exists); returns their paths. */
+/**
+ * Writes the files into `dir` (which exists); returns their paths. run.json keeps what is not in
+ * the JSON lines (settings, machine, engines), so `readCompareRun` can redraw a run unmeasured.
+ */
 export function writeCompareReport(dir: string, run: CompareRun): string[] {
   const f = REPORT_FILES;
   const out: [string, string][] = [
     [f.jsonl, run.records.map((r) => JSON.stringify(r)).join('\n') + '\n'],
+    [f.run, JSON.stringify({ meta: run.meta, peers: run.peers, notMeasured: run.notMeasured }, null, 2) + '\n'],
     [f.recallPlot, recallQpsSvg(run)],
     [f.latencyPlot, latencySvg(run)],
     [f.report, reportMarkdown(run, f)],
   ];
   for (const [name, text] of out) writeAtomically(join(dir, name), text);
   return out.map(([name]) => join(dir, name));
+}
+
+/** A run as `writeCompareReport` left it in `dir`. */
+export function readCompareRun(dir: string): CompareRun {
+  const read = (name: string): string => {
+    try {
+      return readFileSync(join(dir, name), 'utf8');
+    } catch {
+      throw new Error(`${join(dir, name)} not found: --replot takes a folder that bench compare wrote`);
+    }
+  };
+  const rest = JSON.parse(read(REPORT_FILES.run)) as Omit<CompareRun, 'records'>;
+  const records = read(REPORT_FILES.jsonl).split('\n').filter(Boolean).map((l) => JSON.parse(l) as CompareRecord);
+  return { ...rest, records };
 }

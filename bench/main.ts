@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
 import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
+import { readCompareRun, writeCompareReport } from './compare-report.js';
 import { DATA_SETS, type DataSet, loadBenchData, loadFileData } from './data.js';
 import { runDedupBench } from './dedup.js';
 import { runFlatBench } from './flat.js';
@@ -112,8 +113,10 @@ timing and output:
   --repeats R      timed passes (default 3)
   --peers P        auto | none | a comma list of faiss, hnswlib-node, usearch (default auto:
                    every one installed; a named one that is missing is an error)
-  --out DIR        where compare.jsonl, report.md, recall-qps.svg and latency.svg go
+  --out DIR        where compare.jsonl, run.json, report.md, recall-qps.svg and latency.svg go
                    (default bench-results/compare-<data>)
+  --replot DIR     measure nothing: redraw report.md and the plots of a run in DIR from its
+                   compare.jsonl and run.json
 ${COMMON}
 
 Prints one JSON line per configuration and a table; progress goes to stderr.
@@ -234,7 +237,11 @@ export async function benchMain(argv: string[]): Promise<void> {
     throw new UsageError(`--data must be one of ${DATA_SETS.join(', ')}; got ${v.data}`);
   }
 
-  if (kase === 'compare') {
+  if (kase === 'compare' && v.replot !== undefined) {
+    const others = Object.keys(v).filter((o) => o !== 'replot' && v[o] !== undefined);
+    if (others.length) throw new UsageError(`--replot takes no other option; got --${others.join(', --')}`);
+    console.log(`wrote ${writeCompareReport(v.replot, readCompareRun(v.replot)).join(', ')}`);
+  } else if (kase === 'compare') {
     await runCompare(compareOptions(v, backends, seed, warmup, repeats, log));
   } else if (kase === 'flat') {
     const metric = (v.metric ?? 'l2') as Metric;

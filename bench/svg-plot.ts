@@ -57,6 +57,21 @@ export function formatTick(v: number): string {
   return Number(v.toPrecision(3)).toString();
 }
 
+interface Box {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+/** Reserves room for a 10px label with its baseline at (x, y); false if it would overlap one placed. */
+function placeLabel(placed: Box[], x: number, y: number, label: string): boolean {
+  const box = { x, y: y - 9, w: 6 * label.length, h: 11 };
+  if (placed.some((b) => box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h)) return false;
+  placed.push(box);
+  return true;
+}
+
 export interface LinePoint {
   x: number;
   y: number;
@@ -146,7 +161,9 @@ export function lineChartSvg(chart: LineChart): string {
   body.push(`<rect x="${plot.x}" y="${plot.y}" width="${plot.w}" height="${plot.h}" fill="none" stroke="#333"/>`);
   body.push(text(plot.x + plot.w / 2, plot.y + plot.h + 42, c.xLabel, 'font-size="14" text-anchor="middle"'));
   body.push(text(22, plot.y + plot.h / 2, c.yLabel, `font-size="14" text-anchor="middle" transform="rotate(-90 22 ${num(plot.y + plot.h / 2)})"`));
-  // Series.
+  // Series. Point labels that would overlap one already drawn are left out (crowded corners, such
+  // as many configurations at recall 1, stay legible; the table has every value).
+  const placed: Box[] = [];
   c.series.forEach((s, i) => {
     const col = s.colour ?? colour(i);
     const pts = [...s.points].filter((p) => p.y > 0).sort((a, b) => a.x - b.x || b.y - a.y);
@@ -158,7 +175,7 @@ export function lineChartSvg(chart: LineChart): string {
     for (const p of pts) {
       g.push(shape(s.marker ?? 'circle', px(p.x), py(p.y), col, true));
       if (p.highlight) g.push(`<circle class="pareto" cx="${num(px(p.x))}" cy="${num(py(p.y))}" r="9" fill="none" stroke="black" stroke-width="1.5"/>`);
-      if (p.label) g.push(text(px(p.x) + 7, py(p.y) - 7, p.label, `font-size="10" fill="${col}"`));
+      if (p.label && placeLabel(placed, px(p.x) + 7, py(p.y) - 7, p.label)) g.push(text(px(p.x) + 7, py(p.y) - 7, p.label, `font-size="10" fill="${col}"`));
     }
     g.push('</g>');
     body.push(...g);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -150,6 +150,17 @@ describe('bench compare (tiny run, no peers installed)', () => {
     const labels = [...seriesGroups(latencySvg).values()].flatMap((g) => texts(g.text));
     expect(labels.sort()).toEqual(records.map(rowLabel).sort());
     expect(latencySvg).toMatch(/latency per batch of 8 queries, ms/);
+  });
+
+  it('redraws the report and plots from the files of a run, measuring nothing', () => {
+    const drawn = [REPORT_FILES.report, REPORT_FILES.recallPlot, REPORT_FILES.latencyPlot];
+    const before = drawn.map((f) => readFileSync(join(work, 'report', f), 'utf8'));
+    for (const f of drawn) rmSync(join(work, 'report', f));
+    const r = bench(['--replot', 'report']);
+    expect(r.code, r.err).toBe(0);
+    expect(drawn.map((f) => readFileSync(join(work, 'report', f), 'utf8'))).toEqual(before);
+    expect(bench(['--replot', 'report', '--k', '5']).err).toMatch(/--replot takes no other option; got --k/);
+    expect(bench(['--replot', 'nothing-here']).err).toMatch(/nothing-here\/run\.json not found/);
   });
 
   it('fails clearly when a peer asked for by name is missing, or a flag is bad', () => {
