@@ -144,9 +144,14 @@ function chartTitle(m: CompareMeta): string[] {
 }
 
 /** One colour per engine and backend (webgpu-knn webgpu, webgpu-knn cpu, faiss, ...), in order of appearance. */
+function groupColours(records: CompareRecord[]): Record<string, string> {
+  return Object.fromEntries([...new Set(records.map(group))].map((g, i) => [g, colour(i)]));
+}
+
+/** Each series in its group's colour. */
 function seriesColours(records: CompareRecord[]): Record<string, string> {
-  const groups = [...new Set(records.map(group))];
-  return Object.fromEntries(records.map((r) => [r.series, colour(groups.indexOf(group(r)))]));
+  const byGroup = groupColours(records);
+  return Object.fromEntries(records.map((r) => [r.series, byGroup[group(r)]]));
 }
 
 function group(r: CompareRecord): string {
@@ -190,7 +195,7 @@ export function latencySvg(run: CompareRun): string {
     title: chartTitle(run.meta),
     xLabel: `latency per batch of ${run.records[0]?.batch ?? '?'} queries, ms (log scale)`,
     markers: ['p50', 'p95', 'p99'],
-    colours: Object.fromEntries(run.records.map((x) => [group(x), seriesColours(run.records)[x.series]])),
+    colours: groupColours(run.records),
     rows: run.records.map((x) => ({
       label: rowLabel(x),
       series: group(x),

@@ -14,7 +14,7 @@ import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, table
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { exactScores, scoresOfIds, tieAwareRecall } from './exact.js';
 import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile } from './measure.js';
-import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, PEERS, runFaiss } from './peers.js';
+import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, runFaiss } from './peers.js';
 import { summarize, table } from './stats.js';
 
 export interface CompareOptions extends MeasureOptions {
@@ -62,17 +62,16 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
   if (o.nlist > data.n) throw new InvalidArgumentError(`--nlist must be at most n = ${data.n} (the base vectors); got ${o.nlist}`);
   const nprobes = o.nprobes.filter((p) => p <= o.nlist);
 
-  // Which peers run: all found ('auto'), none, or the named ones (each must be found).
-  let peers: PeerStatus[];
-  if (o.peers === 'none') peers = PEERS.map((name) => ({ name, available: false, version: null, detail: 'not tried (--peers none)' }));
-  else {
-    peers = detectPeers(o.lookup);
-    if (o.peers !== 'auto') {
-      const missing = peers.filter((p) => (o.peers as PeerName[]).includes(p.name) && !p.available);
-      if (missing.length) throw new Error(`--peers asks for ${missing.map((p) => `${p.name}, which is ${p.detail}`).join('; ')}`);
-    }
+  // Which peers run: all found ('auto'), none, or the named ones (each must be found). Detection
+  // runs in every case, so the report says what is installed even when it was not asked for.
+  const peers: PeerStatus[] = detectPeers(o.lookup);
+  const asked = o.peers;
+  if (Array.isArray(asked)) {
+    const missing = peers.filter((p) => asked.includes(p.name) && !p.available);
+    if (missing.length) throw new Error(`--peers asks for ${missing.map((p) => `${p.name}, which is ${p.detail}`).join('; ')}`);
   }
-  const runs = (name: PeerName): boolean => peers.some((p) => p.name === name && p.available) && (o.peers === 'auto' || (o.peers as string[]).includes(name));
+  const runs = (name: PeerName): boolean =>
+    peers.some((p) => p.name === name && p.available) && (asked === 'auto' || (Array.isArray(asked) && asked.includes(name)));
   for (const p of peers) o.log(`peer ${p.name}: ${p.available ? `${p.version} (${runs(p.name) ? 'runs' : 'not asked for'})` : p.detail}`);
 
   // The reference: the published ground truth where the set has one for this metric and k, else
