@@ -5,15 +5,15 @@
  * (bench/measure.ts) and scored the same way (bench/exact.ts: tie-aware recall by ids against
  * exact float64 distances). Writes JSON lines, a Markdown report and SVG plots (compare-report.ts).
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { availableParallelism, cpus, tmpdir, totalmem, type as osType } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, Metric } from 'webgpu-knn';
 import { FlatIndex, InvalidArgumentError, IvfFlatIndex, createBackend } from 'webgpu-knn';
 import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { exactScores, scoresOfIds, tieAwareRecall } from './exact.js';
-import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile } from './measure.js';
+import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile, serializedBytes } from './measure.js';
 import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, runFaiss } from './peers.js';
 import { summarize, table } from './stats.js';
 
@@ -36,24 +36,13 @@ export interface CompareOptions extends MeasureOptions {
   log: (line: string) => void;
 }
 
-export function machineDescription(): string {
+function machineDescription(): string {
   const c = cpus();
   return `${c.length} x ${c[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ${osType()}`;
 }
 
 function projectVersion(): string {
   return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-}
-
-/** Bytes of our index as `save` writes it. */
-async function savedBytes(index: { save(path: string): Promise<void> }): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-compare-'));
-  try {
-    await index.save(join(dir, 'index.wgknn'));
-    return statSync(join(dir, 'index.wgknn')).size;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 export async function runCompare(o: CompareOptions): Promise<CompareRun> {
@@ -160,7 +149,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
           const build = (performance.now() - t) / 1000;
           o.log(`${name}: Flat built in ${build.toFixed(2)} s`);
           const m = await timed(async (xq) => (await flat.search(xq, k)).labels);
-          add({ ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: build, indexBytes: await savedBytes(flat) }, m);
+          add({ ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: build, indexBytes: await serializedBytes((p) => flat.save(p)) }, m);
         } finally {
           flat.dispose();
         }
@@ -182,7 +171,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
             await ivf.add(data.xb);
             const build = (performance.now() - t) / 1000;
             o.log(`${name}: IVF${o.nlist},Flat trained and added in ${build.toFixed(2)} s`);
-            const bytes = await savedBytes(ivf);
+            const bytes = await serializedBytes((p) => ivf.save(p));
             for (const nprobe of nprobes) {
               const m = await timed(async (xq) => (await ivf.search(xq, k, { nprobe })).labels);
               add({ ...who, index: `IVF${o.nlist},Flat`, param: `nprobe=${nprobe}`, series: `webgpu-knn ${name} IVF`, buildSeconds: build, indexBytes: bytes }, m);
@@ -205,7 +194,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
   if (runs('faiss')) {
     o.log('faiss: Flat and IVF in Python');
     try {
-      const results = await runFaiss(o.lookup, data.xb, data.xq, data.n, data.nq, data.d, {
+      const results = await runFaiss(peers.find((p) => p.name === 'faiss')!.python!, data.xb, data.xq, data.n, data.nq, data.d, {
         metric, k, batch: o.batch, warmup: o.warmup, repeats: o.repeats,
         ivf: nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
       }, o.log);
@@ -219,16 +208,15 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       failed('faiss', err);
     }
   }
-  const hnswPeers: [PeerName, () => PeerBuild][] = [
+  const hnswPeers: [PeerName, () => Promise<PeerBuild>][] = [
     ['hnswlib-node', () => buildHnswlib(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw, o.log)],
     ['usearch', () => buildUsearch(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw)],
   ];
   for (const [name, build] of hnswPeers) {
     if (!runs(name)) continue;
     o.log(`${name}: building HNSW (M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction})`);
-    let b: PeerBuild | null = null;
     try {
-      b = build();
+      const b = await build();
       o.log(`${name}: built in ${b.buildSeconds.toFixed(2)} s`);
       for (const c of b.configs) {
         add({
@@ -238,8 +226,6 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       }
     } catch (err) {
       failed(name, err);
-    } finally {
-      b?.dispose();
     }
   }
 

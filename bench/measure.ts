@@ -3,8 +3,12 @@
  * same steps in Python): `warmup` untimed passes, then `repeats` timed passes over the query set in
  * batches of `batch` queries (the last batch of a pass may be smaller), each batch timed on its own
  * from the call to the returned result. queries/s = queries searched in timed passes / the sum of
- * their batch times; latency percentiles are over the timed batches.
+ * their batch times; latency percentiles are over the timed batches. Index size is measured the
+ * same way for every engine too: the bytes of its own serialised index (`serializedBytes`).
  */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export interface MeasureOptions {
   batch: number;
@@ -52,4 +56,23 @@ export function percentile(values: number[], p: number): number {
   if (!values.length) return NaN;
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length, Math.max(1, Math.ceil((p / 100) * s.length))) - 1];
+}
+
+/** Runs `fn` in a fresh temporary folder, which is removed afterwards whatever happens. */
+export async function inScratchDir<T>(fn: (dir: string) => T | Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-bench-'));
+  try {
+    return await fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Bytes of the file that `write(path)` writes: an index as its engine serialises it. */
+export function serializedBytes(write: (path: string) => unknown): Promise<number> {
+  return inScratchDir(async (dir) => {
+    const path = join(dir, 'index');
+    await write(path);
+    return statSync(path).size;
+  });
 }

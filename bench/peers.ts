@@ -11,14 +11,14 @@
  *                         the project, which also finds the project's own node_modules)
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Metric } from 'webgpu-knn';
 import { normalizeRows } from 'webgpu-knn';
 import { PROJECT_ROOT } from './data.js';
-import type { BatchSearch, MeasureOptions, Measured } from './measure.js';
+import { type BatchSearch, inScratchDir, type MeasureOptions, type Measured, serializedBytes } from './measure.js';
 
 export const PEERS = ['faiss', 'hnswlib-node', 'usearch'] as const;
 export type PeerName = (typeof PEERS)[number];
@@ -47,7 +47,7 @@ export function defaultPeerLookup(env: NodeJS.ProcessEnv = process.env): PeerLoo
   };
 }
 
-export const FAISS_SCRIPT = join(PROJECT_ROOT, 'scripts', 'faiss-peer.py');
+const FAISS_SCRIPT = join(PROJECT_ROOT, 'scripts', 'faiss-peer.py');
 
 /**
  * Imports faiss and prints its version, then the BLAS libraries the process has mapped: Faiss's
@@ -132,19 +132,6 @@ export interface PeerBuild {
   buildSeconds: number;
   indexBytes: number;
   configs: PeerConfig[];
-  dispose(): void;
-}
-
-/** Bytes of a file written by `write` into a scratch folder, which is removed afterwards. */
-function serializedBytes(write: (path: string) => void): number {
-  const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-peer-'));
-  try {
-    const path = join(dir, 'index');
-    write(path);
-    return statSync(path).size;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 interface HnswlibModule {
@@ -158,7 +145,16 @@ interface HnswlibModule {
 }
 
 /** hnswlib-node: one thread (its calls are synchronous, one point or query at a time). */
-export function buildHnswlib(lookup: PeerLookup, xb: Float32Array, n: number, d: number, metric: Metric, k: number, s: HnswSettings, log: (l: string) => void): PeerBuild {
+export async function buildHnswlib(
+  lookup: PeerLookup,
+  xb: Float32Array,
+  n: number,
+  d: number,
+  metric: Metric,
+  k: number,
+  s: HnswSettings,
+  log: (l: string) => void,
+): Promise<PeerBuild> {
   const { module } = loadNpmPeer('hnswlib-node', lookup);
   if (!module) throw new Error('hnswlib-node is not available');
   const { HierarchicalNSW } = module as HnswlibModule;
@@ -186,9 +182,8 @@ export function buildHnswlib(lookup: PeerLookup, xb: Float32Array, n: number, d:
     index: `HNSW${s.m}`,
     threads: 1,
     buildSeconds,
-    indexBytes: serializedBytes((p) => index.writeIndexSync(p)),
+    indexBytes: await serializedBytes((p) => index.writeIndexSync(p)),
     configs,
-    dispose: () => {},
   };
 }
 
@@ -204,10 +199,10 @@ interface UsearchModule {
 
 /**
  * usearch: every core (threads = 0 lets it choose) for add and search. Its JS binding fixes
- * expansion_search (ef) when an index is made, so the built graph is saved once and loaded into
- * one index per ef.
+ * expansion_search (ef) when an index is made, so the built graph is saved once and loaded (read
+ * into memory) into one index per ef.
  */
-export function buildUsearch(lookup: PeerLookup, xb: Float32Array, n: number, d: number, metric: Metric, k: number, s: HnswSettings): PeerBuild {
+export async function buildUsearch(lookup: PeerLookup, xb: Float32Array, n: number, d: number, metric: Metric, k: number, s: HnswSettings): Promise<PeerBuild> {
   const { module } = loadNpmPeer('usearch', lookup);
   if (!module) throw new Error('usearch is not available');
   const { Index } = module as UsearchModule;
@@ -224,13 +219,9 @@ export function buildUsearch(lookup: PeerLookup, xb: Float32Array, n: number, d:
   const built = new Index(config(s.efSearch[0]));
   built.add(BigUint64Array.from({ length: n }, (_, i) => BigInt(i)), xb, 0);
   const buildSeconds = (performance.now() - t0) / 1000;
-  const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-usearch-'));
-  const file = join(dir, 'index.usearch');
-  built.save(file);
-  const indexBytes = statSync(file).size;
-  const configs = s.efSearch.map((ef) => {
+  const searchAt = (ef: number, path: string): PeerConfig => {
     const index = new Index(config(ef));
-    index.load(file);
+    index.load(path);
     return {
       param: `ef=${ef}`,
       search: (xq: Float32Array, nb: number): Int32Array => {
@@ -245,8 +236,13 @@ export function buildUsearch(lookup: PeerLookup, xb: Float32Array, n: number, d:
         return out;
       },
     };
+  };
+  const file = (dir: string): string => join(dir, 'index.usearch');
+  const [indexBytes, configs] = await inScratchDir((dir) => {
+    built.save(file(dir));
+    return [statSync(file(dir)).size, s.efSearch.map((ef) => searchAt(ef, file(dir)))] as const;
   });
-  return { index: `HNSW${s.m}`, threads: availableParallelism(), buildSeconds, indexBytes, configs, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+  return { index: `HNSW${s.m}`, threads: availableParallelism(), buildSeconds, indexBytes, configs };
 }
 
 /** A configuration Faiss ran, timed by scripts/faiss-peer.py the way measure() times. */
@@ -266,15 +262,11 @@ export interface FaissJob extends MeasureOptions {
 }
 
 /**
- * Runs IndexFlat and IndexIVFFlat in the first Python that imports faiss. Cosine runs as inner
- * product on rows normalised here. Progress lines from Python go to `log`.
+ * Runs IndexFlat and IndexIVFFlat in `python` (one that imports faiss: `PeerStatus.python`). Cosine
+ * runs as inner product on rows normalised here. Progress lines from Python go to `log`.
  */
-export async function runFaiss(lookup: PeerLookup, xb: Float32Array, xq: Float32Array, n: number, nq: number, d: number, job: FaissJob, log: (l: string) => void): Promise<FaissResult[]> {
-  const status = detectFaiss(lookup);
-  if (!status.available) throw new Error(`faiss is not available: ${status.detail}`);
-  const python = status.python!;
-  const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-faiss-'));
-  try {
+export async function runFaiss(python: string, xb: Float32Array, xq: Float32Array, n: number, nq: number, d: number, job: FaissJob, log: (l: string) => void): Promise<FaissResult[]> {
+  return inScratchDir(async (dir) => {
     const cosine = job.metric === 'cosine';
     writeFileSync(join(dir, 'base.f32'), cosine ? normalizeRows(xb, d) : xb);
     writeFileSync(join(dir, 'query.f32'), cosine ? normalizeRows(xq, d) : xq);
@@ -303,7 +295,5 @@ export async function runFaiss(lookup: PeerLookup, xb: Float32Array, xq: Float32
       const raw = readFileSync(join(dir, r.labels));
       return { ...r, labels: new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4).slice() };
     });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }

@@ -11,7 +11,7 @@ export function colour(i: number): string {
   return PALETTE[i % PALETTE.length];
 }
 
-export function escapeXml(s: string): string {
+function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
@@ -51,7 +51,7 @@ function logDomain(values: number[]): [number, number] {
   return [lo, hi];
 }
 
-export function formatTick(v: number): string {
+function formatTick(v: number): string {
   if (v >= 1e6) return `${v / 1e6}M`;
   if (v >= 1e4) return `${v / 1e3}k`;
   return Number(v.toPrecision(3)).toString();
@@ -106,7 +106,7 @@ const W = 1000;
 const LEGEND_W = 300;
 
 /** Breaks long title lines at spaces so that each fits the chart's width. */
-export function wrapTitle(lines: string[], maxChars = 140): string[] {
+function wrapTitle(lines: string[], maxChars = 140): string[] {
   return lines.flatMap((line) => {
     const out: string[] = [];
     let cur = '';

@@ -47,7 +47,11 @@ def measure(index, xq, k, job):
     return labels, batch_ms, pass_seconds
 
 
-def report(job, name, index, param, build_seconds, xq):
+def serialized_bytes(index):
+    return int(faiss.serialize_index(index).size)
+
+
+def report(job, name, index, param, build_seconds, index_bytes, xq):
     k = job["k"]
     labels, batch_ms, pass_seconds = measure(index, xq, k, job)
     path = "labels-%s-%s.i32" % (name.replace(",", "_"), param.replace("=", ""))
@@ -57,7 +61,7 @@ def report(job, name, index, param, build_seconds, xq):
         "param": param,
         "threads": faiss.omp_get_max_threads(),
         "buildSeconds": build_seconds,
-        "indexBytes": int(faiss.serialize_index(index).size),
+        "indexBytes": index_bytes,
         "batchMs": batch_ms,
         "passSeconds": pass_seconds,
         "labels": path,
@@ -75,7 +79,7 @@ def main():
     flat = faiss.IndexFlat(d, metric)
     flat.add(xb)
     log("Flat: built in %.2f s" % (time.perf_counter() - t))
-    report(job, "Flat", flat, "-", time.perf_counter() - t, xq)
+    report(job, "Flat", flat, "-", time.perf_counter() - t, serialized_bytes(flat), xq)
 
     ivf = job["ivf"]
     if ivf:
@@ -88,9 +92,10 @@ def main():
         index.add(xb)
         build = time.perf_counter() - t
         log("IVF%d,Flat: trained and added in %.2f s" % (ivf["nlist"], build))
+        size = serialized_bytes(index)
         for nprobe in ivf["nprobes"]:
             index.nprobe = nprobe
-            report(job, "IVF%d,Flat" % ivf["nlist"], index, "nprobe=%d" % nprobe, build, xq)
+            report(job, "IVF%d,Flat" % ivf["nlist"], index, "nprobe=%d" % nprobe, build, size, xq)
             log("IVF%d,Flat nprobe=%d: done" % (ivf["nlist"], nprobe))
 
 

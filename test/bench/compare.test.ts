@@ -263,7 +263,8 @@ describe('peer detection', () => {
   const opts = { batch: 7, warmup: 0, repeats: 1 };
 
   it.skipIf(!found.get('faiss'))('faiss: Flat is exact, IVF with every list probed too', async () => {
-    const results = await runFaiss(defaultPeerLookup(), xb, xq, n, nq, d, { metric: 'l2', k, ...opts, ivf: { nlist: 8, niter: 5, seed: 1, nprobes: [1, 8] } }, () => {});
+    const python = detectPeers(defaultPeerLookup())[0].python!;
+    const results = await runFaiss(python, xb, xq, n, nq, d, { metric: 'l2', k, ...opts, ivf: { nlist: 8, niter: 5, seed: 1, nprobes: [1, 8] } }, () => {});
     expect(results.map((r) => `${r.index} ${r.param}`)).toEqual(['Flat -', 'IVF8,Flat nprobe=1', 'IVF8,Flat nprobe=8']);
     expect(recall(results[0].labels)).toBe(1);
     expect(recall(results[2].labels)).toBe(1);
@@ -275,19 +276,15 @@ describe('peer detection', () => {
   // missed one neighbour in 200 here at ef = 1000): the bar is far above what wrong ids would score.
   const hnsw = { m: 16, efConstruction: 100, efSearch: [10, 200], seed: 1 };
   it.skipIf(!found.get('hnswlib-node'))('hnswlib-node: a wide ef finds nearly all exact neighbours', async () => {
-    const b = buildHnswlib(defaultPeerLookup(), xb, n, d, 'l2', k, hnsw, () => {});
+    const b = await buildHnswlib(defaultPeerLookup(), xb, n, d, 'l2', k, hnsw, () => {});
     expect(recall(await b.configs[1].search(xq, nq))).toBeGreaterThanOrEqual(0.95);
     expect(b.indexBytes).toBeGreaterThan(n * d * 4);
   });
 
   it.skipIf(!found.get('usearch'))('usearch: a wide ef finds nearly all exact neighbours', async () => {
-    const b = buildUsearch(defaultPeerLookup(), xb, n, d, 'l2', k, hnsw);
-    try {
-      expect(recall(await b.configs[1].search(xq, nq))).toBeGreaterThanOrEqual(0.95);
-      const one = await b.configs[1].search(xq.subarray(0, d), 1); // one query: usearch answers differently
-      expect(one[0]).toBeGreaterThanOrEqual(0);
-    } finally {
-      b.dispose();
-    }
+    const b = await buildUsearch(defaultPeerLookup(), xb, n, d, 'l2', k, hnsw);
+    expect(recall(await b.configs[1].search(xq, nq))).toBeGreaterThanOrEqual(0.95);
+    const one = await b.configs[1].search(xq.subarray(0, d), 1); // one query: usearch answers differently
+    expect(one[0]).toBeGreaterThanOrEqual(0);
   });
 });
