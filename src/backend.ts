@@ -1,13 +1,11 @@
 /**
  * The kernel contract. Indexes, jobs and the scheduler are written once against `Backend`; choosing
- * the GPU or the CPU is a constructor argument, never a code path.
+ * the GPU or the CPU is a constructor argument, never a code path. Only types live here: the
+ * backends implement it, and create-backend.ts picks one.
  */
 import type { IvfLists } from './ivf-lists.js';
+import type { KernelMetric } from './kernel-facts.js';
 import type { SearchResult, SearchTimings } from './types.js';
-import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
-
-/** What the kernels compute: `ip` minimises `-q.x`; cosine is `ip` on normalised vectors. */
-export type KernelMetric = 'l2' | 'ip';
 
 export type BackendKind = 'webgpu' | 'cpu';
 
@@ -100,44 +98,4 @@ export interface Backend {
   createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace>;
   /** Releases the device; for WebGPU this is what lets the process exit. */
   dispose(): void;
-}
-
-export interface BackendOptions {
-  /** `auto` (default): WebGPU when an adapter exists, else the CPU with a warning on stderr. */
-  backend?: 'auto' | BackendKind;
-  /** Tuning and testing knobs of the WebGPU backend (see GpuBackendOptions). */
-  gpu?: import('./gpu/gpu-backend.js').GpuBackendOptions;
-  /** Where `auto`'s warning goes; defaults to stderr. */
-  warn?: (message: string) => void;
-}
-
-export const SETUP_HINT =
-  'run scripts/setup-webgpu.sh (on Debian/Ubuntu as root it installs the Vulkan loader and Mesa\'s ' +
-  'lavapipe driver, so WebGPU runs even without a GPU)';
-
-export async function createBackend(options: BackendOptions = {}): Promise<Backend> {
-  const choice = options.backend ?? 'auto';
-  if (choice !== 'auto' && choice !== 'webgpu' && choice !== 'cpu') {
-    throw new InvalidArgumentError(`backend must be one of auto, webgpu, cpu; got ${String(choice)}`);
-  }
-  if (choice === 'cpu') {
-    const { CpuBackend } = await import('./cpu/cpu-backend.js');
-    return new CpuBackend();
-  }
-  // Imported lazily so that the CPU backend never loads Dawn.
-  const { GpuBackend } = await import('./gpu/gpu-backend.js');
-  let reason: string;
-  try {
-    const gpu = await GpuBackend.create(options.gpu);
-    if (gpu) return gpu;
-    reason = 'no WebGPU adapter was found';
-  } catch (err) {
-    // Dawn's messages span lines (a list of adapters); the first says what went wrong.
-    reason = `WebGPU could not start: ${String((err as Error).message).split('\n')[0].trim()}`;
-  }
-  if (choice === 'webgpu') throw new WebGpuUnavailableError(`${reason}; ${SETUP_HINT}`);
-  const warn = options.warn ?? ((m: string) => process.stderr.write(`${m}\n`));
-  warn(`webgpu-knn: ${reason}; using the CPU backend (to get WebGPU, ${SETUP_HINT})`);
-  const { CpuBackend } = await import('./cpu/cpu-backend.js');
-  return new CpuBackend();
 }

@@ -2,7 +2,8 @@
  * Exact search: every query is scored against every stored vector (Faiss's IndexFlat).
  * Written once against `Backend`; the backend decides whether the kernels run on the GPU or CPU.
  */
-import type { Backend, BaseStore, KernelMetric } from './backend.js';
+import type { Backend, BaseStore } from './backend.js';
+import type { KernelMetric } from './kernel-facts.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
 import { checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
 import { writeIndexFile } from './io/index-file.js';

@@ -1,5 +1,7 @@
-export type { Backend, BackendKind, BackendOptions, BaseStore, KernelMetric } from './backend.js';
-export { createBackend, SETUP_HINT } from './backend.js';
+export type { Backend, BackendKind, BaseStore } from './backend.js';
+export type { KernelMetric } from './kernel-facts.js';
+export type { BackendOptions } from './create-backend.js';
+export { createBackend, SETUP_HINT } from './create-backend.js';
 export { FlatIndex } from './flat-index.js';
 export type { FlatIndexOptions, SearchOptions } from './flat-index.js';
 export type { GpuBackendOptions } from './gpu/gpu-backend.js';

@@ -8,7 +8,8 @@
  * k-means and vectors and queries go to the lists of largest inner product with them (no MIPS-to-L2
  * reduction). `cosine` normalises vectors and queries, then works as `ip`.
  */
-import type { Backend, BaseStore, KernelMetric } from './backend.js';
+import type { Backend, BaseStore } from './backend.js';
+import type { KernelMetric } from './kernel-facts.js';
 import { IvfLists } from './ivf-lists.js';
 import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
 import type { SearchOptions } from './flat-index.js';

@@ -1,4 +1,4 @@
-import type { KernelMetric } from './backend.js';
+import type { KernelMetric } from './kernel-facts.js';
 import type { SearchResult } from './types.js';
 
 /**

@@ -4,7 +4,8 @@
  */
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Backend, createBackend } from '../backend.js';
+import { type Backend } from '../backend.js';
+import { createBackend } from '../create-backend.js';
 import { FACTORY_FORMS, type Index, indexFactory } from '../factory.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
 import { loadIndex } from '../io/load-index.js';

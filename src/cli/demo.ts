@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Backend, createBackend } from '../backend.js';
+import { type Backend } from '../backend.js';
+import { createBackend } from '../create-backend.js';
 import { FlatIndex } from '../flat-index.js';
 import { dedup } from '../jobs/dedup.js';
 

@@ -3,7 +3,7 @@
  * The command-line tool. Exit codes: 0 ok, 1 runtime failure, 2 usage error.
  */
 import { parseArgs } from 'node:util';
-import { createBackend } from '../backend.js';
+import { createBackend } from '../create-backend.js';
 import type { GpuBackend } from '../gpu/gpu-backend.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { UsageError, build, dedupCommand, knnGraphCommand, search } from './commands.js';

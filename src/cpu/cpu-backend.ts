@@ -3,7 +3,8 @@
  * GPU (score a tile, select per tile, merge into a running list), using the kernels' CPU twins, so
  * both backends return the same (score, id) order.
  */
-import type { Backend, BaseStore, KernelMetric, KMeansWorkspace } from '../backend.js';
+import type { Backend, BaseStore, KMeansWorkspace } from '../backend.js';
+import type { KernelMetric } from '../kernel-facts.js';
 import type { IvfLists } from '../ivf-lists.js';
 import { finalizeResults } from '../results.js';
 import type { SearchResult, SearchTimings } from '../types.js';
@@ -12,8 +13,9 @@ import { norms } from './norms.js';
 import { ivfScan } from './ivf-scan.js';
 import { pairsThreshold } from './pairs-threshold.js';
 import { sortPairs } from '../pairs.js';
-import { PAD_ID, topk } from './topk.js';
-import { MERGE_ROUND, topkMerge } from './topk-merge.js';
+import { MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
+import { topk } from './topk.js';
+import { topkMerge } from './topk-merge.js';
 
 /** Queries scored together: a 64 x 4096 float tile (1 MiB) stays in cache. */
 const CPU_QUERY_TILE = 64;

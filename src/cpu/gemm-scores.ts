@@ -1,4 +1,4 @@
-import type { KernelMetric } from '../backend.js';
+import type { KernelMetric } from '../kernel-facts.js';
 
 /**
  * CPU twin of shaders/gemm-scores.wgsl: the score tile of a block of queries against a block of

@@ -1,5 +1,6 @@
-import type { KernelMetric } from '../backend.js';
-import { PAD_ID, heapOffer, heapSortAndPad } from './topk.js';
+import type { KernelMetric } from '../kernel-facts.js';
+import { PAD_ID } from '../kernel-facts.js';
+import { heapOffer, heapSortAndPad } from './topk.js';
 
 /**
  * CPU twin of shaders/ivf-scan.wgsl: for each query row r, probed list p and segment g of that

@@ -1,4 +1,4 @@
-import type { KernelMetric } from '../backend.js';
+import type { KernelMetric } from '../kernel-facts.js';
 
 /**
  * CPU twin of shaders/pairs-threshold.wgsl: appends to `out` the pairs (i, j), i = q0 + r < j = id0 + c,

@@ -1,7 +1,5 @@
+import { PAD_ID } from '../kernel-facts.js';
 import { better } from './topk.js';
-
-/** Most lists one merge takes per row (the shader's MAX_SEG); more are merged in rounds. */
-export const MERGE_ROUND = 32;
 
 /**
  * CPU twin of shaders/topk-merge.wgsl: merges, for each row, `nseg` sorted partial lists (the output
@@ -35,7 +33,7 @@ export function topkMerge(
       // List nseg is the running list; the partial lists come first.
       let best = -1;
       let bs = Infinity;
-      let bi = 0xffffffff;
+      let bi = PAD_ID;
       if (runInS !== null && runInI !== null) {
         const h = r * k + heads[nseg];
         best = nseg;

@@ -14,9 +14,7 @@
  * Method (as on the GPU): a max-heap of the best (up to) k so far (root = the worst kept), then a
  * heapsort of the m entries kept; the rest of the list is padding.
  */
-
-/** Id of a padding entry; reads as -1 through an Int32Array view. */
-export const PAD_ID = 0xffffffff;
+import { PAD_ID } from '../kernel-facts.js';
 
 /** The (score, id) order: is (s1, i1) strictly better than (s2, i2)? */
 export function better(s1: number, i1: number, s2: number, i2: number): boolean {

@@ -10,7 +10,8 @@
  * multiple of 4 floats per row so that kernels use vec4 loads; their norms are computed on the GPU
  * when they are added.
  */
-import type { Backend, BaseStore, KernelMetric, KMeansWorkspace } from '../backend.js';
+import type { Backend, BaseStore, KMeansWorkspace } from '../backend.js';
+import { type KernelMetric, PAD_ID } from '../kernel-facts.js';
 import type { IvfLists } from '../ivf-lists.js';
 import { norms as cpuNorms } from '../cpu/norms.js';
 import { finalizeResults } from '../results.js';
@@ -238,7 +239,7 @@ export class GpuBackend implements Backend {
     const { d, dpad } = base;
     const qnorms = metric === 'l2' ? cpuNorms(xq, nq, d) : null;
     const runS = new Float32Array(nq * k).fill(Infinity);
-    const runI = new Uint32Array(nq * k).fill(0xffffffff);
+    const runI = new Uint32Array(nq * k).fill(PAD_ID);
     if (timings) Object.assign(timings, { uploadMs: 0, computeMs: 0, readbackMs: 0, kernelMs: undefined });
     if (base.ntotal > 0) {
       // Query batches: each fits one binding for the queries and for the running lists.

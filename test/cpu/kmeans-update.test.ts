@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { kmeansBlocks, kmeansPartial, kmeansReduce } from '../../src/cpu/kmeans-update.js';
 import { ivfScan } from '../../src/cpu/ivf-scan.js';
-import { PAD_ID } from '../../src/cpu/topk.js';
+import { PAD_ID } from '../../src/kernel-facts.js';
 
 describe('cpu kmeans-update', () => {
   it('sums, counts and averages by hand, leaving an empty centroid alone', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { PAD_ID, topk } from '../../src/cpu/topk.js';
+import { topk } from '../../src/cpu/topk.js';
+import { PAD_ID } from '../../src/kernel-facts.js';
 import { topkMerge } from '../../src/cpu/topk-merge.js';
 import { rng } from '../../src/random.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { KernelMetric } from '../../src/backend.js';
+import type { KernelMetric } from '../../src/kernel-facts.js';
 import { ivfScan } from '../../src/cpu/ivf-scan.js';
-import { PAD_ID } from '../../src/cpu/topk.js';
+import { PAD_ID } from '../../src/kernel-facts.js';
 import { paddedDim } from '../../src/gpu/gpu-backend.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
 import { IvfLists } from '../../src/ivf-lists.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { KernelMetric } from '../../src/backend.js';
+import type { KernelMetric } from '../../src/kernel-facts.js';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { pairsThreshold } from '../../src/cpu/pairs-threshold.js';

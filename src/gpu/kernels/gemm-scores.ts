@@ -2,7 +2,7 @@
  * Dispatch of shaders/gemm-scores.wgsl, or of gemm-scores-portable.wgsl on devices without
  * subgroups of at least 8 lanes (CPU twin of both: src/cpu/gemm-scores.ts).
  */
-import type { KernelMetric } from '../../backend.js';
+import type { KernelMetric } from '../../kernel-facts.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;

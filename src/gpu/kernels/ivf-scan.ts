@@ -1,5 +1,5 @@
 /** Dispatch of shaders/ivf-scan.wgsl (CPU twin: src/cpu/ivf-scan.ts). */
-import type { KernelMetric } from '../../backend.js';
+import type { KernelMetric } from '../../kernel-facts.js';
 import type { Kernels } from './kernels.js';
 import { kBucket } from './topk.js';
 

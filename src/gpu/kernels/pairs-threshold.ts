@@ -1,5 +1,5 @@
 /** Dispatch of shaders/pairs-threshold.wgsl (CPU twin: src/cpu/pairs-threshold.ts). */
-import type { KernelMetric } from '../../backend.js';
+import type { KernelMetric } from '../../kernel-facts.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;

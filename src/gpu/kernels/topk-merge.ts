@@ -3,7 +3,7 @@ import type { Kernels } from './kernels.js';
 
 const WG = 64;
 
-import { MERGE_ROUND } from '../../cpu/topk-merge.js';
+import { MERGE_ROUND } from '../../kernel-facts.js';
 
 /** Most partial lists one merge takes per row (the shader's MAX_SEG). */
 export const MERGE_MAX_SEG = MERGE_ROUND;
