@@ -12,14 +12,19 @@ export type BackendKind = 'webgpu' | 'cpu';
 /**
  * Base vectors held by a backend (on the device for WebGPU), with their squared norms computed
  * once when they are added. Vectors are addressed by their position: ids 0 .. ntotal - 1.
+ * Every store also keeps one host copy of its rows: the exact re-score of each search's final
+ * candidates (src/rescore.ts) and `save` read it, so neither reads the device back.
  */
 export interface BaseStore {
   readonly d: number;
   readonly ntotal: number;
   /** Appends `n` rows of `x` (`n * d`, already validated). If it throws, nothing was appended. */
   add(x: Float32Array, n: number): Promise<void>;
-  /** All stored vectors (`ntotal * d`, as added), read back from the device where need be. */
-  read(): Promise<Float32Array>;
+  /**
+   * The host copy of the stored vectors: `ntotal * d` floats, row-major, as added. A view, valid
+   * until the next add or reset; do not modify it.
+   */
+  rows(): Float32Array;
   /** Removes every vector. */
   reset(): void;
   /** Frees device memory; the store is unusable afterwards. */

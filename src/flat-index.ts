@@ -7,6 +7,8 @@ import type { KernelMetric } from './kernel-facts.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
 import { checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
 import { writeIndexFile } from './io/index-file.js';
+import { OperationQueue } from './operation-queue.js';
+import { candidatesFor, rescore, timedRescore } from './rescore.js';
 
 export interface FlatIndexOptions {
   dim: number;
@@ -23,6 +25,7 @@ export class FlatIndex {
   readonly dim: number;
   readonly metric: Metric;
   private readonly store: BaseStore;
+  private readonly queue = new OperationQueue();
 
   constructor(
     readonly backend: Backend,
@@ -33,7 +36,7 @@ export class FlatIndex {
     this.store = backend.createBaseStore(this.dim);
   }
 
-  /** Number of vectors added so far; their ids are 0 .. ntotal - 1 in the order added. */
+  /** Number of vectors stored so far (adds still queued are not counted); ids 0 .. ntotal - 1 in add order. */
   get ntotal(): number {
     return this.store.ntotal;
   }
@@ -42,51 +45,73 @@ export class FlatIndex {
     return this.metric === 'l2' ? 'l2' : 'ip';
   }
 
-  /**
-   * Appends `xb` (`n * dim` floats, row-major); the vectors get ids ntotal .. ntotal + n - 1.
-   * Validates everything first: if it throws, nothing was added.
-   */
-  async add(xb: Float32Array): Promise<void> {
-    const n = checkVectors(xb, this.dim, 'xb', true);
-    if (n === 0) return;
-    await this.store.add(this.metric === 'cosine' ? normalizeRows(xb, this.dim) : xb, n);
+  /** A copy of `x` as the index holds it (normalised for cosine), taken when the call is made. */
+  private prepare(x: Float32Array): Float32Array {
+    return this.metric === 'cosine' ? normalizeRows(x, this.dim) : x.slice();
   }
 
   /**
-   * The k nearest stored vectors of each query in `xq` (`nq * dim` floats).
-   * Returns `{ distances, labels }`, each `nq * k`, row-major, best first; when fewer than k vectors
-   * are stored, rows are padded with label -1 and distance +Infinity (l2) or -Infinity (ip, cosine).
-   * Distances: l2 = squared Euclidean; ip = inner product; cosine = cosine similarity.
+   * Appends `xb` (`n * dim` floats, row-major); the vectors get ids ntotal .. ntotal + n - 1, in
+   * call order (see "Operations in call order" in the README). `xb` is copied when the call is
+   * made: the caller may reuse it at once. Validates everything first: if it rejects, nothing was added.
+   */
+  async add(xb: Float32Array): Promise<void> {
+    return this.addRows(xb, true);
+  }
+
+  /**
+   * Adds vectors exactly as given (already normalised for cosine): for loading saved indexes.
+   * The index takes `xb` over (no copy): the caller must not modify it afterwards.
+   */
+  async addPrepared(xb: Float32Array): Promise<void> {
+    return this.addRows(xb, false);
+  }
+
+  private async addRows(xb: Float32Array, prepare: boolean): Promise<void> {
+    const n = checkVectors(xb, this.dim, 'xb', true);
+    const x = prepare ? this.prepare(xb) : xb;
+    return this.queue.mutate(async () => {
+      if (n > 0) await this.store.add(x, n);
+    });
+  }
+
+  /**
+   * The k nearest stored vectors of each query in `xq` (`nq * dim` floats), after every add and
+   * reset called before it. Returns `{ distances, labels }`, each `nq * k`, row-major, best first;
+   * when fewer than k vectors are stored, rows are padded with label -1 and distance +Infinity
+   * (l2) or -Infinity (ip, cosine). Distances: l2 = squared Euclidean; ip = inner product;
+   * cosine = cosine similarity. The final candidates are re-scored exactly (src/rescore.ts), so
+   * the order is the same on every backend and a stored vector is at distance 0 from itself.
    */
   async search(xq: Float32Array, k: number, options: SearchOptions = {}): Promise<SearchResult> {
     checkK(k, this.backend.maxK);
     const nq = checkVectors(xq, this.dim, 'xq', false);
-    const queries = this.metric === 'cosine' ? normalizeRows(xq, this.dim) : xq;
-    return this.backend.searchFlat(this.store, queries, nq, k, this.kernelMetric, options.timings);
+    const queries = this.prepare(xq);
+    return this.queue.search(async () => {
+      const kc = candidatesFor(k, this.backend.maxK);
+      const cand = await this.backend.searchFlat(this.store, queries, nq, kc, this.kernelMetric, options.timings);
+      return timedRescore(options.timings, () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, { xb: this.store.rows(), rowOf: null }));
+    });
   }
 
   /**
    * Writes the index to `path` (see src/io/index-file.ts): a versioned header, the vectors and a
    * checksum, through a temporary file, so a crash never leaves half an index. `loadIndex` reads it.
+   * It saves the index as it is after every add and reset called before it.
    */
   async save(path: string): Promise<void> {
-    const xb = await this.store.read();
-    writeIndexFile(path, { type: 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 }, [xb]);
+    return this.queue.search(async () => {
+      writeIndexFile(path, { type: 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 }, [this.store.rows()]);
+    });
   }
 
-  /** Adds vectors exactly as given (already normalised for cosine): for loading saved indexes. */
-  async addPrepared(xb: Float32Array): Promise<void> {
-    const n = checkVectors(xb, this.dim, 'xb', true);
-    if (n > 0) await this.store.add(xb, n);
+  /** Removes every vector, after every operation called before it (the index stays usable). */
+  async reset(): Promise<void> {
+    return this.queue.mutate(async () => this.store.reset());
   }
 
-  /** Removes every vector (the index stays usable). */
-  reset(): void {
-    this.store.reset();
-  }
-
-  /** Frees the index's device memory. The backend stays open. */
-  dispose(): void {
-    this.store.dispose();
+  /** Frees the index's device memory once every operation called before it has settled. The backend stays open. */
+  async dispose(): Promise<void> {
+    return this.queue.mutate(async () => this.store.dispose());
   }
 }

@@ -16,6 +16,8 @@ import type { SearchOptions } from './flat-index.js';
 import type { Metric, SearchResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
 import { writeIndexFile } from './io/index-file.js';
+import { OperationQueue } from './operation-queue.js';
+import { candidatesFor, rescore, timedRescore } from './rescore.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;
@@ -46,6 +48,7 @@ export class IvfFlatIndex {
   private trainedCentroids: Float32Array | null = null;
   private readonly lists: IvfLists;
   private readonly options: IvfFlatIndexOptions;
+  private readonly queue = new OperationQueue();
 
   constructor(
     readonly backend: Backend,
@@ -67,6 +70,7 @@ export class IvfFlatIndex {
     return this.coarse !== null;
   }
 
+  /** Vectors stored so far (adds still queued are not counted). */
   get ntotal(): number {
     return this.lists.ntotal;
   }
@@ -96,25 +100,30 @@ export class IvfFlatIndex {
     return this.metric === 'l2' ? 'l2' : 'ip';
   }
 
+  /** A copy of `x` as the index holds it (normalised for cosine), taken when the call is made. */
   private prepare(x: Float32Array): Float32Array {
-    return this.metric === 'cosine' ? normalizeRows(x, this.dim) : x;
+    return this.metric === 'cosine' ? normalizeRows(x, this.dim) : x.slice();
   }
 
   /**
    * Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist). Retraining empties the
    * index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
+   * Runs after every operation called before it, like every mutation (see OperationQueue).
    */
   async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
     checkVectors(xt, this.dim, 'xt', true);
-    const kmeans = new KMeans(this.backend, { dim: this.dim });
-    const { centroids } = await kmeans.train(this.prepare(xt), {
-      k: this.nlist,
-      niter: this.options.niter ?? 10,
-      seed: this.options.seed ?? 1234,
-      init: this.options.init ?? 'random',
-      onProgress: options.onProgress ?? this.options.onTrainProgress,
+    const x = this.prepare(xt);
+    return this.queue.mutate(async () => {
+      const kmeans = new KMeans(this.backend, { dim: this.dim });
+      const { centroids } = await kmeans.train(x, {
+        k: this.nlist,
+        niter: this.options.niter ?? 10,
+        seed: this.options.seed ?? 1234,
+        init: this.options.init ?? 'random',
+        onProgress: options.onProgress ?? this.options.onTrainProgress,
+      });
+      await this.installCentroids(centroids);
     });
-    await this.setCentroids(centroids);
   }
 
   /**
@@ -124,9 +133,14 @@ export class IvfFlatIndex {
   async setCentroids(centroids: Float32Array): Promise<void> {
     const n = checkVectors(centroids, this.dim, 'centroids', false);
     if (n !== this.nlist) throw new InvalidArgumentError(`centroids must hold nlist = ${this.nlist} vectors; got ${n}`);
+    const copy = centroids.slice();
+    return this.queue.mutate(() => this.installCentroids(copy));
+  }
+
+  private async installCentroids(centroids: Float32Array): Promise<void> {
     const coarse = this.backend.createBaseStore(this.dim);
     await coarse.add(centroids, this.nlist);
-    this.trainedCentroids = centroids.slice();
+    this.trainedCentroids = centroids;
     this.coarse?.dispose();
     this.coarse = coarse;
     this.lists.reset();
@@ -137,56 +151,73 @@ export class IvfFlatIndex {
     return this.trainedCentroids;
   }
 
-  /** Appends `xb` to the lists of their nearest centroids; ids continue from ntotal. */
+  /**
+   * Appends `xb` to the lists of their nearest centroids; ids continue from ntotal, in call order.
+   * `xb` is copied when the call is made.
+   */
   async add(xb: Float32Array): Promise<void> {
     const n = checkVectors(xb, this.dim, 'xb', true);
-    const coarse = this.requireTrained('add');
-    if (n === 0) return;
     const x = this.prepare(xb);
-    const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
-    this.lists.add(x, n, new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n), this.lists.ntotal);
+    return this.queue.mutate(async () => {
+      const coarse = this.requireTrained('add');
+      if (n === 0) return;
+      const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
+      this.lists.add(x, n, new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n), this.lists.ntotal);
+    });
   }
 
-  /** As FlatIndex.search, over the `nprobe` nearest lists of each query. */
+  /** As FlatIndex.search (exact final re-score included), over the `nprobe` nearest lists of each query. */
   async search(xq: Float32Array, k: number, options: IvfSearchOptions = {}): Promise<SearchResult> {
     checkK(k, this.backend.maxK);
     const nq = checkVectors(xq, this.dim, 'xq', false);
     const nprobe = options.nprobe === undefined ? this.nprobeValue : this.checkNprobe(options.nprobe);
-    const coarse = this.requireTrained('search');
-    return this.backend.searchIvf(coarse, this.lists, this.prepare(xq), nq, k, nprobe, this.kernelMetric, options.timings);
+    const queries = this.prepare(xq);
+    return this.queue.search(async () => {
+      const coarse = this.requireTrained('search');
+      const kc = candidatesFor(k, this.backend.maxK);
+      const cand = await this.backend.searchIvf(coarse, this.lists, queries, nq, kc, nprobe, this.kernelMetric, options.timings);
+      return timedRescore(options.timings, () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, this.lists.hostRows()));
+    });
   }
 
   /** Writes the index to `path` (centroids, lists in CSR form, checksum); `loadIndex` reads it. */
   async save(path: string): Promise<void> {
-    const centroids = this.trainedCentroids;
-    if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
-    const csr = this.lists.csr(this.dim);
-    writeIndexFile(
-      path,
-      { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe: this.nprobe },
-      [centroids, csr.offsets, csr.ids, csr.xb],
-    );
+    return this.queue.search(async () => {
+      const centroids = this.trainedCentroids;
+      if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
+      const csr = this.lists.csr(this.dim);
+      writeIndexFile(
+        path,
+        { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe: this.nprobe },
+        [centroids, csr.offsets, csr.ids, csr.xb],
+      );
+    });
   }
 
   /** Restores lists from CSR arrays as saved (vectors as stored, ids as given): for loadIndex. */
-  restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array): void {
-    this.requireTrained('restoreLists');
-    const listOf = new Uint32Array(ids.length);
-    for (let l = 0; l < this.nlist; l++) listOf.fill(l, offsets[l], offsets[l + 1]);
-    this.lists.reset();
-    this.lists.add(xb, ids.length, listOf, ids);
+  async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array): Promise<void> {
+    return this.queue.mutate(async () => {
+      this.requireTrained('restoreLists');
+      const listOf = new Uint32Array(ids.length);
+      for (let l = 0; l < this.nlist; l++) listOf.fill(l, offsets[l], offsets[l + 1]);
+      this.lists.reset();
+      this.lists.add(xb, ids.length, listOf, ids);
+    });
   }
 
-  /** Removes every vector; the centroids stay trained. */
-  reset(): void {
-    this.lists.reset();
+  /** Removes every vector, after every operation called before it; the centroids stay trained. */
+  async reset(): Promise<void> {
+    return this.queue.mutate(async () => this.lists.reset());
   }
 
-  dispose(): void {
-    this.coarse?.dispose();
-    this.coarse = null;
-    this.trainedCentroids = null;
-    this.lists.reset();
+  /** Frees the index's device memory once every operation called before it has settled. */
+  async dispose(): Promise<void> {
+    return this.queue.mutate(async () => {
+      this.coarse?.dispose();
+      this.coarse = null;
+      this.trainedCentroids = null;
+      this.lists.reset();
+    });
   }
 
   private requireTrained(what: string): BaseStore {

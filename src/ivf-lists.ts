@@ -5,6 +5,7 @@
  * `[offsets[L], offsets[L + 1])`). Both backends scan this same layout.
  */
 import { norms } from './cpu/norms.js';
+import type { HostRows } from './rescore.js';
 
 export interface IvfCsr {
   /** `ntotal * dpad` floats, rows zero-padded to `dpad`. */
@@ -24,6 +25,8 @@ export class IvfLists {
   /** Bumped by every change, so that device copies know when they are stale. */
   version = 0;
   private cache = new Map<number, IvfCsr>();
+  /** Each id's row in the CSR layout (see hostRows); cleared with the cache. */
+  private rowOfId: Uint32Array | null = null;
 
   constructor(
     readonly d: number,
@@ -66,6 +69,7 @@ export class IvfLists {
     this.ntotal += n;
     this.version++;
     this.cache.clear();
+    this.rowOfId = null;
   }
 
   /** Number of vectors in each list. */
@@ -96,6 +100,19 @@ export class IvfLists {
     return out;
   }
 
+  /**
+   * The vectors by id, for the exact re-score (src/rescore.ts): the CSR rows (unpadded) and each
+   * id's row in them. Cached with the CSR layout.
+   */
+  hostRows(): HostRows {
+    const csr = this.csr(this.d);
+    if (!this.rowOfId) {
+      this.rowOfId = new Uint32Array(this.ntotal);
+      csr.ids.forEach((id, row) => (this.rowOfId![id] = row));
+    }
+    return { xb: csr.xb, rowOf: this.rowOfId };
+  }
+
   reset(): void {
     for (let l = 0; l < this.nlist; l++) {
       this.vectors[l] = new Float32Array(0);
@@ -106,5 +123,6 @@ export class IvfLists {
     this.ntotal = 0;
     this.version++;
     this.cache.clear();
+    this.rowOfId = null;
   }
 }

@@ -22,6 +22,8 @@ export interface SearchTimings {
   uploadMs: number;
   computeMs: number;
   readbackMs: number;
+  /** Host time re-scoring the final candidates exactly (src/rescore.ts). */
+  rescoreMs?: number;
   /** GPU time per kernel name (from timestamp queries, where the adapter has them). */
   kernelMs?: Record<string, number>;
 }

@@ -10,6 +10,7 @@ import { finalizeResults } from '../results.js';
 import type { SearchResult, SearchTimings } from '../types.js';
 import { gemmScores } from './gemm-scores.js';
 import { norms } from './norms.js';
+import { RowBuffer } from '../row-buffer.js';
 import { ivfScan } from './ivf-scan.js';
 import { pairsThreshold } from './pairs-threshold.js';
 import { sortPairs } from '../pairs.js';
@@ -24,40 +25,39 @@ const CPU_BASE_TILE = 4096;
 export const CPU_MAX_K = 1 << 20;
 
 export class CpuBaseStore implements BaseStore {
-  /** Row-major base vectors; capacity grows geometrically, the first `ntotal` rows are valid. */
-  xb: Float32Array;
-  xnorm: Float32Array;
-  ntotal = 0;
+  private readonly vectors: RowBuffer;
+  private readonly norms = new RowBuffer(1);
 
   constructor(readonly d: number) {
-    this.xb = new Float32Array(0);
-    this.xnorm = new Float32Array(0);
+    this.vectors = new RowBuffer(d);
+  }
+
+  get ntotal(): number {
+    return this.vectors.n;
+  }
+
+  /** Row-major base vectors, `ntotal * d` (a view; the kernels' twins read it). */
+  get xb(): Float32Array {
+    return this.vectors.view();
+  }
+
+  /** Their squared norms, `ntotal`. */
+  get xnorm(): Float32Array {
+    return this.norms.view();
   }
 
   async add(x: Float32Array, n: number): Promise<void> {
-    const need = this.ntotal + n;
-    if (need > this.xnorm.length) {
-      const cap = Math.max(need, this.xnorm.length * 2, 16);
-      const xb = new Float32Array(cap * this.d);
-      xb.set(this.xb.subarray(0, this.ntotal * this.d));
-      const xnorm = new Float32Array(cap);
-      xnorm.set(this.xnorm.subarray(0, this.ntotal));
-      this.xb = xb;
-      this.xnorm = xnorm;
-    }
-    this.xb.set(x.subarray(0, n * this.d), this.ntotal * this.d);
-    norms(x, n, this.d, this.xnorm.subarray(this.ntotal, need));
-    this.ntotal = need;
+    this.vectors.append(x, n);
+    this.norms.append(norms(x, n, this.d), n);
   }
 
-  async read(): Promise<Float32Array> {
-    return this.xb.slice(0, this.ntotal * this.d);
+  rows(): Float32Array {
+    return this.vectors.view();
   }
 
   reset(): void {
-    this.xb = new Float32Array(0);
-    this.xnorm = new Float32Array(0);
-    this.ntotal = 0;
+    this.vectors.clear();
+    this.norms.clear();
   }
 
   dispose(): void {

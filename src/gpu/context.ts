@@ -36,6 +36,8 @@ export class GpuContext {
     readonly hasSubgroups8: boolean,
   ) {
     device.lost.then((info) => {
+      // dispose() has already said why; keep that reason.
+      if (this.lostReason) return;
       this.lostReason = `the WebGPU device was lost (${info.reason}): ${info.message}`;
       if (info.reason !== 'destroyed') process.stderr.write(`webgpu-knn: ${this.lostReason}\n`);
     });

@@ -27,6 +27,7 @@ import { encodeNorms } from './kernels/norms.js';
 import { TOPK_MAX_K, encodeTopk } from './kernels/topk.js';
 import { MERGE_MAX_SEG, encodeTopkMerge } from './kernels/topk-merge.js';
 import { PipelineCache } from './pipelines.js';
+import { RowBuffer } from '../row-buffer.js';
 import { STORAGE, createBuffer, readBuffer } from './recorder.js';
 
 export interface GpuBackendOptions {
@@ -87,12 +88,15 @@ export class GpuBaseStore implements BaseStore {
   readonly chunkRows: number;
   chunks: Chunk[] = [];
   ntotal = 0;
+  /** The host copy of the rows (see BaseStore.rows). */
+  private readonly host: RowBuffer;
 
   constructor(
     private readonly backend: GpuBackend,
     readonly d: number,
   ) {
     this.dpad = paddedDim(d);
+    this.host = new RowBuffer(d);
     const fit = Math.floor(backend.ctx.maxBinding / (this.dpad * 4));
     this.chunkRows = Math.max(1, Math.min(fit, backend.options.chunkRows ?? fit));
   }
@@ -170,17 +174,12 @@ export class GpuBaseStore implements BaseStore {
       src += p.rows;
     }
     await kernels.recorder.submit();
+    this.host.append(x, n);
     this.ntotal += n;
   }
 
-  async read(): Promise<Float32Array> {
-    const out = new Float32Array(this.ntotal * this.d);
-    let row = 0;
-    for (const c of this.chunks) {
-      const padded = new Float32Array(await readBuffer(this.backend.ctx, c.xb, 0, c.rows * this.dpad * 4));
-      for (let i = 0; i < c.rows; i++, row++) out.set(padded.subarray(i * this.dpad, i * this.dpad + this.d), row * this.d);
-    }
-    return out;
+  rows(): Float32Array {
+    return this.host.view();
   }
 
   reset(): void {
@@ -189,6 +188,7 @@ export class GpuBaseStore implements BaseStore {
       c.xnorm.destroy();
     }
     this.chunks = [];
+    this.host.clear();
     this.ntotal = 0;
   }
 

@@ -134,7 +134,7 @@ for (const [name, backend] of backends) {
       expect(index.ntotal).toBe(3);
       const r = await index.search(new Float32Array([0]), 3);
       expect(Array.from(r.labels)).toEqual([1, 2, 0]);
-      index.reset();
+      await index.reset();
       expect(index.ntotal).toBe(0);
       await index.add(new Float32Array([7]));
       expect(Array.from((await index.search(new Float32Array([0]), 1)).labels)).toEqual([0]);

@@ -82,7 +82,7 @@ describe('IvfFlatIndex', () => {
       const r = await index.search(q, 1, { nprobe: 5 });
       expect(r.distances[0]).toBe(0);
       expect(xt.subarray(r.labels[0] * d, r.labels[0] * d + d)).toEqual(q);
-      index.reset();
+      await index.reset();
       expect(index.ntotal).toBe(0);
       expect(index.isTrained).toBe(true);
       expect(Array.from((await index.search(q, 2)).labels)).toEqual([-1, -1]);

@@ -1,0 +1,113 @@
+/**
+ * The exact final order of every search, the same on every backend. The kernels score with the
+ * expansion ||x||^2 - 2 q.x, whose rounding depends on the summation order of each device: near
+ * ties come out in different orders on the GPU and the CPU, and a stored vector searched for
+ * itself can rank behind a near copy. So an index asks the backend for at least k +
+ * RESCORE_MARGIN candidates (see candidatesFor), and this module re-scores them with the direct
+ * formula (l2: sum of (q_j - x_j)^2; ip: sum of q_j x_j; cosine: that over sqrt(|q|^2 |x|^2)),
+ * accumulated in float64 in column order, keeps the k best by (float64 score, id) and rounds the
+ * distances once to float32. This runs on the host, in this one function, for every backend, so
+ * equal candidates give bit-identical results, and identical vectors are at distance exactly 0
+ * (cosine exactly 1).
+ *
+ * What it cannot fix: when more than `candidates - k` vectors tie with the k-th within the
+ * kernels' rounding (near copies), the kernels' cut decides which of them are candidates.
+ */
+import type { Metric, SearchResult, SearchTimings } from './types.js';
+
+/** Fewest candidates beyond k that are re-scored (fewer only where the backend's largest k leaves no room). */
+export const RESCORE_MARGIN = 16;
+/** Fewest candidates re-scored. */
+export const RESCORE_MIN = 32;
+
+/**
+ * How many candidates to ask the backend for, to return `k` re-scored neighbours: k +
+ * RESCORE_MARGIN rounded up to a power of two, at least RESCORE_MIN, at most `maxK`. The GPU's
+ * selection kernels are specialised for power-of-two k, so the rounding costs little there.
+ */
+export function candidatesFor(k: number, maxK: number): number {
+  let kc = RESCORE_MIN;
+  while (kc < k + RESCORE_MARGIN) kc *= 2;
+  return Math.min(kc, maxK);
+}
+
+/**
+ * Base vectors on the host, by id: row `rowOf ? rowOf[id] : id` of `xb` (`d` floats a row).
+ */
+export interface HostRows {
+  xb: Float32Array;
+  rowOf: Uint32Array | null;
+}
+
+/**
+ * Re-scores `cand` (`nq * kc` labels, -1 = none; distances ignored) against the queries `xq`
+ * (`nq * d`, as the index holds them: normalised for cosine) and returns the k best of each row,
+ * best first: l2 ascending squared distance, ip and cosine descending, ties on the smaller id,
+ * padded with -1 and +Infinity (l2) / -Infinity (ip, cosine). A zero vector has cosine 0 with
+ * every vector.
+ */
+export function rescore(
+  metric: Metric,
+  xq: Float32Array,
+  nq: number,
+  d: number,
+  cand: SearchResult,
+  kc: number,
+  k: number,
+  base: HostRows,
+): SearchResult {
+  const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
+  const labels = new Int32Array(nq * k).fill(-1);
+  // Per row: the candidates' minimised float64 scores (l2: distance; ip, cosine: minus the
+  // similarity) and ids, then their order.
+  const keys = new Float64Array(kc);
+  const ids = new Int32Array(kc);
+  const order: number[] = [];
+  for (let r = 0; r < nq; r++) {
+    const q = r * d;
+    let m = 0;
+    for (let c = 0; c < kc; c++) {
+      const id = cand.labels[r * kc + c];
+      if (id < 0) continue;
+      const x = (base.rowOf ? base.rowOf[id] : id) * d;
+      let s = 0;
+      if (metric === 'l2') {
+        for (let j = 0; j < d; j++) {
+          const t = xq[q + j] - base.xb[x + j];
+          s += t * t;
+        }
+      } else if (metric === 'ip') {
+        for (let j = 0; j < d; j++) s -= xq[q + j] * base.xb[x + j];
+      } else {
+        let qq = 0;
+        let xx = 0;
+        for (let j = 0; j < d; j++) {
+          s -= xq[q + j] * base.xb[x + j];
+          qq += xq[q + j] * xq[q + j];
+          xx += base.xb[x + j] * base.xb[x + j];
+        }
+        s = qq > 0 && xx > 0 ? s / Math.sqrt(qq * xx) : 0;
+      }
+      keys[m] = s;
+      ids[m] = id;
+      m++;
+    }
+    order.length = m;
+    for (let i = 0; i < m; i++) order[i] = i;
+    order.sort((a, b) => keys[a] - keys[b] || ids[a] - ids[b]);
+    for (let i = 0; i < Math.min(k, m); i++) {
+      const o = order[i];
+      labels[r * k + i] = ids[o];
+      distances[r * k + i] = metric === 'l2' ? keys[o] : 0 - keys[o]; // rounded once, to float32 (0 - x: never -0)
+    }
+  }
+  return { distances, labels };
+}
+
+/** Runs `fn` (a re-score) and, when timings are asked for, records its time in `timings.rescoreMs`. */
+export function timedRescore(timings: SearchTimings | undefined, fn: () => SearchResult): SearchResult {
+  const t0 = performance.now();
+  const out = fn();
+  if (timings) timings.rescoreMs = performance.now() - t0;
+  return out;
+}

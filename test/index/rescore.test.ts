@@ -1,0 +1,146 @@
+/**
+ * The exact final order (src/rescore.ts): the last candidates of every search are re-scored with
+ * the direct formula on the host, so a stored vector finds itself first at distance 0 among near
+ * copies, and the WebGPU and CPU backends return the same (distance, id) lists, element by element.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Backend } from '../../src/backend.js';
+import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { rng } from '../../src/random.js';
+import { RESCORE_MARGIN, candidatesFor, rescore } from '../../src/rescore.js';
+import { expectIdentical } from '../helpers/compare.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+const gpu = await gpuBackend();
+const cpu = new CpuBackend();
+afterAll(disposeGpuBackends);
+
+/**
+ * `copies` near copies of one vector of large norm (coordinates around 300), each moved by a
+ * relative 1e-6 in a few coordinates: their true distances to the original (about 1e-4) are far
+ * below the expansion's rounding (about 1e-7 * 2 * ||x||^2, some 1.5 here), so the kernels' scores
+ * cannot order them. The original is the last row, so that a tie broken on the smaller id would
+ * put a copy first.
+ */
+function nearCopies(copies: number, d: number, seed: number): Float32Array {
+  const r = rng(seed);
+  const v = Float32Array.from({ length: d }, () => 200 + 200 * r());
+  const x = new Float32Array((copies + 1) * d);
+  for (let c = 0; c < copies; c++) {
+    x.set(v, c * d);
+    for (let t = 0; t < 4; t++) {
+      const j = Math.floor(r() * d);
+      x[c * d + j] = Math.fround(v[j] * (1 + (r() < 0.5 ? -1 : 1) * (1 + r()) * 1e-6));
+    }
+  }
+  x.set(v, copies * d);
+  return x;
+}
+
+const backends: [string, Backend | null][] = [
+  ['cpu', cpu],
+  ['webgpu', gpu],
+];
+
+describe('exact final order', () => {
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: a stored vector finds itself first, at distance 0, among 20 near copies`, async () => {
+      const d = 64;
+      const x = nearCopies(20, d, 5);
+      const index = new FlatIndex(backend!, { dim: d });
+      await index.add(x);
+      const r = await index.search(x.slice(20 * d), 3);
+      expect(r.labels[0]).toBe(20);
+      expect(r.distances[0]).toBe(0);
+      // The next two are the nearest copies by the exact float64 distance.
+      const exact = Array.from({ length: 20 }, (_, c) => {
+        let s = 0;
+        for (let j = 0; j < d; j++) s += (x[c * d + j] - x[20 * d + j]) ** 2;
+        return { c, s: Math.fround(s) };
+      }).sort((a, b) => a.s - b.s || a.c - b.c);
+      expect(Array.from(r.labels.subarray(1))).toEqual([exact[0].c, exact[1].c]);
+      expect(Array.from(r.distances.subarray(1))).toEqual([exact[0].s, exact[1].s]);
+    });
+
+    it.skipIf(!backend)(`${name}: IVF too, and cosine`, async () => {
+      const d = 32;
+      const x = nearCopies(12, d, 9);
+      const ivf = new IvfFlatIndex(backend!, { dim: d, nlist: 1, metric: 'cosine' });
+      await ivf.train(x);
+      await ivf.add(x);
+      const r = await ivf.search(x.slice(12 * d), 1);
+      expect(r.labels[0]).toBe(12);
+      expect(r.distances[0]).toBe(1);
+    });
+  }
+
+  it.skipIf(!gpu)('WebGPU and CPU agree element by element on 5,000 near-duplicates (Flat and IVF)', async () => {
+    // 250 groups of 20 near copies; 40 queries, each an original.
+    const d = 48;
+    const groups = 250;
+    const x = new Float32Array(groups * 21 * d);
+    for (let g = 0; g < groups; g++) x.set(nearCopies(20, d, 1000 + g), g * 21 * d);
+    const xq = new Float32Array(40 * d);
+    for (let q = 0; q < 40; q++) xq.set(x.subarray((q * 6 * 21 + 20) * d, (q * 6 * 21 + 21) * d), q * d);
+    for (const kind of ['Flat', 'IVF'] as const) {
+      const results = [];
+      for (const backend of [gpu!, cpu]) {
+        const index =
+          kind === 'Flat' ? new FlatIndex(backend, { dim: d }) : new IvfFlatIndex(backend, { dim: d, nlist: 16, nprobe: 16 });
+        // nprobe = nlist: every list is scanned, so any centroids give the Flat answer.
+        if (index instanceof IvfFlatIndex) await index.setCentroids(x.slice(0, 16 * d));
+        await index.add(x);
+        results.push(await index.search(xq, 10));
+      }
+      expectIdentical(results[0], results[1], `${kind}: webgpu vs cpu`);
+      for (let q = 0; q < 40; q++) expect(results[0].labels[q * 10]).toBe(q * 6 * 21 + 20);
+    }
+  });
+});
+
+describe('rescore', () => {
+  it('orders hand-made candidates by exact distance, ties on the smaller id, padded', () => {
+    // d = 2; base rows by id: 0 (0,0), 1 (3,4), 2 (0,5), 3 (1,1), 4 (5,0).
+    const xb = new Float32Array([0, 0, 3, 4, 0, 5, 1, 1, 5, 0]);
+    const xq = new Float32Array([0, 0, 1, 1]);
+    // Candidates in a scrambled order, with -1 holes; kc = 5, k = 4.
+    const cand = { labels: new Int32Array([4, -1, 1, 2, 0, 3, 0, -1, -1, -1]), distances: new Float32Array(10) };
+    const l2 = rescore('l2', xq, 2, 2, cand, 5, 4, { xb, rowOf: null });
+    // Query 0: 0 at 0; 1, 2, 4 all at 25: ties by id.
+    expect(Array.from(l2.labels)).toEqual([0, 1, 2, 4, 3, 0, -1, -1]);
+    expect(Array.from(l2.distances)).toEqual([0, 25, 25, 25, 0, 2, Infinity, Infinity]);
+    const ip = rescore('ip', xq, 2, 2, cand, 5, 4, { xb, rowOf: null });
+    // Query 0 scores 0 with everything: ids in order. Query 1: 3 -> 2, 0 -> 0.
+    expect(Array.from(ip.labels)).toEqual([0, 1, 2, 4, 3, 0, -1, -1]);
+    expect(Array.from(ip.distances)).toEqual([0, 0, 0, 0, 2, 0, -Infinity, -Infinity]);
+  });
+
+  it('reads rows through rowOf when ids are not row numbers', () => {
+    const xb = new Float32Array([9, 9, 1, 0]); // row 0 holds id 1, row 1 holds id 0
+    const r = rescore('l2', new Float32Array([1, 0]), 1, 2, { labels: new Int32Array([1, 0]), distances: new Float32Array(2) }, 2, 2, {
+      xb,
+      rowOf: Uint32Array.from([1, 0]),
+    });
+    expect(Array.from(r.labels)).toEqual([0, 1]);
+    expect(Array.from(r.distances)).toEqual([0, 145]);
+  });
+
+  it('asks for k + RESCORE_MARGIN candidates or more, a power of two, within the largest k', () => {
+    expect(RESCORE_MARGIN).toBe(16);
+    expect([1, 10, 16, 17, 100, 112, 113, 1000, 1020].map((k) => candidatesFor(k, 1024))).toEqual([32, 32, 32, 64, 128, 128, 256, 1024, 1024]);
+  });
+
+  it('scores cosine in float64: the vector itself beats a copy that rounds to the same float32 similarity', () => {
+    // Unit vectors a and b with cosine 1 - 2e-12: equal to 1 in float32, not in float64.
+    const a = new Float32Array([0.6, 0.8]);
+    const b = Float32Array.from([0.6 + 1.6e-6, 0.8 - 1.2e-6]);
+    const r = rescore('cosine', a, 1, 2, { labels: new Int32Array([0, 1]), distances: new Float32Array(2) }, 2, 2, {
+      xb: new Float32Array([...b, ...a]),
+      rowOf: null,
+    });
+    expect(Array.from(r.labels)).toEqual([1, 0]);
+    expect(r.distances[0]).toBe(1);
+  });
+});
