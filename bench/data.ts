@@ -1,5 +1,5 @@
 /**
- * Bench data: generated (seeded), the real sets in ../shared/data, Debian's Fashion-MNIST, or any
+ * Bench data: generated (seeded), the real sets shipped in test/data, Debian's Fashion-MNIST, or any
  * vector file the library reads, with ground truth where the set has one.
  */
 import { existsSync } from 'node:fs';
@@ -17,8 +17,8 @@ export const PROJECT_ROOT = ((): string => {
   return dir;
 })();
 
-/** ../shared/data beside the project root. */
-export const SHARED_DATA = join(PROJECT_ROOT, '..', 'shared', 'data');
+/** The project's copy of the real sets (uint8 .bvecs that decode to the original float32 values). */
+export const PROJECT_DATA = join(PROJECT_ROOT, 'test', 'data');
 
 /** Debian's `dataset-fashion-mnist`: 60,000 train images (the base) and 10,000 test images (queries). */
 export const DEBIAN_FASHION_MNIST = '/usr/share/datasets/fashion-mnist';
@@ -55,9 +55,9 @@ export function loadBenchData(set: DataSet, n: number, d: number, nq: number | u
     return loadFileData(base, `${DEBIAN_FASHION_MNIST}/t10k-images-idx3-ubyte.gz`, undefined, nq ?? 1000, 'fashion-mnist');
   }
   const [folder, prefix] = set === 'siftsmall' ? ['siftsmall', 'siftsmall'] : ['fashion-mnist-small', 'fmnistsmall'];
-  const dir = join(SHARED_DATA, folder);
-  if (!existsSync(dir)) throw new Error(`${set}: ${dir} not found (the real sets live in ../shared/data)`);
-  return loadFileData(join(dir, `${prefix}_base.fvecs`), join(dir, `${prefix}_query.fvecs`), join(dir, `${prefix}_groundtruth.ivecs`), nq, set);
+  const dir = join(PROJECT_DATA, folder);
+  if (!existsSync(dir)) throw new Error(`${set}: ${dir} not found (the real sets ship with the project in test/data)`);
+  return loadFileData(join(dir, `${prefix}_base.bvecs`), join(dir, `${prefix}_query.bvecs`), join(dir, `${prefix}_groundtruth.ivecs`), nq, set);
 }
 
 /**

@@ -143,6 +143,7 @@ export class BatchScheduler {
   /**
    * The k nearest neighbours of one query (`dim` floats): `{ distances, labels }`, each of length k.
    * Rejects at once for a bad query or k, a full queue (QueueFullError) or a closed scheduler.
+   * The query is copied when the request is accepted, so the caller may reuse its buffer at once.
    */
   search(query: Float32Array, k: number, options: SchedulerSearchOptions = {}): Promise<SearchResult> {
     const { signal } = options;
@@ -160,7 +161,8 @@ export class BatchScheduler {
       return Promise.reject(err);
     }
     return new Promise<SearchResult>((resolve, reject) => {
-      const req: Request = { query, k, resolve, reject, enqueuedAt: performance.now(), dispatchedAt: 0, settled: false, signal };
+      // A copy: the caller may reuse or overwrite its buffer as soon as search() returns.
+      const req: Request = { query: query.slice(), k, resolve, reject, enqueuedAt: performance.now(), dispatchedAt: 0, settled: false, signal };
       if (signal) {
         req.onAbort = () => this.abort(req);
         signal.addEventListener('abort', req.onAbort, { once: true });

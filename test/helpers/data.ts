@@ -1,9 +1,18 @@
-/** The real data sets in ../shared/data (never copied into the project). */
+/**
+ * The real data sets shipped in test/data (compact .bvecs copies of the original .fvecs, decoding
+ * to the same float32 values; see test/data/README.md). Never reads anything outside the project.
+ */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { readFvecs, readIvecs } from '../../src/io/texmex.js';
+import { readBvecs, readIvecs } from '../../src/io/texmex.js';
 
-export const SHARED_DATA = fileURLToPath(new URL('../../../shared/data/', import.meta.url));
+export const TEST_DATA = fileURLToPath(new URL('../data/', import.meta.url));
+
+/** The shipped sets: folder under test/data and file prefix, with their documented shapes. */
+export const REAL_SETS = [
+  { folder: 'siftsmall', prefix: 'siftsmall', n: 10_000, nq: 100, d: 128, gtK: 100 },
+  { folder: 'fashion-mnist-small', prefix: 'fmnistsmall', n: 1_000, nq: 500, d: 784, gtK: 100 },
+] as const;
 
 export interface RealSet {
   name: string;
@@ -17,10 +26,10 @@ export interface RealSet {
 }
 
 export function loadRealSet(folder: string, prefix: string): RealSet {
-  const dir = `${SHARED_DATA}${folder}/`;
-  if (!existsSync(dir)) throw new Error(`real data missing: ${dir} (expected ../shared/data beside the project)`);
-  const base = readFvecs(`${dir}${prefix}_base.fvecs`);
-  const query = readFvecs(`${dir}${prefix}_query.fvecs`);
+  const dir = `${TEST_DATA}${folder}/`;
+  if (!existsSync(dir)) throw new Error(`real data missing: ${dir} (shipped with the project in test/data)`);
+  const base = readBvecs(`${dir}${prefix}_base.bvecs`);
+  const query = readBvecs(`${dir}${prefix}_query.bvecs`);
   const gt = readIvecs(`${dir}${prefix}_groundtruth.ivecs`);
   return { name: folder, xb: base.data, xq: query.data, gt: gt.data, n: base.n, nq: query.n, d: base.d, gtK: gt.d };
 }

@@ -5,6 +5,7 @@ import { randomSmallInts, rng } from '../../src/random.js';
 import { BatchScheduler, QueueFullError, SchedulerClosedError, type SearchableIndex } from '../../src/scheduler.js';
 import type { SearchResult } from '../../src/types.js';
 import { InvalidArgumentError } from '../../src/types.js';
+import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
@@ -146,16 +147,72 @@ describe('BatchScheduler', () => {
   }
 
   it('searches requests with different k together at the largest k and cuts each to its own', async () => {
+    // The largest k first: a result row offset of i * k instead of i * kmax then shows.
     const index = new GatedIndex();
     const s = new BatchScheduler(index, { maxDelayMs: 5 });
-    const a = s.search(q(1), 2);
-    const b = s.search(q(2), 5);
+    const a = s.search(q(1), 5);
+    const b = s.search(q(2), 2);
+    const c = s.search(q(3), 3);
     await index.waitForCall(1);
     index.release();
-    expect(index.calls).toEqual([{ nq: 2, k: 5 }]);
-    expect(Array.from((await a).labels)).toEqual([100, 101]);
-    expect(Array.from((await b).labels)).toEqual([200, 201, 202, 203, 204]);
+    expect(index.calls).toEqual([{ nq: 3, k: 5 }]);
+    expect(Array.from((await a).labels)).toEqual([100, 101, 102, 103, 104]);
+    expect(Array.from((await b).labels)).toEqual([200, 201]);
+    expect(Array.from((await c).labels)).toEqual([300, 301, 302]);
   });
+
+  for (const [name, backend] of [['cpu', cpu], ['webgpu', gpu]] as const) {
+    it.skipIf(!backend)(`${name}: one batch of different k, largest first, equals each caller's direct search at its own k`, async () => {
+      const index = await flat(backend!);
+      const ks = [KMAX, 3, 1, 5, 2, KMAX - 1, 4];
+      // A full batch goes at once (the long delay never runs out): one batch, whatever the timing.
+      const s = new BatchScheduler(index, { maxBatch: ks.length, maxDelayMs: 60_000 });
+      const query = (i: number): Float32Array => pool.subarray(i * D, (i + 1) * D);
+      const results = await Promise.all(ks.map((k, i) => s.search(query(i), k)));
+      expect(s.stats().batches, 'the requests must share one batch').toBe(1);
+      for (let i = 0; i < ks.length; i++) {
+        const want = await index.search(query(i), ks[i]);
+        expectIdentical(results[i], want, `caller ${i} (k = ${ks[i]})`);
+      }
+      await s.close();
+    });
+  }
+
+  for (const [name, backend] of [['cpu', cpu], ['webgpu', gpu]] as const) {
+    it.skipIf(!backend)(`${name}: a caller may reuse one query buffer; each request keeps the query it was given`, async () => {
+      const index = await flat(backend!);
+      // The tenth request fills the batch and dispatches it: every request is still waiting until then.
+      const s = new BatchScheduler(index, { maxBatch: 10, maxDelayMs: 60_000 });
+      const buf = new Float32Array(D);
+      const pending: Promise<SearchResult>[] = [];
+      for (let i = 0; i < 10; i++) {
+        buf.set(pool.subarray(i * D, (i + 1) * D));
+        pending.push(s.search(buf, KMAX));
+      }
+      const results = await Promise.all(pending);
+      expect(s.stats().batches, 'the requests must share one batch').toBe(1);
+      for (let i = 0; i < 10; i++) {
+        expectIdentical(results[i], await index.search(pool.subarray(i * D, (i + 1) * D), KMAX), `request ${i}`);
+      }
+      await s.close();
+    });
+
+    it.skipIf(!backend)(`${name}: writing NaN into the query buffer after enqueueing does not touch the request`, async () => {
+      const index = await flat(backend!);
+      // The second request fills the batch and dispatches it, after the NaN was written.
+      const s = new BatchScheduler(index, { maxBatch: 2, maxDelayMs: 60_000 });
+      const buf = Float32Array.from(pool.subarray(3 * D, 4 * D));
+      const p = s.search(buf, KMAX);
+      buf.fill(NaN);
+      const other = s.search(pool.subarray(4 * D, 5 * D), KMAX);
+      const [got, gotOther] = await Promise.all([p, other]);
+      expectIdentical(got, await index.search(pool.subarray(3 * D, 4 * D), KMAX), 'request whose buffer was overwritten');
+      expectIdentical(gotOther, await index.search(pool.subarray(4 * D, 5 * D), KMAX), 'its batch neighbour');
+      await s.close();
+      expect(s.stats().batches).toBe(1);
+      expect(s.stats().failed).toBe(0);
+    });
+  }
 
   it('runs one batch at a time and gathers the next while it runs', async () => {
     const index = new GatedIndex();

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
@@ -6,6 +6,7 @@ import { padRows, paddedDim } from '../../src/gpu/gpu-backend.js';
 import { encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
 import { Kernels } from '../../src/gpu/kernels/kernels.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';
 
@@ -25,10 +26,56 @@ const shapes: number[][] = [
 const variants = gpu ? gemmVariants(new Kernels(gpu.ctx)) : [];
 
 describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
-  it('has the subgroup variant where the adapter reports subgroups of >= 8 lanes', () => {
-    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')}`);
-    expect(variants).toContain('portable');
+  it('offers the portable variant everywhere, and the subgroup one exactly where subgroups have >= 8 lanes', () => {
+    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${gpu!.ctx.hasSubgroups8})`);
+    expect(variants).toEqual(gpu!.ctx.hasSubgroups8 ? ['subgroup', 'portable'] : ['portable']);
   });
+
+  const noSub = !gpu?.ctx.hasSubgroups8;
+  it.skipIf(noSub)(
+    `the subgroup variant is the default, runs gemm-scores.wgsl and equals the cpu twin${noSub ? ' [skipped: the adapter has no subgroups of >= 8 lanes]' : ''}`,
+    async () => {
+      expect(gpu!.ctx.device.features.has('subgroups'), 'the device was created with the subgroups feature').toBe(true);
+      const [nq, nb, d, q0, rows, col0, cols, ldc] = [21, 130, 17, 4, 13, 9, 121, 125];
+      for (const chosen of [undefined, 'subgroup', 'portable'] as const) {
+        for (const metric of ['l2', 'ip'] as KernelMetric[]) {
+          const h = new KernelHarness(gpu!);
+          // Which shader each dispatch asked the pipeline cache for.
+          const requested: string[] = [];
+          const get = h.kernels.pipelines.get.bind(h.kernels.pipelines);
+          const spy = vi.spyOn(h.kernels.pipelines, 'get').mockImplementation((name, constants) => {
+            requested.push(name);
+            return get(name, constants);
+          });
+          try {
+            const xq = randomSmallInts(nq * d, 5);
+            const xb = randomSmallInts(nb * d, 6);
+            const xn = norms(xb, nb, d);
+            const dpad = paddedDim(d);
+            const scores = h.output(rows * ldc, POISON);
+            encodeGemmScores(h.kernels, {
+              metric, xq: h.upload(padRows(xq, nq, d, dpad)), xb: h.upload(padRows(xb, nb, d, dpad)),
+              xnorm: h.upload(xn), scores, q0, rows, col0, cols, dpad, ldc,
+            }, chosen);
+            expect(requested, `variant ${chosen ?? '(default)'}`).toEqual([chosen === 'portable' ? 'gemm-scores-portable' : 'gemm-scores']);
+            await h.run();
+            const got = await h.readF32(scores, rows * ldc);
+            const want = new Float32Array(rows * ldc).fill(NaN);
+            gemmScores(metric, xq, q0, rows, xb, xn, col0, cols, d, want, ldc);
+            // Small integers: every intermediate is exact, so the tile must equal the twin's
+            // (labels: the element's place in the tile, so a difference says where it is).
+            const tile = (a: Float32Array): Float32Array => Float32Array.from({ length: rows * cols }, (_, e) => a[Math.floor(e / cols) * ldc + (e % cols)]);
+            const at = Int32Array.from({ length: rows * cols }, (_, e) => e);
+            expectIdentical({ distances: tile(got), labels: at }, { distances: tile(want), labels: at }, `variant ${chosen ?? '(default)'} ${metric} (element r * ${cols} + c)`);
+          } finally {
+            spy.mockRestore();
+            h.dispose();
+          }
+        }
+      }
+    },
+  );
+
   for (const variant of variants) {
   for (const [nq, nb, d, q0, rows, col0, cols, ldc] of shapes) {
     for (const metric of ['l2', 'ip'] as KernelMetric[]) {

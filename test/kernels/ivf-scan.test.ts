@@ -6,6 +6,7 @@ import { paddedDim } from '../../src/gpu/gpu-backend.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
 import { IvfLists } from '../../src/ivf-lists.js';
 import { randomFloats, randomSmallInts, rng } from '../../src/random.js';
+import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';
 
@@ -69,5 +70,108 @@ describe.skipIf(!gpu)('gpu ivf-scan vs cpu twin', () => {
         });
       }
     }
+  }
+});
+
+// Hand-written tie cases: one query q = (1, 0) against three inverted lists whose ids are not in
+// position order, with several exactly equal scores; the expected (score, id) lists are written
+// out by hand (ties break on the smaller id; padding (+Infinity, 0xffffffff)). Both the kernel and
+// its CPU twin must give them, so a spec bug the two share is caught too.
+describe('ivf-scan: hand-written ties', () => {
+  const PAD: [number, number] = [Infinity, 0xffffffff];
+  const d = 2;
+  const xq = new Float32Array([1, 0]);
+  //                 position:  0       1       2       3       4        5       6
+  //                 id:        50      40      30      20      10       7       3
+  const xb = new Float32Array([1, 0,  2, 2,  1, 0,  2, 1,  2, -1,  3, 1,  3, -1]);
+  const ids = new Uint32Array([50, 40, 30, 20, 10, 7, 3]);
+  // l2 = ||x||^2 - 2 q.x:       -1      4      -1      1       1        4       4
+  // ip = -q.x:                  -1     -2      -1     -2      -2       -3      -3
+  const xnorm = new Float32Array([1, 8, 1, 5, 5, 10, 10]);
+  const offsets = new Uint32Array([0, 5, 7, 7]); // list 0: positions 0..4, list 1: 5..6, list 2: empty
+  const probes = new Uint32Array([1, PAD_ID, 0, 2]);
+  const nprobe = probes.length;
+  interface Case {
+    metric: KernelMetric;
+    k: number;
+    nseg: number;
+    /** One list per (probe, segment). */
+    want: [number, number][][];
+  }
+  const cases: Case[] = [
+    {
+      metric: 'l2', k: 4, nseg: 1,
+      want: [
+        [[4, 3], [4, 7], PAD, PAD],
+        [PAD, PAD, PAD, PAD],
+        [[-1, 30], [-1, 50], [1, 10], [1, 20]],
+        [PAD, PAD, PAD, PAD],
+      ],
+    },
+    {
+      metric: 'ip', k: 4, nseg: 1,
+      want: [
+        [[-3, 3], [-3, 7], PAD, PAD],
+        [PAD, PAD, PAD, PAD],
+        [[-2, 10], [-2, 20], [-2, 40], [-1, 30]],
+        [PAD, PAD, PAD, PAD],
+      ],
+    },
+    {
+      // Heap evictions among equals: later (-2, 20) and (-2, 10) must displace (-2, 40).
+      metric: 'ip', k: 2, nseg: 1,
+      want: [
+        [[-3, 3], [-3, 7]],
+        [PAD, PAD],
+        [[-2, 10], [-2, 20]],
+        [PAD, PAD],
+      ],
+    },
+    {
+      // Segments: list 1 (2 vectors) in segments of 1, list 0 (5 vectors) in segments of 3 and 2.
+      metric: 'l2', k: 4, nseg: 2,
+      want: [
+        [[4, 7], PAD, PAD, PAD], [[4, 3], PAD, PAD, PAD],
+        [PAD, PAD, PAD, PAD], [PAD, PAD, PAD, PAD],
+        [[-1, 30], [-1, 50], [4, 40], PAD], [[1, 10], [1, 20], PAD, PAD],
+        [PAD, PAD, PAD, PAD], [PAD, PAD, PAD, PAD],
+      ],
+    },
+  ];
+  const expected = (c: Case) => {
+    const flat = c.want.flat();
+    return { distances: Float32Array.from(flat, (p) => p[0]), labels: Int32Array.from(flat, (p) => p[1] | 0) };
+  };
+
+  for (const c of cases) {
+    const name = `${c.metric} k=${c.k} nseg=${c.nseg}`;
+    it(`cpu twin: ${name}`, () => {
+      const len = nprobe * c.nseg * c.k;
+      const outS = new Float32Array(len);
+      const outI = new Uint32Array(len);
+      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, offsets, xb, xnorm, ids, d, c.k, outS, outI);
+      expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), name);
+    });
+
+    it.skipIf(!gpu)(`gpu kernel: ${name}`, async () => {
+      const h = new KernelHarness(gpu!);
+      const dpad = paddedDim(d);
+      const pad = (a: Float32Array, n: number): Float32Array => {
+        const out = new Float32Array(n * dpad);
+        for (let i = 0; i < n; i++) out.set(a.subarray(i * d, (i + 1) * d), i * dpad);
+        return out;
+      };
+      const len = nprobe * c.nseg * c.k;
+      const outS = h.output(len, POISON);
+      const outI = h.output(len, POISON);
+      encodeIvfScan(h.kernels, {
+        metric: c.metric, xq: h.upload(pad(xq, 1)), probes: h.upload(probes), offsets: h.upload(offsets), xb: h.upload(pad(xb, ids.length)),
+        xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: c.k, nprobe, nseg: c.nseg, dpad, q0: 0, row0: 0,
+      });
+      await h.run();
+      const got = { distances: await h.readF32(outS, len), labels: new Int32Array((await h.readU32(outI, len)).buffer) };
+      h.dispose();
+      expectIdentical(got, expected(c), name);
+    });
   }
 });

@@ -4,6 +4,7 @@ import { topkMerge } from '../../src/cpu/topk-merge.js';
 import { TOPK_MAX_K, encodeTopk } from '../../src/gpu/kernels/topk.js';
 import { encodeTopkMerge } from '../../src/gpu/kernels/topk-merge.js';
 import { rng } from '../../src/random.js';
+import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';
 
@@ -96,4 +97,102 @@ describe.skipIf(!gpu)('gpu topk and topk-merge vs cpu twins', () => {
     expect(Array.from(await h.readU32(outI, k))).toEqual([8, 7, 9, 1]);
     h.dispose();
   });
+});
+
+// Hand-written tie cases: several scores exactly equal, the expected (score, id) lists written out
+// below by hand (ties break on the smaller id; short lists padded with (+Infinity, 0xffffffff)).
+// Both the kernel and its CPU twin must give them, so a spec bug the two share is caught too.
+describe('topk: hand-written ties', () => {
+  const PAD: [number, number] = [Infinity, 0xffffffff];
+  const id0 = 100;
+  const [rows, cols, ldc] = [2, 7, 8];
+  // ids:          100 101 102 103 104 105 106 | column 7 is outside the tile and must be ignored
+  const scores = new Float32Array([
+    2, 1, 2, 1, 3, 1, 2, -100,
+    5, 4, 5, 4, 4, 5, 5, -100,
+  ]);
+  interface Case {
+    name: string;
+    k: number;
+    nseg: number;
+    /** The k-th entries of each row's running list, when bounded. */
+    bound: [number, number][] | null;
+    want: [number, number][][];
+  }
+  const cases: Case[] = [
+    {
+      name: 'k = 3, one segment', k: 3, nseg: 1, bound: null,
+      want: [
+        [[1, 101], [1, 103], [1, 105]],
+        [[4, 101], [4, 103], [4, 104]],
+      ],
+    },
+    {
+      // Heap evictions among equals: (1, 105) must not displace (1, 103).
+      name: 'k = 2, one segment', k: 2, nseg: 1, bound: null,
+      want: [
+        [[1, 101], [1, 103]],
+        [[4, 101], [4, 103]],
+      ],
+    },
+    {
+      name: 'k = 5, two segments of 4 and 3 columns', k: 5, nseg: 2, bound: null,
+      want: [
+        [[1, 101], [1, 103], [2, 100], [2, 102], PAD],
+        [[1, 105], [2, 106], [3, 104], PAD, PAD],
+        [[4, 101], [4, 103], [5, 100], [5, 102], PAD],
+        [[4, 104], [5, 105], [5, 106], PAD, PAD],
+      ],
+    },
+    {
+      // Bound (2, 101) on row 0 and (5, 102) on row 1: only strictly better (score, id) pass, so
+      // (2, 100) and (5, 100) do, and (2, 102), (5, 102), (5, 105) do not.
+      name: 'k = 5, bounded by running lists', k: 5, nseg: 1, bound: [[2, 101], [5, 102]],
+      want: [
+        [[1, 101], [1, 103], [1, 105], [2, 100], PAD],
+        [[4, 101], [4, 103], [4, 104], [5, 100], PAD],
+      ],
+    },
+  ];
+  const expected = (c: Case) => {
+    const flat = c.want.flat();
+    return { distances: Float32Array.from(flat, (p) => p[0]), labels: Int32Array.from(flat, (p) => p[1] | 0) };
+  };
+  /** Running lists of k entries per row whose last (k-th) entry is the bound. */
+  const boundLists = (c: Case) => {
+    const s = new Float32Array(rows * c.k).fill(-1000);
+    const i = new Uint32Array(rows * c.k).map((_, e) => e);
+    c.bound!.forEach(([bs, bi], r) => {
+      s[r * c.k + c.k - 1] = bs;
+      i[r * c.k + c.k - 1] = bi;
+    });
+    return { s, i, row0: 0 };
+  };
+  const segLen = (c: Case) => Math.ceil(cols / c.nseg);
+
+  for (const c of cases) {
+    it(`cpu twin: ${c.name}`, () => {
+      const len = rows * c.nseg * c.k;
+      const outS = new Float32Array(len);
+      const outI = new Uint32Array(len);
+      topk(scores, ldc, rows, cols, id0, c.k, c.nseg, segLen(c), outS, outI, c.bound ? boundLists(c) : null);
+      expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), c.name);
+    });
+
+    it.skipIf(!gpu)(`gpu kernel: ${c.name}`, async () => {
+      const h = new KernelHarness(gpu!);
+      const len = rows * c.nseg * c.k;
+      const outS = h.output(len, POISON);
+      const outI = h.output(len, POISON);
+      const b = c.bound ? boundLists(c) : null;
+      encodeTopk(h.kernels, {
+        scores: h.upload(scores), outS, outI, rows, cols, ldc, k: c.k, nseg: c.nseg, segLen: segLen(c), id0,
+        bound: b ? { s: h.upload(b.s), i: h.upload(b.i), row0: 0 } : null,
+      });
+      await h.run();
+      const got = { distances: await h.readF32(outS, len), labels: new Int32Array((await h.readU32(outI, len)).buffer) };
+      h.dispose();
+      expectIdentical(got, expected(c), c.name);
+    });
+  }
 });
