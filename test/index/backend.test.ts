@@ -80,4 +80,22 @@ describe.skipIf(!gpu)('WebGPU device lifetime', () => {
     expect(child.status).toBe(0);
     expect(child.stdout.trim()).toBe('ok');
   });
+
+  it('the process exits when its work is done, even without dispose', () => {
+    // npm webgpu 0.3.9 kept the process alive for as long as a device existed (a silent hang);
+    // 0.6 does not. Run in a child that never disposes; a hang is killed by the timeout.
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const script = `
+      import { createBackend, FlatIndex } from './dist/index.js';
+      const b = await createBackend({ backend: 'webgpu' });
+      const index = new FlatIndex(b, { dim: 4 });
+      await index.add(new Float32Array(400).map((_, i) => i % 13));
+      const r = await index.search(new Float32Array([1, 2, 3, 4]), 3);
+      console.log(r.labels[0] >= 0 ? 'ok' : 'bad result');
+    `;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+    expect(child.signal, 'killed by the timeout: the process did not exit').toBeNull();
+    expect(child.status).toBe(0);
+    expect(child.stdout.trim()).toBe('ok');
+  });
 });
