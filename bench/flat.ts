@@ -39,6 +39,8 @@ export interface FlatBenchRecord {
   uploadMs: number;
   computeMs: number;
   readbackMs: number;
+  /** Host time of the exact final re-score (src/rescore.ts). */
+  rescoreMs: number;
   qps: number;
   gflops: number;
   recall: number;
@@ -98,6 +100,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
           uploadMs: med((t) => t.uploadMs),
           computeMs: med((t) => t.computeMs),
           readbackMs: med((t) => t.readbackMs),
+          rescoreMs: med((t) => t.rescoreMs ?? 0),
           qps: o.nq / sum.median,
           gflops: (2 * o.n * o.d * o.nq) / sum.median / 1e9,
           recall: tieAwareRecall(k, last!.labels.subarray(0, nRecall * k), k, scoresOfIds(xb, xqRecall, nRecall, o.d, exact.labels, k, o.metric), k, xb, xqRecall, o.d, o.metric),
@@ -129,6 +132,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
       r.uploadMs.toFixed(1),
       r.computeMs.toFixed(1),
       r.readbackMs.toFixed(1),
+      r.rescoreMs.toFixed(1),
       r.qps.toFixed(1),
       r.gflops.toFixed(2),
       r.recall.toFixed(4),
@@ -139,7 +143,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
   console.log(
     `\nflat search: n=${o.n} d=${o.d} nq=${o.nq} metric=${o.metric}, median of ${o.repeats} after ${o.warmup} warm-up\n` +
       table(
-        ['backend', 'k', 'median s', 'spread', 'upload ms', 'compute ms', 'readback ms', 'queries/s', 'GFLOP/s', 'recall', 'select %', 'vs cpu'],
+        ['backend', 'k', 'median s', 'spread', 'upload ms', 'compute ms', 'readback ms', 'rescore ms', 'queries/s', 'GFLOP/s', 'recall', 'select %', 'vs cpu'],
         rows,
       ),
   );
