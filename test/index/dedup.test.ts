@@ -135,13 +135,16 @@ describe('dedup', () => {
     copy(0, 4095, []); // (0, 4095): distance 0
     copy(4095, 4096, [3]); // (4095, 4096) and (0, 4096): distance 1
     copy(10, 8191, [0, 5]); // (10, 8191): distance 2
-    const want = ['0,4095', '0,4096', '10,8191', '4095,4096'];
+    // (30, 31): distance 2, in column tile 0 but after rows 0 and 10's pairs in column tile 1 are
+    // appended, so the row tile's pairs must be sorted by (i, j) before they are handed on.
+    copy(30, 31, [1, 2]);
+    const want = ['0,4095', '0,4096', '10,8191', '30,31', '4095,4096'];
     for (const [name, backend] of [['cpu', cpu], ['webgpu', gpu]] as const) {
       it.skipIf(!backend)(`pairs on tile edges over ${n} rows, squared L2 <= 2, ${name}`, async () => {
         const res = await dedup(backend!, x, d, { metric: 'l2', threshold: 2 });
         expect(keys(res)).toEqual(want);
-        expect(Array.from(res.score)).toEqual([0, 1, 2, 1]);
-        expect(res.clusters).toEqual([[0, 4095, 4096], [10, 8191]]);
+        expect(Array.from(res.score)).toEqual([0, 1, 2, 2, 1]);
+        expect(res.clusters).toEqual([[0, 4095, 4096], [10, 8191], [30, 31]]);
       });
     }
   }
