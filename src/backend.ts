@@ -51,6 +51,14 @@ export interface KMeansWorkspace {
   dispose(): void;
 }
 
+/** How a self-join hands its pairs on (see Backend.selfJoinCandidates). */
+export interface SelfJoinOptions {
+  /** Called once per row tile, in row order, with the tile's pairs sorted by (i, j). */
+  onPairs: (block: Uint32Array, rowsDone: number) => void;
+  /** Most candidate pairs in all (a non-negative integer or Infinity). */
+  maxCandidates?: number;
+}
+
 export interface Backend {
   readonly kind: BackendKind;
   /** Largest k that `searchFlat` accepts. */
@@ -89,16 +97,21 @@ export interface Backend {
    * The candidate pairs (i < j) of the self-join of `store`: every pair whose float32 minimised
    * score (l2: squared distance; ip: -dot) is at most `limit` plus the margin
    * `rel * (||x_i||^2 + ||x_j||^2)`, which exceeds the expansion's rounding, so no true pair is
-   * missed (see shaders/pairs-threshold.wgsl). Returns [i0, j0, i1, j1, ...] sorted by (i, j).
-   * `onProgress(rowsDone, candidates)` is called as rows are finished.
+   * missed (see shaders/pairs-threshold.wgsl).
+   *
+   * The pairs are streamed, never gathered: rows are joined in tiles, in ascending row order, and
+   * `options.onPairs(block, rowsDone)` is called once per row tile (also when it has no pairs) with
+   * that tile's pairs [i0, j0, i1, j1, ...] sorted by (i, j); every i of a block is below every i of
+   * the next, so the blocks in call order are the whole join sorted by (i, j). `rowsDone` is the
+   * number of rows finished (n after the last call). A block is valid only during the call (the
+   * backend may reuse its memory): copy what you keep. If `onPairs` throws, the join stops, frees
+   * its scratch memory and rejects with that error.
+   *
+   * More than `options.maxCandidates` pairs in all (default DEFAULT_MAX_CANDIDATES, src/pairs.ts)
+   * rejects with an InvalidArgumentError (see tooManyCandidates) as soon as a tile crosses the bound,
+   * before that tile's pairs are handed on. Resolves to the number of candidate pairs.
    */
-  selfJoinCandidates(
-    store: BaseStore,
-    metric: KernelMetric,
-    limit: number,
-    rel: number,
-    onProgress?: (rowsDone: number, candidates: number) => void,
-  ): Promise<Uint32Array>;
+  selfJoinCandidates(store: BaseStore, metric: KernelMetric, limit: number, rel: number, options: SelfJoinOptions): Promise<number>;
   /** Holds `n` points (`x`, `n * d`, validated) and `nc` centroids for k-means iterations. */
   createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace>;
   /** Releases the device; for WebGPU this is what lets the process exit. */

@@ -3,7 +3,7 @@
  * GPU (score a tile, select per tile, merge into a running list), using the kernels' CPU twins, so
  * both backends return the same (score, id) order.
  */
-import type { Backend, BaseStore, KMeansWorkspace } from '../backend.js';
+import type { Backend, BaseStore, KMeansWorkspace, SelfJoinOptions } from '../backend.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { IvfLists } from '../ivf-lists.js';
 import { finalizeResults } from '../results.js';
@@ -13,7 +13,7 @@ import { norms } from './norms.js';
 import { RowBuffer } from '../row-buffer.js';
 import { ivfScan } from './ivf-scan.js';
 import { pairsThreshold } from './pairs-threshold.js';
-import { sortPairs } from '../pairs.js';
+import { DEFAULT_MAX_CANDIDATES, PairList, sortTilePairs, tooManyCandidates } from '../pairs.js';
 import { MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
 import { topk } from './topk.js';
 import { topkMerge } from './topk-merge.js';
@@ -149,30 +149,34 @@ export class CpuBackend implements Backend {
     return result;
   }
 
-  async selfJoinCandidates(
-    store: BaseStore,
-    metric: KernelMetric,
-    limit: number,
-    rel: number,
-    onProgress?: (rowsDone: number, candidates: number) => void,
-  ): Promise<Uint32Array> {
+  async selfJoinCandidates(store: BaseStore, metric: KernelMetric, limit: number, rel: number, options: SelfJoinOptions): Promise<number> {
     const base = store as CpuBaseStore;
     const n = base.ntotal;
-    const out: number[] = [];
+    const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
+    // One row tile's pairs at a time: memory follows the largest tile (at most CPU_QUERY_TILE * n
+    // pairs, and no more than maxCandidates), never the whole join.
+    const tile = new PairList();
+    let total = 0;
     const scores = new Float32Array(CPU_QUERY_TILE * CPU_BASE_TILE);
     for (let q0 = 0; q0 < n; q0 += CPU_QUERY_TILE) {
       const rows = Math.min(CPU_QUERY_TILE, n - q0);
+      tile.clear();
       // Only columns right of the diagonal can hold pairs i < j.
       for (let c0 = q0 - (q0 % CPU_BASE_TILE); c0 < n; c0 += CPU_BASE_TILE) {
         const cols = Math.min(CPU_BASE_TILE, n - c0);
         gemmScores(metric, base.xb, q0, rows, base.xb, base.xnorm, c0, cols, base.d, scores, CPU_BASE_TILE);
-        pairsThreshold(metric, scores, CPU_BASE_TILE, rows, cols, q0, c0, base.xnorm.subarray(q0), base.xnorm.subarray(c0), limit, rel, out);
+        pairsThreshold(metric, scores, CPU_BASE_TILE, rows, cols, q0, c0, base.xnorm.subarray(q0), base.xnorm.subarray(c0), limit, rel, tile);
+        // Checked per column tile, so an explosion stops within one tile's pairs of the bound.
+        if (total + tile.length > maxCandidates) throw tooManyCandidates(maxCandidates, q0, n);
       }
-      onProgress?.(q0 + rows, out.length / 2);
+      total += tile.length;
+      // Column tiles are appended one after another, each row-major: a stable sort by row puts
+      // the tile in (i, j) order.
+      options.onPairs(sortTilePairs(tile.view(), q0, rows, true), q0 + rows);
       // Let progress output and other work through between tiles.
       await new Promise((r) => setImmediate(r));
     }
-    return sortPairs(Uint32Array.from(out));
+    return total;
   }
 
   async createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {

@@ -1,4 +1,5 @@
 import type { KernelMetric } from '../kernel-facts.js';
+import type { PairList } from '../pairs.js';
 
 /**
  * CPU twin of shaders/pairs-threshold.wgsl: appends to `out` the pairs (i, j), i = q0 + r < j = id0 + c,
@@ -17,7 +18,7 @@ export function pairsThreshold(
   xnormB: Float32Array,
   limit: number,
   rel: number,
-  out: number[],
+  out: PairList,
 ): void {
   const lim = Math.fround(limit);
   const margin = Math.fround(rel);

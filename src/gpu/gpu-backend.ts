@@ -10,7 +10,7 @@
  * multiple of 4 floats per row so that kernels use vec4 loads; their norms are computed on the GPU
  * when they are added.
  */
-import type { Backend, BaseStore, KMeansWorkspace } from '../backend.js';
+import type { Backend, BaseStore, KMeansWorkspace, SelfJoinOptions } from '../backend.js';
 import { type KernelMetric, PAD_ID } from '../kernel-facts.js';
 import type { IvfLists } from '../ivf-lists.js';
 import { norms as cpuNorms } from '../cpu/norms.js';
@@ -20,7 +20,7 @@ import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { GpuContext } from './context.js';
 import { encodeGemmScores } from './kernels/gemm-scores.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
-import { sortPairs } from '../pairs.js';
+import { DEFAULT_MAX_CANDIDATES, sortTilePairs, tooManyCandidates } from '../pairs.js';
 import { encodeIvfScan } from './kernels/ivf-scan.js';
 import { Kernels } from './kernels/kernels.js';
 import { encodeNorms } from './kernels/norms.js';
@@ -478,23 +478,18 @@ export class GpuBackend implements Backend {
     return entry;
   }
 
-  async selfJoinCandidates(
-    store: BaseStore,
-    metric: KernelMetric,
-    limit: number,
-    rel: number,
-    onProgress?: (rowsDone: number, candidates: number) => void,
-  ): Promise<Uint32Array> {
+  async selfJoinCandidates(store: BaseStore, metric: KernelMetric, limit: number, rel: number, options: SelfJoinOptions): Promise<number> {
     this.ctx.check();
     const { device } = this.ctx;
     const base = store as GpuBaseStore;
+    const ntotal = base.ntotal;
+    const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
     const maxBinding = this.ctx.maxBinding;
-    const { tileCols, queryTile } = this.scoreTiles(base, base.ntotal);
+    const { tileCols, queryTile } = this.scoreTiles(base, ntotal);
     const scores = createBuffer(device, 'scores', queryTile * tileCols * 4, STORAGE());
     const count = createBuffer(device, 'pair_count', 4, STORAGE());
     let capacity = Math.max(16, this.options.pairCapacity ?? 1 << 20);
     let pairs = createBuffer(device, 'pairs', capacity * 8, STORAGE());
-    const found: Uint32Array[] = [];
     let total = 0;
     let rowsDone = 0;
     try {
@@ -507,6 +502,7 @@ export class GpuBackend implements Backend {
           const rows = Math.min(queryTile, A.rows - r0);
           const q0 = starts[a] + r0;
           // Run the query tile; on overflow, run it again with room for every pair it has.
+          let block: Uint32Array;
           for (;;) {
             const kernels = new Kernels(this.ctx, this.pipelines);
             kernels.recorder.clear(count);
@@ -524,8 +520,10 @@ export class GpuBackend implements Backend {
             }
             await kernels.recorder.submit();
             const n = new Uint32Array(await readBuffer(this.ctx, count, 0, 4))[0];
+            // The count is exact even past capacity: an explosion is reported before any buffer grows.
+            if (total + n > maxCandidates) throw tooManyCandidates(maxCandidates, q0, ntotal);
             if (n <= capacity) {
-              if (n > 0) found.push(new Uint32Array(await readBuffer(this.ctx, pairs, 0, n * 8)));
+              block = n > 0 ? new Uint32Array(await readBuffer(this.ctx, pairs, 0, n * 8)) : new Uint32Array(0);
               total += n;
               break;
             }
@@ -537,7 +535,8 @@ export class GpuBackend implements Backend {
             pairs = createBuffer(device, 'pairs', capacity * 8, STORAGE());
           }
           rowsDone += rows;
-          onProgress?.(rowsDone, total);
+          // Appended in whatever order the invocations ran: sort this tile's pairs only.
+          options.onPairs(sortTilePairs(block, q0, rows, false), rowsDone);
         }
       }
     } finally {
@@ -545,13 +544,7 @@ export class GpuBackend implements Backend {
       count.destroy();
       pairs.destroy();
     }
-    const all = new Uint32Array(total * 2);
-    let o = 0;
-    for (const f of found) {
-      all.set(f, o);
-      o += f.length;
-    }
-    return sortPairs(all);
+    return total;
   }
 
   async createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {

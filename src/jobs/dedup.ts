@@ -7,9 +7,22 @@
  * larger than the expansion's rounding error; each candidate is then re-scored exactly (direct
  * formula, float64, on the original vectors) and the exact threshold applied. Rounding can neither
  * add a pair nor lose one.
+ *
+ * Bounded and typed throughout: the self-join streams its candidates one row tile at a time, in
+ * (i, j) order; each block is confirmed as it arrives and only the confirmed pairs are kept, in
+ * typed chunks. Memory is the confirmed pairs (16 bytes each) plus one tile's candidates. Too many
+ * candidates (maxCandidates) or too many pairs (maxPairs) is an InvalidArgumentError, not a crash.
  */
 import type { Backend } from '../backend.js';
+import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
+
+export { DEFAULT_MAX_CANDIDATES };
+/**
+ * Default bound on the confirmed pairs: 16 bytes each (i, j, score), so 1.6 GB of result, briefly
+ * twice that while the chunks are joined into the result's arrays.
+ */
+export const DEFAULT_MAX_PAIRS = 100_000_000;
 
 export type DedupMetric = 'cosine' | 'l2';
 
@@ -25,6 +38,18 @@ export interface DedupOptions {
   /** cosine: pairs with cosine >= threshold; l2: pairs with squared distance <= threshold. */
   threshold: number;
   onProgress?: (p: DedupProgress) => void;
+  /**
+   * Most candidate pairs (float32 score within the margin) the self-join may let through; more is an
+   * InvalidArgumentError, raised as soon as a row tile crosses it. Candidates are confirmed block by
+   * block and not kept, so this bounds time rather than memory (each costs an O(d) float64 check).
+   * Default DEFAULT_MAX_CANDIDATES (50,000,000); Infinity for no bound.
+   */
+  maxCandidates?: number;
+  /**
+   * Most confirmed pairs; more is an InvalidArgumentError. These are kept (16 bytes each), so this
+   * bounds memory. Default DEFAULT_MAX_PAIRS (100,000,000, 1.6 GB); Infinity for no bound.
+   */
+  maxPairs?: number;
 }
 
 export interface DedupResult {
@@ -58,22 +83,10 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
   }
   if (metric === 'l2' && threshold < 0) throw new InvalidArgumentError(`a squared-L2 threshold must be >= 0; got ${threshold}`);
 
-  const store = backend.createBaseStore(d);
-  let candidates: Uint32Array;
-  try {
-    await store.add(metric === 'cosine' ? normalizeRows(x, d) : x, n);
-    candidates = await backend.selfJoinCandidates(
-      store,
-      metric === 'cosine' ? 'ip' : 'l2',
-      metric === 'cosine' ? -threshold : threshold,
-      dedupMargin(d),
-      (rowsDone, c) => options.onProgress?.({ rowsDone, n, candidates: c }),
-    );
-  } finally {
-    store.dispose();
-  }
+  const maxCandidates = checkBound(options.maxCandidates, DEFAULT_MAX_CANDIDATES, 'maxCandidates');
+  const maxPairs = checkBound(options.maxPairs, DEFAULT_MAX_PAIRS, 'maxPairs');
 
-  // Confirm each candidate exactly.
+  // Float64 norms of the original vectors, for the exact cosine.
   const norms = new Float64Array(n);
   if (metric === 'cosine') {
     for (let r = 0; r < n; r++) {
@@ -82,38 +95,106 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
       norms[r] = Math.sqrt(s);
     }
   }
-  const keepI: number[] = [];
-  const keepJ: number[] = [];
-  const scores: number[] = [];
-  for (let p = 0; p < candidates.length; p += 2) {
-    const a = candidates[p];
-    const b = candidates[p + 1];
-    let s = 0;
-    if (metric === 'cosine') {
-      for (let t = 0; t < d; t++) s += x[a * d + t] * x[b * d + t];
-      const den = norms[a] * norms[b];
-      s = den > 0 ? s / den : 0;
-      if (s < threshold) continue;
-    } else {
-      for (let t = 0; t < d; t++) {
-        const diff = x[a * d + t] - x[b * d + t];
-        s += diff * diff;
+  const kept = new PairChunks();
+  let candidates = 0;
+  /** Confirms each candidate of a block exactly; keeps those that pass. */
+  const confirm = (block: Uint32Array, rowsDone: number): void => {
+    for (let p = 0; p < block.length; p += 2) {
+      const a = block[p];
+      const b = block[p + 1];
+      let s = 0;
+      if (metric === 'cosine') {
+        for (let t = 0; t < d; t++) s += x[a * d + t] * x[b * d + t];
+        const den = norms[a] * norms[b];
+        s = den > 0 ? s / den : 0;
+        if (!(s >= threshold)) continue;
+      } else {
+        for (let t = 0; t < d; t++) {
+          const diff = x[a * d + t] - x[b * d + t];
+          s += diff * diff;
+        }
+        if (!(s <= threshold)) continue;
       }
-      if (s > threshold) continue;
+      if (kept.length === maxPairs) {
+        throw new InvalidArgumentError(
+          `the threshold matches more than ${maxPairs} pairs (at row ${a} of ${n}); use a stricter threshold or raise maxPairs`,
+        );
+      }
+      kept.push(a, b, s);
     }
-    keepI.push(a);
-    keepJ.push(b);
-    scores.push(s);
-  }
-  const { clusters, drop } = groupPairs(n, keepI, keepJ);
-  return {
-    i: Uint32Array.from(keepI),
-    j: Uint32Array.from(keepJ),
-    score: Float64Array.from(scores),
-    clusters,
-    drop,
-    candidates: candidates.length / 2,
+    candidates += block.length / 2;
+    options.onProgress?.({ rowsDone, n, candidates });
   };
+
+  const store = backend.createBaseStore(d);
+  try {
+    await store.add(metric === 'cosine' ? normalizeRows(x, d) : x, n);
+    await backend.selfJoinCandidates(store, metric === 'cosine' ? 'ip' : 'l2', metric === 'cosine' ? -threshold : threshold, dedupMargin(d), {
+      onPairs: confirm,
+      maxCandidates,
+    });
+  } finally {
+    store.dispose();
+  }
+
+  const { i, j, score } = kept.finish();
+  const { clusters, drop } = groupPairs(n, i, j);
+  return { i, j, score, clusters, drop, candidates };
+}
+
+function checkBound(v: number | undefined, dflt: number, name: string): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !(v === Infinity || (Number.isInteger(v) && v >= 0))) {
+    throw new InvalidArgumentError(`${name} must be a non-negative integer or Infinity; got ${String(v)}`);
+  }
+  return v;
+}
+
+const EMPTY_U32 = new Uint32Array(0);
+const EMPTY_F64 = new Float64Array(0);
+
+/** Confirmed pairs in fixed-size typed chunks: no copying as they grow, one join at the end. */
+class PairChunks {
+  static readonly CHUNK = 1 << 20;
+  private is: Uint32Array[] = [];
+  private js: Uint32Array[] = [];
+  private ss: Float64Array[] = [];
+  /** Pairs held. */
+  length = 0;
+
+  push(a: number, b: number, s: number): void {
+    const o = this.length % PairChunks.CHUNK;
+    if (o === 0) {
+      this.is.push(new Uint32Array(PairChunks.CHUNK));
+      this.js.push(new Uint32Array(PairChunks.CHUNK));
+      this.ss.push(new Float64Array(PairChunks.CHUNK));
+    }
+    const c = this.is.length - 1;
+    this.is[c][o] = a;
+    this.js[c][o] = b;
+    this.ss[c][o] = s;
+    this.length++;
+  }
+
+  /** The pairs as three arrays of `length`; the chunks are released as they are copied. */
+  finish(): { i: Uint32Array; j: Uint32Array; score: Float64Array } {
+    const i = new Uint32Array(this.length);
+    const j = new Uint32Array(this.length);
+    const score = new Float64Array(this.length);
+    for (let c = 0, o = 0; c < this.is.length; c++, o += PairChunks.CHUNK) {
+      const len = Math.min(PairChunks.CHUNK, this.length - o);
+      i.set(this.is[c].subarray(0, len), o);
+      j.set(this.js[c].subarray(0, len), o);
+      score.set(this.ss[c].subarray(0, len), o);
+      // Let each chunk go once copied, so the peak stays near twice the result, not more.
+      this.is[c] = this.js[c] = EMPTY_U32;
+      this.ss[c] = EMPTY_F64;
+    }
+    this.is = [];
+    this.js = [];
+    this.ss = [];
+    return { i, j, score };
+  }
 }
 
 /** Union-find over the pairs: the groups of two or more, each ascending (keeper = lowest id). */
@@ -133,9 +214,11 @@ export function groupPairs(n: number, is: ArrayLike<number>, js: ArrayLike<numbe
     if (a !== b) parent[Math.max(a, b)] = Math.min(a, b);
   }
   const groups = new Map<number, number[]>();
-  const members = new Set<number>();
-  for (let p = 0; p < is.length; p++) members.add(is[p]).add(js[p]);
-  for (const v of [...members].sort((a, b) => a - b)) {
+  // Marks, not a Set: there may be tens of millions of pairs, but only n members.
+  const member = new Uint8Array(n);
+  for (let p = 0; p < is.length; p++) member[is[p]] = member[js[p]] = 1;
+  for (let v = 0; v < n; v++) {
+    if (!member[v]) continue;
     const root = find(v);
     const g = groups.get(root);
     if (g) g.push(v);

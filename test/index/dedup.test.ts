@@ -34,15 +34,55 @@ function bruteForce(x: Float32Array, n: number, d: number, metric: DedupMetric, 
 
 const backends = [['cpu', cpu], ['webgpu', gpu], ['webgpu (tiny tiles)', gpuTiled]] as const;
 
+/** Pairs as "i,j" keys, in result order. */
+const keys = (r: { i: Uint32Array; j: Uint32Array }): string[] => Array.from(r.i, (a, p) => `${a},${r.j[p]}`);
+
+/**
+ * The real embeddings with rows overwritten by copies of others turned to an exact cosine: for each
+ * [a, b, c], row b becomes row a rotated (in float64, then stored as float32) to cosine c.
+ */
+function plantCosines(x0: Float32Array, d: number, plants: [number, number, number][], seed: number): Float32Array {
+  const x = x0.slice();
+  const r = rng(seed);
+  for (const [a, b, c] of plants) {
+    const va = Array.from(x.subarray(a * d, (a + 1) * d));
+    const na = Math.hypot(...va);
+    const ah = va.map((v) => v / na);
+    // A random unit direction orthogonal to a.
+    const u = ah.map(() => r() - 0.5);
+    const dot = u.reduce((s, v, k) => s + v * ah[k], 0);
+    for (let k = 0; k < d; k++) u[k] -= dot * ah[k];
+    const nu = Math.hypot(...u);
+    for (let k = 0; k < d; k++) x[b * d + k] = na * (c * ah[k] + Math.sqrt(1 - c * c) * (u[k] / nu));
+  }
+  return x;
+}
+
 describe('dedup', () => {
   const emb = fioriEmbeddings();
-  for (const [metric, t] of [['cosine', 0.9], ['cosine', 0.95], ['cosine', 0.99], ['l2', 0.05]] as [DedupMetric, number][]) {
-    const want = bruteForce(emb.x, emb.n, emb.d, metric, t);
+  // The real set has no pair at cosine 0.99: plant some just above it, and some just below it but
+  // within the float32 margin (about 1.9e-4 at d = 384), which the exact check must reject.
+  const above: [number, number, number][] = [[3, 400, 0.9901], [100, 101, 0.995], [500, 777, 0.9902]];
+  const below: [number, number, number][] = [[7, 300, 0.9899], [250, 600, 0.98995]];
+  const planted = plantCosines(emb.x, emb.d, [...above, ...below], 99);
+  const cases: [DedupMetric, number, Float32Array, string[] | null][] = [
+    ['cosine', 0.9, emb.x, null],
+    ['cosine', 0.95, emb.x, null],
+    ['cosine', 0.99, planted, ['3,400', '100,101', '500,777']],
+    ['l2', 0.05, emb.x, null],
+  ];
+  for (const [metric, t, x, expected] of cases) {
+    const want = bruteForce(x, emb.n, emb.d, metric, t);
+    if (expected) {
+      it(`planted cosines around ${t}: brute force finds exactly the pairs planted above it`, () => {
+        expect(want).toEqual(expected);
+      });
+    }
     for (const [name, backend] of backends) {
-      it.skipIf(!backend)(`real embeddings, ${metric} ${t}, ${name}: exactly the float64 brute-force pairs (${want.length})`, async () => {
-        const r = await dedup(backend!, emb.x, emb.d, { metric, threshold: t });
-        expect(Array.from(r.i, (a, p) => `${a},${r.j[p]}`)).toEqual(want);
-        expect(r.candidates).toBeGreaterThanOrEqual(want.length);
+      it.skipIf(!backend)(`real embeddings${expected ? ' with planted pairs' : ''}, ${metric} ${t}, ${name}: exactly the float64 brute-force pairs (${want.length})`, async () => {
+        const r = await dedup(backend!, x, emb.d, { metric, threshold: t });
+        expect(keys(r)).toEqual(expected ?? want);
+        expect(r.candidates).toBeGreaterThanOrEqual(want.length + (expected ? below.length : 0));
       });
     }
   }
@@ -81,6 +121,119 @@ describe('dedup', () => {
       expect(res.drop.includes(big[0])).toBe(false);
     });
   }
+
+  // Tile edges of the CPU self-join (64 rows by 4096 columns): pairs in the last column of a
+  // column tile (4095, 8191), in the last row of a row tile (4095) and across a column boundary.
+  {
+    const n = 8200;
+    const d = 12;
+    const x = randomSmallInts(n * d, 11, 40);
+    const copy = (from: number, to: number, bump: number[]): void => {
+      x.set(x.subarray(from * d, (from + 1) * d), to * d);
+      for (const k of bump) x[to * d + k] += 1;
+    };
+    copy(0, 4095, []); // (0, 4095): distance 0
+    copy(4095, 4096, [3]); // (4095, 4096) and (0, 4096): distance 1
+    copy(10, 8191, [0, 5]); // (10, 8191): distance 2
+    // (30, 31): distance 2, in column tile 0 but after rows 0 and 10's pairs in column tile 1 are
+    // appended, so the row tile's pairs must be sorted by (i, j) before they are handed on.
+    copy(30, 31, [1, 2]);
+    const want = ['0,4095', '0,4096', '10,8191', '30,31', '4095,4096'];
+    for (const [name, backend] of [['cpu', cpu], ['webgpu', gpu]] as const) {
+      it.skipIf(!backend)(`pairs on tile edges over ${n} rows, squared L2 <= 2, ${name}`, async () => {
+        const res = await dedup(backend!, x, d, { metric: 'l2', threshold: 2 });
+        expect(keys(res)).toEqual(want);
+        expect(Array.from(res.score)).toEqual([0, 1, 2, 2, 1]);
+        expect(res.clusters).toEqual([[0, 4095, 4096], [10, 8191], [30, 31]]);
+      });
+    }
+  }
+
+  // The exact check: hand-built sets whose float32 candidates include pairs just past the threshold
+  // (within the margin), which the float64 check must reject, and pairs exactly on the threshold,
+  // which it must keep (cosine >=, l2 <=). Every value below is exact in float64.
+  const exactCases: { what: string; metric: DedupMetric; d: number; rows: number[][]; t: number; pairs: string[]; scores: number[]; candidates: number }[] = [
+    {
+      // 9 and 10, with norms near 1e6 and 4e6 (margin about 3 and 11): both are candidates.
+      what: 'l2 on the threshold kept (<=), one unit past it rejected',
+      metric: 'l2', d: 2, rows: [[1000, 0], [1000, 3], [0, 2000], [1, 2003]], t: 9,
+      pairs: ['0,1'], scores: [9], candidates: 2,
+    },
+    {
+      // In float32 the threshold rounds to 10, which a float32 check would accept.
+      what: 'l2 threshold 10 - 1e-9: the pair at 10 rejected',
+      metric: 'l2', d: 2, rows: [[1000, 0], [1000, 3], [0, 2000], [1, 2003]], t: 10 - 1e-9,
+      pairs: ['0,1'], scores: [9], candidates: 2,
+    },
+    {
+      // 4096^2 + 1 = 16777217 rounds to 16777216 in float32: only float64 sees it is past 2^24.
+      what: 'l2 threshold 2^24: 2^24 + 1 rejected, 2^24 kept',
+      metric: 'l2', d: 2, rows: [[0, 0], [4096, 1], [-4096, 0]], t: 2 ** 24,
+      pairs: ['0,2'], scores: [2 ** 24], candidates: 2,
+    },
+    {
+      // 3-4-5 triangles in two orthogonal planes: cosines 15/25 = 0.6, 20/25 = 0.8, and 0 across.
+      what: 'cosine on the threshold 0.6 kept (>=)',
+      metric: 'cosine', d: 4, rows: [[5, 0, 0, 0], [3, 4, 0, 0], [0, 0, 5, 0], [0, 0, 4, 3]], t: 0.6,
+      pairs: ['0,1', '2,3'], scores: [0.6, 0.8], candidates: 2,
+    },
+    {
+      // 0.6 is within the margin of 0.6 + 1e-12 (so a candidate), and rounds up in float32.
+      what: 'cosine threshold 0.6 + 1e-12: the pair at 0.6 rejected',
+      metric: 'cosine', d: 4, rows: [[5, 0, 0, 0], [3, 4, 0, 0], [0, 0, 5, 0], [0, 0, 4, 3]], t: 0.6 + 1e-12,
+      pairs: ['2,3'], scores: [0.8], candidates: 2,
+    },
+    {
+      what: 'cosine on the threshold 0.8 kept (>=), 0.6 far below it',
+      metric: 'cosine', d: 4, rows: [[5, 0, 0, 0], [3, 4, 0, 0], [0, 0, 5, 0], [0, 0, 4, 3]], t: 0.8,
+      pairs: ['2,3'], scores: [0.8], candidates: 1,
+    },
+    {
+      what: 'cosine threshold 0: orthogonal pairs (cosine exactly 0) kept',
+      metric: 'cosine', d: 4, rows: [[5, 0, 0, 0], [3, 4, 0, 0], [0, 0, 5, 0], [0, 0, 4, 3]], t: 0,
+      pairs: ['0,1', '0,2', '0,3', '1,2', '1,3', '2,3'], scores: [0.6, 0, 0, 0, 0, 0.8], candidates: 6,
+    },
+  ];
+  for (const c of exactCases) {
+    for (const [name, backend] of backends) {
+      it.skipIf(!backend)(`exact check: ${c.what}, ${name}`, async () => {
+        const res = await dedup(backend!, new Float32Array(c.rows.flat()), c.d, { metric: c.metric, threshold: c.t });
+        expect(keys(res)).toEqual(c.pairs);
+        expect(Array.from(res.score)).toEqual(c.scores);
+        expect(res.candidates).toBe(c.candidates);
+      });
+    }
+  }
+
+  // 300 identical rows: 44850 pairs, every one a candidate and a confirmed pair.
+  {
+    const d = 4;
+    const n = 300;
+    const x = new Float32Array(n * d).fill(1);
+    const all = (n * (n - 1)) / 2;
+    for (const [name, backend] of backends) {
+      it.skipIf(!backend)(`maxCandidates and maxPairs: exactly the bound passes, one less is a clear error, ${name}`, async () => {
+        const ok = await dedup(backend!, x, d, { metric: 'l2', threshold: 0, maxCandidates: all, maxPairs: all });
+        expect([ok.i.length, ok.candidates, ok.clusters.length, ok.drop.length]).toEqual([all, all, 1, n - 1]);
+        await expect(dedup(backend!, x, d, { metric: 'l2', threshold: 0, maxCandidates: all - 1 })).rejects.toThrow(
+          new RegExp(`^the threshold lets through more than ${all - 1} candidate pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxCandidates$`),
+        );
+        await expect(dedup(backend!, x, d, { metric: 'l2', threshold: 0, maxPairs: all - 1 })).rejects.toThrow(
+          new RegExp(`^the threshold matches more than ${all - 1} pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxPairs$`),
+        );
+        // The backend is still usable after a join stopped midway.
+        expect((await dedup(backend!, x.subarray(0, 3 * d), d, { metric: 'l2', threshold: 0 })).i.length).toBe(3);
+      });
+    }
+  }
+
+  it('rejects bad maxCandidates and maxPairs', async () => {
+    const v = new Float32Array(4);
+    await expect(dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxCandidates: -1 })).rejects.toThrow(/maxCandidates must be a non-negative integer or Infinity; got -1/);
+    await expect(dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxCandidates: 1.5 })).rejects.toThrow(/maxCandidates must be a non-negative integer or Infinity; got 1.5/);
+    await expect(dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxPairs: NaN })).rejects.toThrow(/maxPairs must be a non-negative integer or Infinity; got NaN/);
+    expect((await dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxCandidates: Infinity, maxPairs: Infinity })).i.length).toBe(1);
+  });
 
   it('groups pairs into clusters with the lowest id kept', () => {
     const g = groupPairs(10, [5, 1, 2, 7], [9, 2, 8, 8]);

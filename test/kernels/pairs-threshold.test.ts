@@ -4,7 +4,7 @@ import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { pairsThreshold } from '../../src/cpu/pairs-threshold.js';
 import { encodePairsThreshold } from '../../src/gpu/kernels/pairs-threshold.js';
-import { sortPairs } from '../../src/pairs.js';
+import { PairList, sortTilePairs } from '../../src/pairs.js';
 import { randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness } from './harness.js';
@@ -37,12 +37,13 @@ describe.skipIf(!gpu)('gpu pairs-threshold vs cpu twin', () => {
           q0, id0, limit: lim, rel, capacity, qn0: q0, cn0: id0,
         });
         await h.run();
-        const want: number[] = [];
-        pairsThreshold(metric, scores, cols, rows, cols, q0, id0, xn.subarray(q0), xn.subarray(id0), lim, rel, want);
+        const list = new PairList(4);
+        pairsThreshold(metric, scores, cols, rows, cols, q0, id0, xn.subarray(q0), xn.subarray(id0), lim, rel, list);
+        const want = Array.from(list.view());
         const got = (await h.readU32(count, 1))[0];
         expect(got).toBe(want.length / 2);
         if (got <= capacity) {
-          expect(Array.from(sortPairs(await h.readU32(pairs, 2 * got)))).toEqual(want);
+          expect(Array.from(sortTilePairs(await h.readU32(pairs, 2 * got), q0, rows, false))).toEqual(want);
         }
         expect(want.length).toBeGreaterThan(0);
         h.dispose();

@@ -1,0 +1,90 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Backend } from '../../src/backend.js';
+import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { dedupMargin } from '../../src/jobs/dedup.js';
+import { randomSmallInts } from '../../src/random.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+const gpu = await gpuBackend();
+// Tiny tiles and pair buffer: many query tiles, each overflowing its buffer once.
+const gpuTiled = await gpuBackend({ tileCols: 64, scoreTileBytes: 64 * 4 * 40, chunkRows: 250, pairCapacity: 16 });
+afterAll(disposeGpuBackends);
+
+// [name, backend, row tiles of the join below, tiles handed on before 10 candidates are passed]:
+// the CPU joins 64 rows at a time; the default GPU all 500 at once; the tiny one 40 rows at a time
+// within chunks of 250. Rows 199 .. 259 are identical, so the bound of 10 falls in the tile of row 199.
+const backends = [['cpu', new CpuBackend(), 8, 3], ['webgpu', gpu, 1, 0], ['webgpu (tiny tiles)', gpuTiled, 14, 4]] as const;
+
+// Small integers (every float32 score exact) with planted copies at squared distance 0 and 1, and
+// a block of identical rows: the margin at d = 8 is below 0.1, so the candidates are exactly the
+// pairs at squared distance <= 1.
+const n = 500;
+const d = 8;
+const x = randomSmallInts(n * d, 21, 30);
+for (let b = 200; b < 260; b++) x.set(x.subarray(199 * d, 200 * d), b * d);
+for (const [a, b] of [[0, 499], [63, 64], [5, 320], [410, 411]]) {
+  x.set(x.subarray(a * d, (a + 1) * d), b * d);
+  if (a % 2 === 1) x[b * d + 2] += 1;
+}
+const want: number[] = [];
+for (let a = 0; a < n; a++) {
+  for (let b = a + 1; b < n; b++) {
+    let s = 0;
+    for (let k = 0; k < d; k++) s += (x[a * d + k] - x[b * d + k]) ** 2;
+    if (s <= 1) want.push(a, b);
+  }
+}
+
+async function join(backend: Backend, onPairs: (block: Uint32Array, rowsDone: number) => void, maxCandidates?: number): Promise<number> {
+  const store = backend.createBaseStore(d);
+  try {
+    await store.add(x, n);
+    return await backend.selfJoinCandidates(store, 'l2', 1, dedupMargin(d), { onPairs, maxCandidates });
+  } finally {
+    store.dispose();
+  }
+}
+
+describe('selfJoinCandidates streams sorted row-tile blocks', () => {
+  it('the planted set has pairs in many tiles', () => {
+    expect(want.length / 2).toBe((61 * 60) / 2 + 4);
+  });
+
+  for (const [name, backend, tiles, before] of backends) {
+    it.skipIf(!backend)(`${name}: blocks in row order, each sorted by (i, j), together every candidate`, async () => {
+      const got: number[] = [];
+      const done: number[] = [0];
+      const total = await join(backend!, (block, rowsDone) => {
+        const prev = done[done.length - 1];
+        expect(rowsDone).toBeGreaterThan(prev);
+        for (let p = 0; p < block.length; p += 2) {
+          // Rows of this tile only, and ascending (i, j) within it.
+          expect(block[p] >= prev && block[p] < rowsDone && block[p] < block[p + 1]).toBe(true);
+          if (p > 0) expect(block[p - 2] < block[p] || (block[p - 2] === block[p] && block[p - 1] < block[p + 1])).toBe(true);
+        }
+        done.push(rowsDone);
+        got.push(...block); // the block is only valid during the call
+      });
+      expect(done[done.length - 1]).toBe(n);
+      expect(done.length - 1).toBe(tiles);
+      expect(got).toEqual(want);
+      expect(total).toBe(want.length / 2);
+    });
+
+    it.skipIf(!backend)(`${name}: an error thrown by onPairs stops the join and rejects with it`, async () => {
+      let calls = 0;
+      await expect(
+        join(backend!, () => {
+          calls++;
+          throw new Error('stop here');
+        }),
+      ).rejects.toThrow('stop here');
+      expect(calls).toBe(1);
+      // 10 candidates: rejected in the tile that crosses the bound, before its block is handed on.
+      calls = 0;
+      await expect(join(backend!, () => calls++, 10)).rejects.toThrow(/more than 10 candidate pairs \(at row \d+ of 500\)/);
+      expect(calls).toBe(before);
+      expect(await join(backend!, () => {}, want.length / 2)).toBe(want.length / 2);
+    });
+  }
+});
