@@ -105,7 +105,10 @@ export class IvfFlatIndex {
    * index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
    */
   async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
-    checkVectors(xt, this.dim, 'xt', true);
+    const n = checkVectors(xt, this.dim, 'xt', true);
+    if (n < this.nlist) {
+      throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least ${this.nlist} training vectors; got ${n}`);
+    }
     const kmeans = new KMeans(this.backend, { dim: this.dim });
     const { centroids } = await kmeans.train(this.prepare(xt), {
       k: this.nlist,
