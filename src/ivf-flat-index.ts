@@ -107,7 +107,7 @@ export class IvfFlatIndex {
   async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
     const n = checkVectors(xt, this.dim, 'xt', true);
     if (n < this.nlist) {
-      throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least ${this.nlist} training vectors; got ${n}`);
+      throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least k = ${this.nlist} training points; got ${n}`);
     }
     const kmeans = new KMeans(this.backend, { dim: this.dim });
     const { centroids } = await kmeans.train(this.prepare(xt), {
