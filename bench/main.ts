@@ -145,7 +145,8 @@ export class UsageError extends Error {
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  const v = Number(value);
+  // Decimal digits only: Number() would take '0x10' (as 16) and ' ' (as 0).
+  const v = /^\+?\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isInteger(v) || v < 1) throw new UsageError(`--${name} must be a positive integer; got ${value}`);
   return v;
 }
@@ -266,11 +267,11 @@ export async function benchMain(argv: string[]): Promise<void> {
     if (!v.input) throw new UsageError('--input is required');
     const metric = v.metric;
     if (metric !== 'cosine' && metric !== 'l2') throw new UsageError(`--metric must be cosine or l2; got ${metric}`);
-    const threshold = Number(v.threshold);
+    const threshold = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v.threshold ?? '') ? Number(v.threshold) : NaN;
     if (v.threshold === undefined || !Number.isFinite(threshold)) throw new UsageError(`--threshold must be a number; got ${v.threshold}`);
     await runDedupBench({ input: v.input, metric, threshold, backends, verify: (v.verify ?? 'yes') !== 'no', log });
   } else if (kase === 'scheduler') {
-    const delay = v['max-delay'] === undefined ? 2 : Number(v['max-delay']);
+    const delay = v['max-delay'] === undefined ? 2 : /^\+?(\d+\.?\d*|\.\d+)$/.test(v['max-delay']) ? Number(v['max-delay']) : NaN;
     if (!(delay >= 0)) throw new UsageError(`--max-delay must be a number >= 0; got ${v['max-delay']}`);
     await runSchedulerBench({
       n: positiveInt('n', v.n, 100_000),

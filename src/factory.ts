@@ -11,10 +11,18 @@ export type Index = FlatIndex | IvfFlatIndex;
 
 export const FACTORY_FORMS = '"Flat", "IVF<nlist>,Flat" (for example "IVF1024,Flat")';
 
-export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): Index {
+/** What a factory string describes, checked without creating anything. */
+export type IndexType = { type: 'Flat' } | { type: 'IVF'; nlist: number };
+
+export function parseIndexType(description: string): IndexType {
   const text = typeof description === 'string' ? description.trim() : '';
-  if (text === 'Flat') return new FlatIndex(backend, { dim, metric });
+  if (text === 'Flat') return { type: 'Flat' };
   const ivf = /^IVF(\d+),Flat$/.exec(text);
-  if (ivf) return new IvfFlatIndex(backend, { dim, metric, nlist: Number(ivf[1]) });
-  throw new InvalidArgumentError(`unknown index description ${JSON.stringify(description)}; expected ${FACTORY_FORMS}`);
+  if (ivf && Number(ivf[1]) >= 1 && Number(ivf[1]) <= 0xffffffff) return { type: 'IVF', nlist: Number(ivf[1]) };
+  throw new InvalidArgumentError(`unknown index description ${JSON.stringify(description)}; expected ${FACTORY_FORMS} with nlist in [1, 4294967295]`);
+}
+
+export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): Index {
+  const t = parseIndexType(description);
+  return t.type === 'Flat' ? new FlatIndex(backend, { dim, metric }) : new IvfFlatIndex(backend, { dim, metric, nlist: t.nlist });
 }

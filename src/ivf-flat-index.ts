@@ -111,7 +111,10 @@ export class IvfFlatIndex {
    * Runs after every operation called before it, like every mutation (see OperationQueue).
    */
   async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
-    checkVectors(xt, this.dim, 'xt', true);
+    const n = checkVectors(xt, this.dim, 'xt', true);
+    if (n < this.nlist) {
+      throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least k = ${this.nlist} training points; got ${n}`);
+    }
     const x = this.prepare(xt);
     return this.queue.mutate(async () => {
       const kmeans = new KMeans(this.backend, { dim: this.dim });

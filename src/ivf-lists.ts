@@ -16,11 +16,20 @@ export interface IvfCsr {
   dpad: number;
 }
 
+/** One list's rows, norms and ids, with spare capacity; `size` of them are in use. */
+interface List {
+  vectors: Float32Array;
+  norms: Float32Array;
+  ids: Uint32Array;
+  size: number;
+}
+
 export class IvfLists {
-  private vectors: Float32Array[];
-  private norms: Float32Array[];
-  private idLists: Uint32Array[];
-  private sizes: Uint32Array;
+  /**
+   * Only the lists that hold vectors have storage (a Map keyed by list number), so that an index
+   * with a huge nlist costs nothing until vectors are added.
+   */
+  private lists = new Map<number, List>();
   ntotal = 0;
   /** Bumped by every change, so that device copies know when they are stale. */
   version = 0;
@@ -31,40 +40,37 @@ export class IvfLists {
   constructor(
     readonly d: number,
     readonly nlist: number,
-  ) {
-    this.vectors = Array.from({ length: nlist }, () => new Float32Array(0));
-    this.norms = Array.from({ length: nlist }, () => new Float32Array(0));
-    this.idLists = Array.from({ length: nlist }, () => new Uint32Array(0));
-    this.sizes = new Uint32Array(nlist);
-  }
+  ) {}
 
   /** Appends rows of `x` (`n * d`) to the lists `listOf[i]`, with ids `id0 + i` or `ids[i]`. */
   add(x: Float32Array, n: number, listOf: Uint32Array, id0: number | Uint32Array): void {
     const d = this.d;
     const xn = norms(x, n, d);
-    const counts = new Uint32Array(this.nlist);
-    for (let i = 0; i < n; i++) counts[listOf[i]]++;
-    for (let l = 0; l < this.nlist; l++) {
-      const need = this.sizes[l] + counts[l];
-      if (need > this.norms[l].length) {
-        const cap = Math.max(need, 2 * this.norms[l].length, 8);
+    const counts = new Map<number, number>();
+    for (let i = 0; i < n; i++) counts.set(listOf[i], (counts.get(listOf[i]) ?? 0) + 1);
+    for (const [l, count] of counts) {
+      const list = this.lists.get(l) ?? { vectors: new Float32Array(0), norms: new Float32Array(0), ids: new Uint32Array(0), size: 0 };
+      const need = list.size + count;
+      if (need > list.norms.length) {
+        const cap = Math.max(need, 2 * list.norms.length, 8);
         const v = new Float32Array(cap * d);
-        v.set(this.vectors[l].subarray(0, this.sizes[l] * d));
+        v.set(list.vectors.subarray(0, list.size * d));
         const nn = new Float32Array(cap);
-        nn.set(this.norms[l].subarray(0, this.sizes[l]));
+        nn.set(list.norms.subarray(0, list.size));
         const ii = new Uint32Array(cap);
-        ii.set(this.idLists[l].subarray(0, this.sizes[l]));
-        this.vectors[l] = v;
-        this.norms[l] = nn;
-        this.idLists[l] = ii;
+        ii.set(list.ids.subarray(0, list.size));
+        list.vectors = v;
+        list.norms = nn;
+        list.ids = ii;
       }
+      this.lists.set(l, list);
     }
     for (let i = 0; i < n; i++) {
-      const l = listOf[i];
-      const at = this.sizes[l]++;
-      this.vectors[l].set(x.subarray(i * d, (i + 1) * d), at * d);
-      this.norms[l][at] = xn[i];
-      this.idLists[l][at] = typeof id0 === 'number' ? id0 + i : id0[i];
+      const list = this.lists.get(listOf[i])!;
+      const at = list.size++;
+      list.vectors.set(x.subarray(i * d, (i + 1) * d), at * d);
+      list.norms[at] = xn[i];
+      list.ids[at] = typeof id0 === 'number' ? id0 + i : id0[i];
     }
     this.ntotal += n;
     this.version++;
@@ -74,7 +80,9 @@ export class IvfLists {
 
   /** Number of vectors in each list. */
   listSizes(): Uint32Array {
-    return this.sizes.slice();
+    const sizes = new Uint32Array(this.nlist);
+    for (const [l, list] of this.lists) sizes[l] = list.size;
+    return sizes;
   }
 
   /** The CSR layout with rows padded to `dpad` floats (cached until the next add or reset). */
@@ -82,18 +90,19 @@ export class IvfLists {
     const hit = this.cache.get(dpad);
     if (hit) return hit;
     const d = this.d;
+    const sizes = this.listSizes();
     const offsets = new Uint32Array(this.nlist + 1);
-    for (let l = 0; l < this.nlist; l++) offsets[l + 1] = offsets[l] + this.sizes[l];
+    for (let l = 0; l < this.nlist; l++) offsets[l + 1] = offsets[l] + sizes[l];
     const xb = new Float32Array(this.ntotal * dpad);
     const xnorm = new Float32Array(this.ntotal);
     const ids = new Uint32Array(this.ntotal);
-    for (let l = 0; l < this.nlist; l++) {
+    for (const [l, list] of this.lists) {
       const o = offsets[l];
-      const size = this.sizes[l];
-      if (dpad === d) xb.set(this.vectors[l].subarray(0, size * d), o * d);
-      else for (let i = 0; i < size; i++) xb.set(this.vectors[l].subarray(i * d, (i + 1) * d), (o + i) * dpad);
-      xnorm.set(this.norms[l].subarray(0, size), o);
-      ids.set(this.idLists[l].subarray(0, size), o);
+      const size = list.size;
+      if (dpad === d) xb.set(list.vectors.subarray(0, size * d), o * d);
+      else for (let i = 0; i < size; i++) xb.set(list.vectors.subarray(i * d, (i + 1) * d), (o + i) * dpad);
+      xnorm.set(list.norms.subarray(0, size), o);
+      ids.set(list.ids.subarray(0, size), o);
     }
     const out = { xb, xnorm, ids, offsets, dpad };
     this.cache.set(dpad, out);
@@ -114,12 +123,7 @@ export class IvfLists {
   }
 
   reset(): void {
-    for (let l = 0; l < this.nlist; l++) {
-      this.vectors[l] = new Float32Array(0);
-      this.norms[l] = new Float32Array(0);
-      this.idLists[l] = new Uint32Array(0);
-    }
-    this.sizes.fill(0);
+    this.lists.clear();
     this.ntotal = 0;
     this.version++;
     this.cache.clear();

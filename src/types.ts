@@ -3,7 +3,12 @@
  * it changes anything, so a call that throws leaves the index exactly as it was.
  */
 
-/** `l2`: squared Euclidean, ascending. `ip`: inner product, descending. `cosine`: `ip` on L2-normalised vectors. */
+/**
+ * `l2`: squared Euclidean, ascending. `ip`: inner product, descending. `cosine`: `ip` on
+ * L2-normalised vectors. A zero vector has no direction: under cosine it stays zero, so its cosine
+ * with every vector (itself and other zero vectors included) is 0, as with Faiss's normalize_L2 and
+ * scikit-learn's cosine_similarity.
+ */
 export type Metric = 'l2' | 'ip' | 'cosine';
 
 export const METRICS: readonly Metric[] = ['l2', 'ip', 'cosine'];
@@ -92,7 +97,10 @@ export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: 
   return n;
 }
 
-/** Returns a copy of `x` (`n * d`) with each row scaled to unit L2 norm; zero rows stay zero. */
+/**
+ * Returns a copy of `x` (`n * d`) with each row scaled to unit L2 norm; zero rows stay zero (cosine 0
+ * with everything: see Metric).
+ */
 export function normalizeRows(x: Float32Array, d: number): Float32Array {
   const out = new Float32Array(x.length);
   for (let off = 0; off < x.length; off += d) {

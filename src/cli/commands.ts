@@ -6,22 +6,33 @@ import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
-import { FACTORY_FORMS, type Index, indexFactory } from '../factory.js';
+import { FACTORY_FORMS, type Index, type IndexType, indexFactory, parseIndexType } from '../factory.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
+import { readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
-import { VectorStreamWriter } from '../io/stream-writer.js';
-import { READ_FORMATS, readVectors, writeAtomically } from '../io/vectors.js';
+import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
+import { READ_FORMATS, type VectorFile, readVectors } from '../io/vectors.js';
 import { type DedupMetric, dedup } from '../jobs/dedup.js';
 import { knnGraph } from '../jobs/knn-graph.js';
 import type { Metric } from '../types.js';
+import { UsageError, intFlag, numberFlag } from './flags.js';
+import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
 
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+export { UsageError };
+
+/** The largest k any backend takes; the backend's own limit is checked once it exists. */
+const K_LIMIT = 1 << 20;
+/** Pairs formatted per write of the dedup output (bounded memory however many pairs there are). */
+const PAIRS_PER_WRITE = 1 << 16;
 
 const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
+const OUTPUTS = `Every flag and output path is checked before any work starts; an output may not be an input
+or another output (exit 2). Outputs are written to temporary files (.NAME.webgpu-knn-tmp-PID-*) in
+the output's directory and renamed into place together at the end: after a failure or Ctrl-C none
+appears, and a temporary file left by a killed run is removed by the next run writing that output.
+Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.`;
 
 export const USAGE: Record<string, string> = {
   build: `usage: webgpu-knn build --input FILE --out INDEX [options]
@@ -31,12 +42,14 @@ Builds an index from a vector file and saves it (versioned, checksummed; written
 options:
   --input FILE      the vectors (${READ_FORMATS.slice(0, 5).join(' ')}, IDX)
   --out INDEX       the index file to write
-  --type T          ${FACTORY_FORMS} (default Flat)
+  --type T          ${FACTORY_FORMS} (default Flat);
+                    nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
-  --nprobe P        IVF: lists scanned per query, saved with the index (default 1)
+  --nprobe P        IVF: lists scanned per query, in [1, nlist], saved with the index (default 1)
 ${BACKEND_OPT}
   -h, --help        this text
-${FILES}`,
+${FILES}
+${OUTPUTS}`,
   search: `usage: webgpu-knn search --index INDEX --queries FILE --k K --out FILE [options]
 
 Searches a saved index; writes each query's k neighbour ids (row numbers of the indexed file).
@@ -44,12 +57,13 @@ Searches a saved index; writes each query's k neighbour ids (row numbers of the 
 options:
   --index INDEX     an index file from 'webgpu-knn build'
   --queries FILE    the query vectors
-  --k K             neighbours per query
+  --k K             neighbours per query (at most the backend's max k: 'webgpu-knn info')
   --out FILE        neighbour ids: .ivecs, .npy, .csv or .jsonl
   --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl
-  --nprobe P        IVF: lists scanned per query (default: as saved)
+  --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved)
 ${BACKEND_OPT}
-  -h, --help        this text`,
+  -h, --help        this text
+${OUTPUTS}`,
   dedup: `usage: webgpu-knn dedup --input FILE --metric cosine|l2 --threshold T --out FILE [options]
 
 Finds every pair i < j of near-duplicate vectors: cosine >= T, or squared L2 <= T. Candidates are
@@ -58,13 +72,15 @@ found on the backend with a safety margin and confirmed exactly (float64), so no
 options:
   --input FILE      the vectors
   --metric M        cosine | l2
-  --threshold T     cosine: the smallest similarity; l2: the largest squared distance
+  --threshold T     cosine: the smallest similarity, in [-1, 1]; l2: the largest squared
+                    distance, >= 0
   --out FILE        the pairs: .csv (header i,j,score; 0-based rows, i < j, sorted by i then j)
                     or .jsonl (the same fields)
   --clusters FILE   also the groups (JSON: clusters with the lowest id first = kept, and drop: the
                     ids to drop)
 ${BACKEND_OPT}
-  -h, --help        this text`,
+  -h, --help        this text
+${OUTPUTS}`,
   'knn-graph': `usage: webgpu-knn knn-graph --input FILE --k K --out FILE [options]
 
 For every vector its k nearest other vectors (or, with --queries, every query's k nearest),
@@ -73,14 +89,16 @@ written block by block so that memory stays bounded.
 options:
   --input FILE      the vectors to index
   --queries FILE    optional: search these instead of the input itself
-  --k K             neighbours per row
+  --k K             neighbours per row (at most the backend's max k: 'webgpu-knn info')
   --out FILE        neighbour ids: .ivecs, .npy, .csv or .jsonl
   --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl
-  --type T          ${FACTORY_FORMS} (default Flat)
+  --type T          ${FACTORY_FORMS} (default Flat);
+                    nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
-  --nprobe P        IVF: lists scanned per query (default 8)
+  --nprobe P        IVF: lists scanned per query, in [1, nlist] (default min(8, nlist))
 ${BACKEND_OPT}
-  -h, --help        this text`,
+  -h, --help        this text
+${OUTPUTS}`,
 };
 
 type Values = Record<string, string | boolean | undefined>;
@@ -104,28 +122,52 @@ function required(v: Values, name: string): string {
   return s;
 }
 
-function positiveInt(v: Values, name: string, fallback?: number): number {
-  const s = v[name];
-  if (s === undefined) {
-    if (fallback === undefined) throw new UsageError(`--${name} is required`);
-    return fallback;
-  }
-  const n = Number(s);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer; got ${String(s)}`);
-  return n;
-}
+const text = (v: Values, name: string): string | undefined => v[name] as string | undefined;
 
 function metricOf(v: Values): Metric {
-  const m = (v.metric as string | undefined) ?? 'l2';
+  const m = text(v, 'metric') ?? 'l2';
   if (!['l2', 'ip', 'cosine'].includes(m)) throw new UsageError(`--metric must be l2, ip or cosine; got ${m}`);
   return m as Metric;
 }
 
-async function backendOf(v: Values): Promise<Backend> {
-  const b = (v.backend as string | undefined) ?? 'auto';
+function indexTypeOf(v: Values): IndexType {
+  try {
+    return parseIndexType(text(v, 'type') ?? 'Flat');
+  } catch (err) {
+    throw new UsageError(`--type: ${(err as Error).message}`);
+  }
+}
+
+/** --nprobe for an index of `type`: in [1, nlist]; `fallback` when absent (IVF only). */
+function nprobeOf(v: Values, type: IndexType, fallback: number): number | undefined {
+  if (type.type !== 'IVF') return undefined;
+  return intFlag('nprobe', text(v, 'nprobe'), 1, type.nlist, Math.min(fallback, type.nlist));
+}
+
+/** The usage error for an IVF nlist larger than the number of vectors (k-means needs n >= nlist). */
+function checkNlist(type: IndexType, file: VectorFile, path: string): void {
+  if (type.type === 'IVF' && type.nlist > file.n) {
+    throw new UsageError(`--type IVF${type.nlist},Flat needs at least nlist = ${type.nlist} vectors to train on; ${path} has ${file.n}`);
+  }
+}
+
+function backendChoice(v: Values): 'auto' | 'webgpu' | 'cpu' {
+  const b = text(v, 'backend') ?? 'auto';
   if (!['auto', 'webgpu', 'cpu'].includes(b)) throw new UsageError(`--backend must be auto, webgpu or cpu; got ${b}`);
-  const backend = await createBackend({ backend: b as 'auto' | 'webgpu' | 'cpu' });
+  return b as 'auto' | 'webgpu' | 'cpu';
+}
+
+/**
+ * Creates the backend (the last step before heavy work) and checks k against its limit (`spare`:
+ * one less for a kNN graph of the input itself, which searches k + 1 to drop each vector's self).
+ */
+async function openBackend(choice: 'auto' | 'webgpu' | 'cpu', k?: number, spare = 0): Promise<Backend> {
+  const backend = await createBackend({ backend: choice });
   process.stderr.write(`backend: ${backend.description}\n`);
+  if (k !== undefined && k > backend.maxK - spare) {
+    backend.dispose();
+    throw new UsageError(`--k must be an integer in [1, ${backend.maxK - spare}] on the ${backend.kind} backend; got ${k}`);
+  }
   return backend;
 }
 
@@ -133,14 +175,11 @@ function checkExt(path: string, allowed: string[], what: string): void {
   if (!allowed.includes(extname(path).toLowerCase())) throw new UsageError(`${what} must end in ${allowed.join(', ')}; got ${path}`);
 }
 
-async function buildIndex(backend: Backend, v: Values, x: Float32Array, d: number): Promise<Index> {
-  const type = (v.type as string | undefined) ?? 'Flat';
-  let index: Index;
-  try {
-    index = indexFactory(backend, d, type, metricOf(v));
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+const inputs = (...flags: [string, string | undefined][]): PathFlag[] =>
+  flags.filter((f): f is [string, string] => f[1] !== undefined).map(([flag, path]) => ({ flag, path }));
+
+async function buildIndex(backend: Backend, type: IndexType, metric: Metric, x: Float32Array, d: number): Promise<Index> {
+  const index = indexFactory(backend, d, type.type === 'Flat' ? 'Flat' : `IVF${type.nlist},Flat`, metric);
   if (index instanceof IvfFlatIndex) {
     const p = new Progress('training');
     await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter) });
@@ -154,11 +193,17 @@ export async function build(argv: string[]): Promise<void> {
   if (!v) return;
   const input = required(v, 'input');
   const out = required(v, 'out');
+  const type = indexTypeOf(v);
+  const metric = metricOf(v);
+  const nprobe = nprobeOf(v, type, 1);
+  const choice = backendChoice(v);
+  checkOutputs(inputs(['--out', out]), inputs(['--input', input]));
   const file = readVectors(input);
-  const backend = await backendOf(v);
+  checkNlist(type, file, input);
+  const backend = await openBackend(choice);
   try {
-    const index = await buildIndex(backend, v, file.data, file.d);
-    if (index instanceof IvfFlatIndex && v.nprobe !== undefined) index.nprobe = positiveInt(v, 'nprobe');
+    const index = await buildIndex(backend, type, metric, file.data, file.d);
+    if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
     await index.save(out);
     process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.d}\n`);
   } finally {
@@ -170,13 +215,19 @@ export async function search(argv: string[]): Promise<void> {
   const v = parse('search', argv);
   if (!v) return;
   const { out, dist } = neighbourOutputs(v);
-  const k = positiveInt(v, 'k');
-  const queries = readVectors(required(v, 'queries'));
-  const backend = await backendOf(v);
+  const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
+  const indexPath = required(v, 'index');
+  const queriesPath = required(v, 'queries');
+  const choice = backendChoice(v);
+  checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath]));
+  const header = readIndexHeader(indexPath);
+  const nprobe = header.type === 'IVF' && v.nprobe !== undefined ? nprobeOf(v, { type: 'IVF', nlist: header.nlist }, 1) : undefined;
+  const queries = readVectors(queriesPath);
+  if (queries.d !== header.dim) throw new UsageError(`the queries have dim ${queries.d}; the index has dim ${header.dim}`);
+  const backend = await openBackend(choice, k);
   try {
-    const index = await loadIndex(backend, required(v, 'index'));
-    if (queries.d !== index.dim) throw new UsageError(`the queries have dim ${queries.d}; the index has dim ${index.dim}`);
-    if (index instanceof IvfFlatIndex && v.nprobe !== undefined) index.nprobe = positiveInt(v, 'nprobe');
+    const index = await loadIndex(backend, indexPath);
+    if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
     await writeNeighbours(index, { queries: queries.data }, k, out, dist, 'search');
   } finally {
     backend.dispose();
@@ -187,8 +238,8 @@ export async function search(argv: string[]): Promise<void> {
 function neighbourOutputs(v: Values): { out: string; dist: string | undefined } {
   const out = required(v, 'out');
   checkExt(out, ['.ivecs', '.npy', '.csv', '.jsonl'], '--out');
-  const dist = v.distances as string | undefined;
-  if (dist) checkExt(dist, ['.fvecs', '.npy', '.csv', '.jsonl'], '--distances');
+  const dist = text(v, 'distances');
+  if (dist !== undefined) checkExt(dist, ['.fvecs', '.npy', '.csv', '.jsonl'], '--distances');
   return { out, dist };
 }
 
@@ -201,27 +252,31 @@ async function writeNeighbours(
   label: string,
 ): Promise<void> {
   const n = (source.queries ?? source.self)!.length / index.dim;
-  const ids = new VectorStreamWriter(out, n, k, 'int');
-  const ds = dist ? new VectorStreamWriter(dist, n, k, 'float') : null;
-  const p = new Progress(label);
+  const outputs: VectorStreamWriter[] = [];
   try {
+    const ids = new VectorStreamWriter(out, n, k, 'int');
+    outputs.push(ids);
+    const ds = dist ? new VectorStreamWriter(dist, n, k, 'float') : null;
+    if (ds) outputs.push(ds);
+    const p = new Progress(label);
     await knnGraph(index, {
       k,
       ...source,
-      onBlock: (_, rows, labels, distances) => {
+      onBlock: async (_, rows, labels, distances) => {
         ids.write(labels, rows);
         ds?.write(distances, rows);
+        // Let the event loop turn, so that Ctrl-C (which removes the temporary files) is handled
+        // between blocks even when the backend computes synchronously (CPU).
+        await new Promise((resolve) => setImmediate(resolve));
       },
       onProgress: (done, total) => p.update(done, total),
     });
-    ids.close();
-    ds?.close();
-    process.stderr.write(`wrote ${out}${dist ? ` and ${dist}` : ''}: ${n} rows of ${k}\n`);
   } catch (err) {
-    ids.abort();
-    ds?.abort();
+    for (const o of outputs) o.abort();
     throw err;
   }
+  commitOutputs(outputs);
+  process.stderr.write(`wrote ${out}${dist ? ` and ${dist}` : ''}: ${n} rows of ${k}\n`);
 }
 
 export async function dedupCommand(argv: string[]): Promise<void> {
@@ -229,13 +284,18 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   if (!v) return;
   const metric = required(v, 'metric');
   if (metric !== 'cosine' && metric !== 'l2') throw new UsageError(`--metric must be cosine or l2; got ${metric}`);
-  const tText = required(v, 'threshold');
-  const threshold = Number(tText);
-  if (!Number.isFinite(threshold)) throw new UsageError(`--threshold must be a number; got ${tText}`);
+  const threshold =
+    metric === 'cosine'
+      ? numberFlag('threshold', text(v, 'threshold'), -1, 1, 'a cosine')
+      : numberFlag('threshold', text(v, 'threshold'), 0, Infinity, 'a squared L2 distance');
   const out = required(v, 'out');
   checkExt(out, ['.csv', '.jsonl'], '--out');
-  const file = readVectors(required(v, 'input'));
-  const backend = await backendOf(v);
+  const input = required(v, 'input');
+  const clusters = text(v, 'clusters');
+  const choice = backendChoice(v);
+  checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input]));
+  const file = readVectors(input);
+  const backend = await openBackend(choice);
   try {
     const p = new Progress('dedup');
     const t0 = performance.now();
@@ -244,16 +304,30 @@ export async function dedupCommand(argv: string[]): Promise<void> {
       threshold,
       onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
     });
-    const lines: string[] = [];
-    if (extname(out).toLowerCase() === '.csv') {
-      lines.push('i,j,score');
-      for (let q = 0; q < r.i.length; q++) lines.push(`${r.i[q]},${r.j[q]},${r.score[q]}`);
-    } else {
-      for (let q = 0; q < r.i.length; q++) lines.push(JSON.stringify({ i: r.i[q], j: r.j[q], score: r.score[q] }));
+    const outputs: Output[] = [];
+    try {
+      const pairs = new AtomicFile(out);
+      outputs.push(pairs);
+      const csv = extname(out).toLowerCase() === '.csv';
+      if (csv) pairs.write('i,j,score\n');
+      // In blocks: tens of millions of pairs do not fit in one string.
+      for (let q0 = 0; q0 < r.i.length; q0 += PAIRS_PER_WRITE) {
+        const lines: string[] = [];
+        for (let q = q0; q < Math.min(q0 + PAIRS_PER_WRITE, r.i.length); q++) {
+          lines.push(csv ? `${r.i[q]},${r.j[q]},${r.score[q]}\n` : `${JSON.stringify({ i: r.i[q], j: r.j[q], score: r.score[q] })}\n`);
+        }
+        pairs.write(lines.join(''));
+      }
+      if (clusters !== undefined) {
+        const c = new AtomicFile(clusters);
+        outputs.push(c);
+        c.write(JSON.stringify({ clusters: r.clusters, drop: Array.from(r.drop) }) + '\n');
+      }
+    } catch (err) {
+      for (const o of outputs) o.abort();
+      throw err;
     }
-    writeAtomically(out, lines.join('\n') + '\n');
-    const clusters = v.clusters as string | undefined;
-    if (clusters) writeAtomically(clusters, JSON.stringify({ clusters: r.clusters, drop: Array.from(r.drop) }) + '\n');
+    commitOutputs(outputs);
     process.stderr.write(
       `${r.i.length} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
         `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
@@ -267,15 +341,23 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const v = parse('knn-graph', argv);
   if (!v) return;
   const { out, dist } = neighbourOutputs(v);
-  const k = positiveInt(v, 'k');
-  const file = readVectors(required(v, 'input'));
-  const queries = v.queries ? readVectors(v.queries as string) : null;
+  const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
+  const input = required(v, 'input');
+  const queriesPath = text(v, 'queries');
+  const type = indexTypeOf(v);
+  const metric = metricOf(v);
+  const nprobe = nprobeOf(v, type, 8);
+  const choice = backendChoice(v);
+  checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
+  const file = readVectors(input);
+  checkNlist(type, file, input);
+  const queries = queriesPath !== undefined ? readVectors(queriesPath) : null;
   if (queries && queries.d !== file.d) throw new UsageError(`the queries have dim ${queries.d}; the input has dim ${file.d}`);
-  const backend = await backendOf(v);
+  const backend = await openBackend(choice, k, queries ? 0 : 1);
   try {
     const t0 = performance.now();
-    const index = await buildIndex(backend, v, file.data, file.d);
-    if (index instanceof IvfFlatIndex) index.nprobe = Math.min(index.nlist, positiveInt(v, 'nprobe', 8));
+    const index = await buildIndex(backend, type, metric, file.data, file.d);
+    if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
     await writeNeighbours(index, queries ? { queries: queries.data } : { self: file.data }, k, out, dist, 'knn-graph');
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
   } finally {

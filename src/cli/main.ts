@@ -5,8 +5,10 @@
 import { parseArgs } from 'node:util';
 import { createBackend } from '../create-backend.js';
 import type { GpuBackend } from '../gpu/gpu-backend.js';
+import { FileError } from '../io/file-error.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
-import { UsageError, build, dedupCommand, knnGraphCommand, search } from './commands.js';
+import { build, dedupCommand, knnGraphCommand, search } from './commands.js';
+import { UsageError, intFlag, numberFlag } from './flags.js';
 import { runDemo } from './demo.js';
 
 const USAGE = `usage: webgpu-knn <command> [options]
@@ -24,7 +26,9 @@ commands:
   info       the WebGPU adapter, its limits, and the backend 'auto' picks
   bench      benchmarks: compare, flat, kmeans, ivf, scheduler, dedup ('webgpu-knn bench <case> --help')
 
-'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure, 2 usage error.
+'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure (a missing,
+unreadable or malformed file, a full disk), 2 usage error (a bad flag, an output that is an input),
+130 / 143 interrupted (SIGINT / SIGTERM; temporary files are removed).
 No WebGPU adapter? scripts/setup-webgpu.sh installs a software one (Mesa lavapipe) on Debian/Ubuntu.`;
 
 const DEMO_USAGE = `usage: webgpu-knn demo [--threshold T] [--k K]
@@ -81,10 +85,8 @@ async function demo(argv: string[]): Promise<void> {
     options: { threshold: { type: 'string' }, k: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) return void console.log(DEMO_USAGE);
-  const threshold = values.threshold === undefined ? 0.95 : Number(values.threshold);
-  if (!(threshold >= -1 && threshold <= 1)) throw new UsageError(`--threshold must be a cosine in [-1, 1]; got ${values.threshold}`);
-  const k = values.k === undefined ? 4 : Number(values.k);
-  if (!Number.isInteger(k) || k < 1 || k > 100) throw new UsageError(`--k must be an integer in [1, 100]; got ${values.k}`);
+  const threshold = numberFlag('threshold', values.threshold, -1, 1, 'a cosine', 0.95);
+  const k = intFlag('k', values.k, 1, 100, 4);
   await runDemo(threshold, 3, k);
 }
 
@@ -126,8 +128,8 @@ export async function main(argv: string[]): Promise<number> {
     const usage = e instanceof UsageError || e.name === 'UsageError' || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`webgpu-knn ${command}: ${e.message}\n`);
     if (usage) return 2;
-    // Bad input (a malformed file, a wrong dim) is the user's to fix: no stack trace for it.
-    if (!(e instanceof InvalidArgumentError || e instanceof WebGpuUnavailableError)) process.stderr.write(`${e.stack ?? ''}\n`);
+    // Bad input (a missing or malformed file, a wrong dim, a full disk) is the user's to fix: no stack trace for it.
+    if (!(e instanceof InvalidArgumentError || e instanceof FileError || e instanceof WebGpuUnavailableError)) process.stderr.write(`${e.stack ?? ''}\n`);
     return 1;
   }
 }

@@ -14,6 +14,6 @@ export async function loadIndex(backend: Backend, path: string): Promise<FlatInd
   const index = new IvfFlatIndex(backend, { dim: h.dim, metric: h.metric, nlist: h.nlist });
   await index.setCentroids(arrays[0] as Float32Array);
   await index.restoreLists(arrays[1] as Uint32Array, arrays[2] as Uint32Array, arrays[3] as Float32Array);
-  if (h.nprobe >= 1 && h.nprobe <= h.nlist) index.nprobe = h.nprobe;
+  index.nprobe = h.nprobe; // checked in [1, nlist] by readIndexFile
   return index;
 }

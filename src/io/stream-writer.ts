@@ -1,16 +1,130 @@
 /**
- * Writes an `n x d` table block by block, so that memory stays bounded: .ivecs / .fvecs / .npy /
- * .csv / .jsonl, into a temporary file renamed into place by `close()` (`abort()` removes it).
+ * Every file the tool writes goes through `AtomicFile`: bytes go to a registered temporary file
+ * beside the output (see temp-files.ts), every write is checked (a short write is continued, a
+ * failed one such as ENOSPC is an error naming the output), and the file is renamed into place only
+ * when complete. `commitOutputs` completes several outputs together: all are written and closed
+ * first, then all are renamed, so a command that fails leaves none of its outputs behind.
+ *
+ * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
+ * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl.
  */
-import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { extname } from 'node:path';
 import { InvalidArgumentError } from '../types.js';
+import { FileError, fileError } from './file-error.js';
 import { npyHeader } from './npy.js';
-import { WRITE_FORMATS } from './vectors.js';
+import { claimTemp, releaseTemp } from './temp-files.js';
 
-export class VectorStreamWriter {
+/** One low-level write, as fs.writeSync: returns the number of bytes written (maybe fewer than asked). */
+export type WriteFunction = (fd: number, bytes: Uint8Array, offset: number, length: number) => number;
+
+const systemWrite: WriteFunction = (fd, bytes, offset, length) => writeSync(fd, bytes, offset, length);
+let writeFunction = systemWrite;
+
+/** Replaces the low-level write (tests simulate a full disk or short writes); no argument restores it. */
+export function setWriteFunction(fn: WriteFunction = systemWrite): void {
+  writeFunction = fn;
+}
+
+/** Something written to a temporary file and renamed into place at the end. */
+export interface Output {
+  /** Checks the output is complete, flushes and closes it; throws (having aborted) if not. */
+  finish(): void;
+  /** Renames the finished temporary file into place. */
+  publish(): void;
+  /** Removes the temporary file; safe to call twice. */
+  abort(): void;
+}
+
+/** Finishes every output, then publishes them all; on any failure aborts every one and throws. */
+export function commitOutputs(outputs: Output[]): void {
+  try {
+    for (const o of outputs) o.finish();
+    for (const o of outputs) o.publish();
+  } catch (err) {
+    for (const o of outputs) o.abort();
+    throw err;
+  }
+}
+
+export class AtomicFile implements Output {
   private readonly tmp: string;
-  private fd: number;
+  private fd: number | null;
+
+  /** Opens a temporary file for `path` (whose directory must exist). */
+  constructor(readonly path: string) {
+    this.tmp = claimTemp(path);
+    try {
+      this.fd = openSync(this.tmp, 'wx');
+    } catch (err) {
+      releaseTemp(this.tmp);
+      throw fileError(path, 'cannot create', err);
+    }
+  }
+
+  /** Appends `bytes`, looping until all are written; a failure aborts the file and throws a FileError. */
+  write(bytes: Uint8Array | string): void {
+    const buf = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
+    if (this.fd === null) throw new Error(`${this.path}: write after close`);
+    try {
+      for (let o = 0; o < buf.byteLength; ) {
+        const wrote = writeFunction(this.fd, buf, o, buf.byteLength - o);
+        if (!(wrote > 0)) throw new FileError(`${this.path}: cannot write: the file system accepted no bytes`);
+        o += wrote;
+      }
+    } catch (err) {
+      this.abort();
+      throw err instanceof FileError ? err : fileError(this.path, 'cannot write', err);
+    }
+  }
+
+  finish(): void {
+    if (this.fd === null) return;
+    try {
+      fsyncSync(this.fd);
+      closeSync(this.fd);
+      this.fd = null;
+    } catch (err) {
+      this.abort();
+      throw fileError(this.path, 'cannot write', err);
+    }
+  }
+
+  publish(): void {
+    try {
+      renameSync(this.tmp, this.path);
+    } catch (err) {
+      this.abort();
+      throw fileError(this.path, 'cannot replace', err);
+    }
+    releaseTemp(this.tmp);
+  }
+
+  abort(): void {
+    if (this.fd !== null) {
+      try {
+        closeSync(this.fd);
+      } catch {
+        // nothing more to do
+      }
+      this.fd = null;
+    }
+    rmSync(this.tmp, { force: true });
+    releaseTemp(this.tmp);
+  }
+}
+
+/** Writes `bytes` to `path` through a temporary file renamed into place. */
+export function writeAtomically(path: string, bytes: Uint8Array | string): void {
+  const file = new AtomicFile(path);
+  file.write(bytes);
+  commitOutputs([file]);
+}
+
+export const WRITE_FORMATS = ['.fvecs', '.ivecs', '.npy', '.jsonl', '.csv'];
+
+export class VectorStreamWriter implements Output {
+  private readonly file: AtomicFile;
   private readonly ext: string;
   private rows = 0;
 
@@ -26,20 +140,16 @@ export class VectorStreamWriter {
     }
     if (this.ext === '.ivecs' && kind === 'float') throw new InvalidArgumentError(`${path}: .ivecs holds integers; use .fvecs, .npy, .csv or .jsonl`);
     if (this.ext === '.fvecs' && kind === 'int') throw new InvalidArgumentError(`${path}: .fvecs holds floats; use .ivecs, .npy, .csv or .jsonl`);
-    this.tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
-    this.fd = openSync(this.tmp, 'w');
-    if (this.ext === '.npy') {
-      // The header of an n x d array; the data follows block by block.
-      writeSync(this.fd, npyHeader(kind, n, d));
-    }
+    this.file = new AtomicFile(path);
+    // .npy: the header of an n x d array; the data follows block by block.
+    if (this.ext === '.npy') this.file.write(npyHeader(kind, n, d));
   }
 
   /** Appends `rows` rows (`rows * d` values). */
   write(block: Int32Array | Float32Array, rows: number): void {
     const d = this.d;
-    let bytes: Uint8Array | string;
     if (this.ext === '.npy') {
-      bytes = new Uint8Array(block.buffer, block.byteOffset, rows * d * 4);
+      this.file.write(new Uint8Array(block.buffer, block.byteOffset, rows * d * 4));
     } else if (this.ext === '.ivecs' || this.ext === '.fvecs') {
       const view = new DataView(new ArrayBuffer(rows * (4 + 4 * d)));
       for (let i = 0; i < rows; i++) {
@@ -49,34 +159,36 @@ export class VectorStreamWriter {
           else view.setFloat32(i * (4 + 4 * d) + 4 + 4 * j, block[i * d + j], true);
         }
       }
-      bytes = new Uint8Array(view.buffer);
+      this.file.write(new Uint8Array(view.buffer));
     } else {
       const lines: string[] = [];
       for (let i = 0; i < rows; i++) {
         const row = Array.from(block.subarray(i * d, (i + 1) * d));
         lines.push(this.ext === '.csv' ? row.join(',') : JSON.stringify({ id: this.rows + i, neighbors: row }));
       }
-      bytes = lines.join('\n') + (rows ? '\n' : '');
+      this.file.write(lines.join('\n') + (rows ? '\n' : ''));
     }
-    writeSync(this.fd, typeof bytes === 'string' ? Buffer.from(bytes) : bytes);
     this.rows += rows;
   }
 
-  close(): void {
-    closeSync(this.fd);
+  finish(): void {
     if (this.rows !== this.n) {
-      rmSync(this.tmp, { force: true });
+      this.abort();
       throw new Error(`${this.path}: ${this.rows} rows written; ${this.n} expected`);
     }
-    renameSync(this.tmp, this.path);
+    this.file.finish();
+  }
+
+  publish(): void {
+    this.file.publish();
+  }
+
+  /** Finishes and renames this one output into place. */
+  close(): void {
+    commitOutputs([this]);
   }
 
   abort(): void {
-    try {
-      closeSync(this.fd);
-    } catch {
-      // already closed
-    }
-    rmSync(this.tmp, { force: true });
+    this.file.abort();
   }
 }

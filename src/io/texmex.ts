@@ -3,8 +3,8 @@
  * float32), `.ivecs` (the same with int32 values), `.bvecs` (the same with uint8 values).
  * Malformed files are rejected with the byte offset of the problem.
  */
-import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from '../types.js';
+import { readFileOrFail } from './file-error.js';
 
 export interface Vectors<T extends Float32Array | Int32Array> {
   data: T;
@@ -13,7 +13,7 @@ export interface Vectors<T extends Float32Array | Int32Array> {
 }
 
 function parse(path: string, elemBytes: number): { view: DataView; n: number; d: number } {
-  const buf = readFileSync(path);
+  const buf = readFileOrFail(path);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if (buf.byteLength === 0) return { view, n: 0, d: 0 };
   if (buf.byteLength < 4) throw new InvalidArgumentError(`${path}: truncated at byte 0: expected a 4-byte dim`);

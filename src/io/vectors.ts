@@ -6,11 +6,12 @@
  * Truncated or malformed input is rejected with the byte offset or line number.
  * Writes go to a temporary file that is renamed into place, so a failure never leaves half a file.
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { extname } from 'node:path';
 import { InvalidArgumentError } from '../types.js';
+import { readFileOrFail } from './file-error.js';
 import { formatNpy, parseNpy } from './npy.js';
+import { WRITE_FORMATS, writeAtomically } from './stream-writer.js';
 import { readBvecs, readFvecs, readIvecs } from './texmex.js';
 
 export interface VectorFile {
@@ -22,7 +23,7 @@ export interface VectorFile {
 }
 
 export const READ_FORMATS = ['.fvecs', '.bvecs', '.ivecs', '.npy', '.jsonl', 'IDX (*-idx3-ubyte[.gz], as Fashion-MNIST ships)'];
-export const WRITE_FORMATS = ['.fvecs', '.ivecs', '.npy', '.jsonl', '.csv'];
+export { WRITE_FORMATS, writeAtomically };
 
 export function readVectors(path: string): VectorFile {
   if (/-idx\d-ubyte(\.gz)?$/.test(path)) return readIdx(path);
@@ -37,7 +38,7 @@ export function readVectors(path: string): VectorFile {
       return { data: Float32Array.from(v.data), n: v.n, d: v.d, ids: null };
     }
     case '.npy': {
-      const a = parseNpy(readFileSync(path), path);
+      const a = parseNpy(readFileOrFail(path), path);
       return { data: a.data, n: a.n, d: a.d, ids: null };
     }
     case '.jsonl':
@@ -49,8 +50,14 @@ export function readVectors(path: string): VectorFile {
 
 /** IDX (MNIST's format): big-endian magic 0x0803 (unsigned bytes, 3-D), then n, rows, cols; gzip allowed. */
 function readIdx(path: string): VectorFile {
-  let buf: Uint8Array = readFileSync(path);
-  if (path.endsWith('.gz')) buf = gunzipSync(buf);
+  let buf: Uint8Array = readFileOrFail(path);
+  if (path.endsWith('.gz')) {
+    try {
+      buf = gunzipSync(buf);
+    } catch (err) {
+      throw new InvalidArgumentError(`${path}: not a valid gzip file (${(err as Error).message})`);
+    }
+  }
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if (buf.byteLength < 16 || view.getUint32(0) !== 0x0803) {
     throw new InvalidArgumentError(`${path}: not an IDX file of unsigned bytes with 3 dimensions (magic 0x00000803 at byte 0)`);
@@ -62,7 +69,7 @@ function readIdx(path: string): VectorFile {
 }
 
 function readJsonl(path: string): VectorFile {
-  const lines = readFileSync(path, 'utf8').split('\n');
+  const lines = readFileOrFail(path).toString('utf8').split('\n');
   const rows: number[][] = [];
   const ids: string[] = [];
   let d = -1;
@@ -126,16 +133,4 @@ export function writeVectors(path: string, data: Float32Array | Int32Array, n: n
       throw new InvalidArgumentError(`${path}: unknown output type '${ext}'; expected one of ${WRITE_FORMATS.join(', ')}`);
   }
   writeAtomically(path, bytes);
-}
-
-/** Writes `bytes` to a temporary file beside `path`, then renames it over `path`. */
-export function writeAtomically(path: string, bytes: Uint8Array | string): void {
-  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
-  try {
-    writeFileSync(tmp, bytes);
-    renameSync(tmp, path);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
 }

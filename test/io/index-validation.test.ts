@@ -1,0 +1,151 @@
+/**
+ * Index files that pass the checksum but not the format (rewritten with a valid SHA-256), an IVF
+ * nlist too large for its training set, and zero vectors under cosine.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { loadIndex } from '../../src/io/load-index.js';
+import { readIndexFile } from '../../src/io/index-file.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { IvfLists } from '../../src/ivf-lists.js';
+import { randomFloats } from '../../src/random.js';
+import { InvalidArgumentError } from '../../src/types.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-idxval-'));
+const cpu = new CpuBackend();
+const d = 4;
+const n = 50;
+const nlist = 3;
+const HEADER = 40;
+
+const x = randomFloats(n * d, 9);
+const flat = new FlatIndex(cpu, { dim: d, metric: 'cosine' });
+await flat.add(x);
+await flat.save(join(dir, 'flat.idx'));
+const ivf = new IvfFlatIndex(cpu, { dim: d, nlist, nprobe: 2 });
+await ivf.train(x);
+await ivf.add(x);
+await ivf.save(join(dir, 'ivf.idx'));
+
+// Byte offsets in the IVF file (see the format at the top of src/io/index-file.ts).
+const CENTROIDS = HEADER;
+const OFFSETS = CENTROIDS + nlist * d * 4;
+const IDS = OFFSETS + (nlist + 1) * 4;
+const XB = IDS + n * 4;
+const FIELD = { type: 12, metric: 16, dim: 20, ntotal: 24, nlist: 28, nprobe: 32, reserved: 36 };
+
+/** A copy of `file` changed by `mutate`, with a freshly computed (valid) SHA-256 at its end. */
+function corrupt(file: string, mutate: (v: DataView) => void): string {
+  const buf = new Uint8Array(readFileSync(join(dir, file)));
+  mutate(new DataView(buf.buffer));
+  buf.set(createHash('sha256').update(buf.subarray(0, buf.length - 32)).digest(), buf.length - 32);
+  const out = join(dir, `bad-${Math.random().toString(16).slice(2)}.idx`);
+  writeFileSync(out, buf);
+  return out;
+}
+
+const u32 = (at: number, value: number) => (v: DataView) => v.setUint32(at, value, true);
+const f32 = (at: number, value: number) => (v: DataView) => v.setFloat32(at, value, true);
+
+describe('index files are checked beyond the checksum', () => {
+  it('valid files load', async () => {
+    expect(readIndexFile(join(dir, 'flat.idx')).header).toMatchObject({ type: 'Flat', dim: d, ntotal: n });
+    expect((await loadIndex(cpu, join(dir, 'ivf.idx'))).ntotal).toBe(n);
+  });
+
+  const cases: [string, string, (v: DataView) => void, RegExp][] = [
+    ['type', 'flat.idx', u32(FIELD.type, 3), /bad header: type is 3; expected 1 \(Flat\) or 2 \(IVF\)/],
+    ['metric', 'flat.idx', u32(FIELD.metric, 9), /bad header: metric is 9; expected 0 \(l2\), 1 \(ip\) or 2 \(cosine\)/],
+    ['dim 0', 'flat.idx', u32(FIELD.dim, 0), /bad header: dim is 0; expected an integer in \[1, 65536\]/],
+    ['dim huge', 'flat.idx', u32(FIELD.dim, 1 << 30), /bad header: dim is 1073741824/],
+    ['Flat with an nlist', 'flat.idx', u32(FIELD.nlist, 5), /bad header: nlist is 5; expected 0 for a Flat index/],
+    ['reserved', 'flat.idx', u32(FIELD.reserved, 1), /bad header: reserved is 1; expected 0/],
+    ['IVF nlist 0', 'ivf.idx', u32(FIELD.nlist, 0), /bad header: nlist is 0; expected an integer >= 1 for an IVF index/],
+    ['IVF nprobe 0', 'ivf.idx', u32(FIELD.nprobe, 0), /bad header: nprobe is 0; expected an integer in \[1, 3\] \(nlist\)/],
+    ['IVF nprobe > nlist', 'ivf.idx', u32(FIELD.nprobe, 4), /bad header: nprobe is 4; expected an integer in \[1, 3\]/],
+    ['offsets[0]', 'ivf.idx', u32(OFFSETS, 1), /offsets\[0\] is 1; expected 0/],
+    ['decreasing offsets', 'ivf.idx', (v) => v.setUint32(OFFSETS + 4, v.getUint32(OFFSETS + 8, true) + 1, true), /offsets\[2\] = \d+ is less than offsets\[1\] = \d+; offsets must be non-decreasing/],
+    ['offsets[nlist]', 'ivf.idx', u32(OFFSETS + nlist * 4, n - 1), /offsets\[3\] \(nlist\) is 49; expected ntotal = 50/],
+    ['an id out of range', 'ivf.idx', u32(IDS + 8, n), /ids\[2\] is 50; expected an id in \[0, 49\]/],
+    ['a repeated id', 'ivf.idx', (v) => v.setUint32(IDS + 4, v.getUint32(IDS, true), true), /ids\[\d+\]: id \d+ appears twice; each id must appear exactly once/],
+    ['a NaN vector', 'ivf.idx', f32(XB + 12, NaN), /xb row 0 column 3 is NaN; expected a finite value/],
+    ['an infinite centroid', 'ivf.idx', f32(CENTROIDS + 4 * (d + 1), Infinity), /centroids row 1 column 1 is Infinity; expected a finite value/],
+    ['a cosine row that is not unit norm', 'flat.idx', f32(HEADER + 4 * d * 7, 3), /xb row 7 has norm [\d.]+; a cosine index stores unit-norm \(or zero\) rows/],
+  ];
+  for (const [name, file, mutate, pattern] of cases) {
+    it(`rejects ${name}`, async () => {
+      const path = corrupt(file, mutate);
+      await expect(loadIndex(cpu, path)).rejects.toThrow(InvalidArgumentError);
+      await expect(loadIndex(cpu, path)).rejects.toThrow(pattern);
+    });
+  }
+
+  it('accepts a zero row in a cosine index (a zero vector stays zero)', () => {
+    const path = corrupt('flat.idx', (v) => {
+      for (let j = 0; j < d; j++) v.setFloat32(HEADER + 4 * (d * 5 + j), 0, true);
+    });
+    expect(readIndexFile(path).header.ntotal).toBe(n);
+  });
+});
+
+describe('IVF with a huge nlist', () => {
+  it('costs nothing until vectors are added', () => {
+    const t0 = performance.now();
+    const lists = new IvfLists(d, 99_999_999);
+    const index = new IvfFlatIndex(cpu, { dim: d, nlist: 99_999_999 });
+    expect(performance.now() - t0).toBeLessThan(200);
+    expect(index.ntotal).toBe(0);
+    lists.add(new Float32Array(2 * d).fill(1), 2, Uint32Array.of(5, 99_999_998), 0);
+    expect(lists.ntotal).toBe(2);
+  });
+
+  it('train refuses fewer vectors than nlist, at once', async () => {
+    const index = new IvfFlatIndex(cpu, { dim: d, nlist: 99_999_999 });
+    const t0 = performance.now();
+    await expect(index.train(x)).rejects.toThrow(new InvalidArgumentError('IvfFlatIndex.train: nlist = 99999999 needs at least k = 99999999 training points; got 50'));
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(index.isTrained).toBe(false);
+  });
+
+  it('lists still lay out in CSR as before', () => {
+    const lists = new IvfLists(2, 4);
+    lists.add(Float32Array.of(1, 0, 0, 1, 2, 2), 3, Uint32Array.of(2, 0, 2), 10);
+    const csr = lists.csr(2);
+    expect(Array.from(csr.offsets)).toEqual([0, 1, 1, 3, 3]);
+    expect(Array.from(csr.ids)).toEqual([11, 10, 12]);
+    expect(Array.from(csr.xb)).toEqual([0, 1, 1, 0, 2, 2]);
+    expect(Array.from(lists.listSizes())).toEqual([1, 0, 2, 0]);
+  });
+});
+
+describe('zero vectors under cosine: cosine 0 with everything', () => {
+  // Rows: 0 zero, 1 (1,0,0,0), 2 (-1,0,0,0), 3 zero.
+  const xb = Float32Array.of(0, 0, 0, 0, 1, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0);
+  const query = Float32Array.of(2, 0, 0, 0);
+  const zero = new Float32Array(4);
+
+  for (const kind of ['Flat', 'IVF'] as const) {
+    it(`${kind}: a zero vector in the index scores 0; a zero query scores 0 against everything`, async () => {
+      let index: FlatIndex | IvfFlatIndex;
+      if (kind === 'Flat') {
+        index = new FlatIndex(cpu, { dim: 4, metric: 'cosine' });
+      } else {
+        index = new IvfFlatIndex(cpu, { dim: 4, metric: 'cosine', nlist: 2, nprobe: 2 });
+        await index.train(xb);
+      }
+      await index.add(xb);
+      expect(index.ntotal).toBe(4);
+      const r = await index.search(query, 4);
+      expect(Array.from(r.labels)).toEqual([1, 0, 3, 2]); // 1, then the zero rows (ties: smaller id), then -1
+      expect(Array.from(r.distances)).toEqual([1, 0, 0, -1]);
+      const z = await index.search(zero, 4);
+      expect(Array.from(z.distances)).toEqual([0, 0, 0, 0]);
+      expect(Array.from(z.labels)).toEqual([0, 1, 2, 3]);
+    });
+  }
+});

@@ -1,0 +1,148 @@
+/**
+ * The one writer of every output: checked writes (short writes continued, ENOSPC reported against
+ * the user's path), temporary files that never outlive a failure, and several outputs that appear
+ * together or not at all. The low-level write is stubbed to simulate a full disk.
+ */
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { dedupCommand, search } from '../../src/cli/commands.js';
+import { fileError } from '../../src/io/file-error.js';
+import { AtomicFile, VectorStreamWriter, commitOutputs, setWriteFunction, writeAtomically } from '../../src/io/stream-writer.js';
+import { liveTemps } from '../../src/io/temp-files.js';
+import { writeVectors } from '../../src/io/vectors.js';
+import { randomFloats } from '../../src/random.js';
+import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { FlatIndex } from '../../src/flat-index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-writer-'));
+const files = (): string[] => readdirSync(dir).sort();
+const enospc = (): never => {
+  throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+};
+
+/** A write function that fails with ENOSPC once `budget` bytes have been written (a nearly full disk). */
+function diskWithRoom(budget: number): (fd: number, b: Uint8Array, o: number, l: number) => number {
+  let left = budget;
+  return (fd, b, o, l) => {
+    if (left <= 0) enospc();
+    const wrote = writeSync(fd, b, o, Math.min(l, left));
+    left -= wrote;
+    return wrote;
+  };
+}
+
+afterEach(() => setWriteFunction());
+
+describe('AtomicFile', () => {
+  it('continues short writes until every byte is written', () => {
+    setWriteFunction((fd, b, o, l) => writeSync(fd, b, o, Math.min(l, 7)));
+    const text = 'x'.repeat(1000) + '\n';
+    writeAtomically(join(dir, 'short.txt'), text);
+    expect(readFileSync(join(dir, 'short.txt'), 'utf8')).toBe(text);
+  });
+
+  it('a full disk is an error naming the output, and leaves neither a temporary file nor an output', () => {
+    writeFileSync(join(dir, 'full.txt'), 'the old contents');
+    setWriteFunction(diskWithRoom(100));
+    const before = files();
+    expect(() => writeAtomically(join(dir, 'full.txt'), 'y'.repeat(1000))).toThrow(
+      new RegExp(`^${join(dir, 'full.txt')}: cannot write: no space left on device \\(ENOSPC\\)$`),
+    );
+    expect(files()).toEqual(before);
+    expect(readFileSync(join(dir, 'full.txt'), 'utf8')).toBe('the old contents');
+    expect(liveTemps()).toEqual([]);
+  });
+
+  it('a write that accepts no bytes is an error, not an endless loop', () => {
+    setWriteFunction(() => 0);
+    expect(() => writeAtomically(join(dir, 'zero.txt'), 'abc')).toThrow(/zero.txt: cannot write: the file system accepted no bytes/);
+    expect(existsSync(join(dir, 'zero.txt'))).toBe(false);
+  });
+
+  it('several outputs appear together or not at all', () => {
+    writeFileSync(join(dir, 'a.txt'), 'old a');
+    const a = new AtomicFile(join(dir, 'a.txt'));
+    const b = new AtomicFile(join(dir, 'b.txt'));
+    a.write('new a');
+    b.write('new b');
+    const failing = { finish: () => enospc(), publish: () => undefined, abort: () => undefined };
+    expect(() => commitOutputs([a, b, failing])).toThrow(/ENOSPC/);
+    expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old a');
+    expect(existsSync(join(dir, 'b.txt'))).toBe(false);
+    expect(files().filter((f) => f.includes('webgpu-knn-tmp'))).toEqual([]);
+  });
+
+  it('names its temporary file after the output, with this pid, in the same directory', () => {
+    const f = new AtomicFile(join(dir, 'named.csv'));
+    expect(liveTemps()).toHaveLength(1);
+    expect(liveTemps()[0]).toMatch(new RegExp(`^${dir}/\\.named\\.csv\\.webgpu-knn-tmp-${process.pid}-[0-9a-f]+$`));
+    f.abort();
+    expect(liveTemps()).toEqual([]);
+  });
+});
+
+describe('VectorStreamWriter on a full disk', () => {
+  it('fails with ENOSPC naming the user path; nothing is left', () => {
+    setWriteFunction(diskWithRoom(500));
+    const w = new VectorStreamWriter(join(dir, 'ids.ivecs'), 100, 4, 'int');
+    expect(() => {
+      for (let i = 0; i < 10; i++) w.write(new Int32Array(40), 10);
+    }).toThrow(/ids.ivecs: cannot write: no space left on device/);
+    w.abort();
+    expect(files().filter((f) => f.startsWith('ids') || f.includes('ids.ivecs'))).toEqual([]);
+  });
+});
+
+describe('the CLI commands on a full disk', () => {
+  const n = 500;
+  const d = 4;
+  writeVectors(join(dir, 'x.fvecs'), randomFloats(n * d, 5), n, d);
+
+  it('search --out --distances: an error naming an output; neither appears, old files stay', async () => {
+    const cpu = new CpuBackend();
+    const index = new FlatIndex(cpu, { dim: d });
+    await index.add(randomFloats(n * d, 5));
+    await index.save(join(dir, 'x.idx'));
+    writeFileSync(join(dir, 'ids.csv'), 'old ids');
+    setWriteFunction(diskWithRoom(20_000)); // room for the ids (~9 kB), not for the distances too
+    const args = ['--index', 'x.idx', '--queries', 'x.fvecs', '--k', '5', '--out', 'ids.csv', '--distances', 'd.csv', '--backend', 'cpu'].map((a) =>
+      a.endsWith('.idx') || a.endsWith('.fvecs') || a.endsWith('.csv') ? join(dir, a) : a,
+    );
+    await expect(search(args)).rejects.toThrow(/(ids|d)\.csv: cannot write: no space left on device \(ENOSPC\)/);
+    expect(readFileSync(join(dir, 'ids.csv'), 'utf8')).toBe('old ids');
+    expect(existsSync(join(dir, 'd.csv'))).toBe(false);
+    expect(files().filter((f) => f.includes('webgpu-knn-tmp'))).toEqual([]);
+  });
+
+  it('dedup writes its pairs in bounded blocks through the checked writer, and --clusters only with them', async () => {
+    const m = 400; // identical rows: 79800 pairs
+    writeVectors(join(dir, 'same.fvecs'), new Float32Array(m * d).fill(1), m, d);
+    const sizes: number[] = [];
+    setWriteFunction((fd, b, o, l) => {
+      sizes.push(l);
+      return writeSync(fd, b, o, l);
+    });
+    const args = (out: string) => ['--input', join(dir, 'same.fvecs'), '--metric', 'l2', '--threshold', '0', '--out', join(dir, out), '--clusters', join(dir, 'c.json'), '--backend', 'cpu'];
+    await dedupCommand(args('pairs.csv'));
+    const lines = readFileSync(join(dir, 'pairs.csv'), 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(1 + (m * (m - 1)) / 2);
+    expect(sizes.length).toBeGreaterThanOrEqual(4); // the header, two blocks of pairs (79800 > 65536), the clusters
+    expect(Math.max(...sizes)).toBeLessThan(4 << 20);
+
+    setWriteFunction(diskWithRoom(100_000));
+    await expect(dedupCommand(args('pairs2.csv'))).rejects.toThrow(/pairs2.csv: cannot write: no space left on device/);
+    expect(existsSync(join(dir, 'pairs2.csv'))).toBe(false);
+    expect(files().filter((f) => f.includes('webgpu-knn-tmp'))).toEqual([]);
+  });
+});
+
+describe('fileError', () => {
+  it('says what was wrong, with the path and the code', () => {
+    const err = Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' });
+    expect(fileError('data/x.fvecs', 'cannot read', err).message).toBe('data/x.fvecs: cannot read: permission denied (EACCES)');
+    expect(fileError('x', 'cannot read', Object.assign(new Error('odd'), { code: 'EWEIRD' })).message).toBe('x: cannot read: EWEIRD');
+  });
+});
