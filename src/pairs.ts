@@ -11,7 +11,7 @@ export const DEFAULT_MAX_CANDIDATES = 50_000_000;
 /** The error a self-join throws when more than `max` candidate pairs pass, found in the rows from `row` on. */
 export function tooManyCandidates(max: number, row: number, n: number): InvalidArgumentError {
   return new InvalidArgumentError(
-    `the threshold lets through more than ${max} candidate pairs (at row ${row} of ${n}); use a stricter threshold or raise maxCandidates`,
+    `the threshold lets through more than ${max} candidate pairs (at row ${row} of ${n}); use a stricter threshold or raise maxCandidates (the CLI's --max-candidates)`,
   );
 }
 

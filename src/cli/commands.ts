@@ -12,7 +12,8 @@ import { readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
 import { READ_FORMATS, type VectorFile, readVectors } from '../io/vectors.js';
-import { type DedupMetric, dedup } from '../jobs/dedup.js';
+import { DEFAULT_MAX_PAIRS, type DedupMetric, dedup } from '../jobs/dedup.js';
+import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { knnGraph } from '../jobs/knn-graph.js';
 import type { Metric } from '../types.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
@@ -78,6 +79,10 @@ options:
                     or .jsonl (the same fields)
   --clusters FILE   also the groups (JSON: clusters with the lowest id first = kept, and drop: the
                     ids to drop)
+  --max-candidates N  fail (exit 1, nothing written) when the threshold lets through more than N
+                    candidate pairs (default ${DEFAULT_MAX_CANDIDATES}): a threshold too loose
+  --max-pairs N     fail likewise when more than N pairs match (default ${DEFAULT_MAX_PAIRS}; the
+                    pairs are held in memory, 16 bytes each, until they are written)
 ${BACKEND_OPT}
   -h, --help        this text
 ${OUTPUTS}`,
@@ -288,6 +293,8 @@ export async function dedupCommand(argv: string[]): Promise<void> {
     metric === 'cosine'
       ? numberFlag('threshold', text(v, 'threshold'), -1, 1, 'a cosine')
       : numberFlag('threshold', text(v, 'threshold'), 0, Infinity, 'a squared L2 distance');
+  const maxCandidates = intFlag('max-candidates', text(v, 'max-candidates'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_CANDIDATES);
+  const maxPairs = intFlag('max-pairs', text(v, 'max-pairs'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_PAIRS);
   const out = required(v, 'out');
   checkExt(out, ['.csv', '.jsonl'], '--out');
   const input = required(v, 'input');
@@ -302,6 +309,8 @@ export async function dedupCommand(argv: string[]): Promise<void> {
     const r = await dedup(backend, file.data, file.d, {
       metric: metric as DedupMetric,
       threshold,
+      maxCandidates,
+      maxPairs,
       onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
     });
     const outputs: Output[] = [];

@@ -117,7 +117,7 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
       }
       if (kept.length === maxPairs) {
         throw new InvalidArgumentError(
-          `the threshold matches more than ${maxPairs} pairs (at row ${a} of ${n}); use a stricter threshold or raise maxPairs`,
+          `the threshold matches more than ${maxPairs} pairs (at row ${a} of ${n}); use a stricter threshold or raise maxPairs (the CLI's --max-pairs)`,
         );
       }
       kept.push(a, b, s);
