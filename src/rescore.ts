@@ -4,9 +4,9 @@
  * ties come out in different orders on the GPU and the CPU, and a stored vector searched for
  * itself can rank behind a near copy. So an index asks the backend for at least k +
  * RESCORE_MARGIN candidates (see candidatesFor), and this module re-scores them with the direct
- * formula (l2: sum of (q_j - x_j)^2; ip: sum of q_j x_j; cosine: that over sqrt(|q|^2 |x|^2)),
- * accumulated in float64 in column order, keeps the k best by (float64 score, id) and rounds the
- * distances once to float32. This runs on the host, in this one function, for every backend, so
+ * formula (l2: sum of (q_j - x_j)^2; ip: sum of q_j x_j; cosine: 1 - sum of (q_j - x_j)^2 / 2 on
+ * the normalised rows), accumulated in float64 in column order, keeps the k best by (float64
+ * score, id) and rounds the distances once to float32. This runs on the host, in this one function, for every backend, so
  * equal candidates give bit-identical results, and identical vectors are at distance exactly 0
  * (cosine exactly 1).
  *
@@ -58,11 +58,13 @@ export function rescore(
 ): SearchResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
-  // Per row: the candidates' minimised float64 scores (l2: distance; ip, cosine: minus the
-  // similarity) and ids, then their order.
+  // Per row: the candidates' minimised float64 scores (l2: distance; ip: minus the inner product;
+  // cosine: 1 - cosine) and ids, then their order.
   const keys = new Float64Array(kc);
   const ids = new Int32Array(kc);
   const order: number[] = [];
+  const qnorm = new Float64Array(metric === 'cosine' ? nq : 0);
+  for (let r = 0; r < qnorm.length; r++) for (let j = 0; j < d; j++) qnorm[r] += xq[r * d + j] * xq[r * d + j];
   for (let r = 0; r < nq; r++) {
     const q = r * d;
     let m = 0;
@@ -79,14 +81,16 @@ export function rescore(
       } else if (metric === 'ip') {
         for (let j = 0; j < d; j++) s -= xq[q + j] * base.xb[x + j];
       } else {
-        let qq = 0;
+        // Cosine on unit rows: 1 - cos = |q - x|^2 / 2. The squared difference is exact to float64
+        // rounding even for near-parallel rows, where q.x / (|q| |x|) is not (it loses the
+        // difference from 1 in the rounding of the sums), so the vector itself (0) comes first.
         let xx = 0;
         for (let j = 0; j < d; j++) {
-          s -= xq[q + j] * base.xb[x + j];
-          qq += xq[q + j] * xq[q + j];
+          const t = xq[q + j] - base.xb[x + j];
+          s += t * t;
           xx += base.xb[x + j] * base.xb[x + j];
         }
-        s = qq > 0 && xx > 0 ? s / Math.sqrt(qq * xx) : 0;
+        s = xx > 0 && qnorm[r] > 0 ? s / 2 : 1; // a zero vector has cosine 0 with everything
       }
       keys[m] = s;
       ids[m] = id;
@@ -98,7 +102,8 @@ export function rescore(
     for (let i = 0; i < Math.min(k, m); i++) {
       const o = order[i];
       labels[r * k + i] = ids[o];
-      distances[r * k + i] = metric === 'l2' ? keys[o] : 0 - keys[o]; // rounded once, to float32 (0 - x: never -0)
+      // Rounded once, to float32 (0 - x: never -0).
+      distances[r * k + i] = metric === 'l2' ? keys[o] : metric === 'ip' ? 0 - keys[o] : 1 - keys[o];
     }
   }
   return { distances, labels };

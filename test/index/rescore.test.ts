@@ -132,6 +132,38 @@ describe('rescore', () => {
     expect([1, 10, 16, 17, 100, 112, 113, 1000, 1020].map((k) => candidatesFor(k, 1024))).toEqual([32, 32, 32, 64, 128, 128, 256, 1024, 1024]);
   });
 
+  it('cosine: a 384-d vector beats its nearest possible copy (one coordinate moved by 2e-7), added before it', async () => {
+    // q.x / (|q| |x|) in float64 cannot tell these apart (it is 1 - 1e-15 or so, below the sums'
+    // rounding); the squared difference of the unit rows can.
+    const d = 384;
+    const index = new FlatIndex(cpu, { dim: d, metric: 'cosine' });
+    const xs: Float32Array[] = [];
+    for (let t = 0; t < 50; t++) {
+      const r = rng(700 + t);
+      const x = Float32Array.from({ length: d }, () => r() - 0.5);
+      const y = x.slice();
+      y[t % d] = Math.fround(y[t % d] * (1 + 2e-7));
+      await index.add(y); // id 2t: the copy first, so that a tie would go its way
+      await index.add(x); // id 2t + 1
+      xs.push(x);
+    }
+    const q = new Float32Array(50 * d);
+    xs.forEach((x, t) => q.set(x, t * d));
+    const r = await index.search(q, 1);
+    expect(Array.from(r.labels)).toEqual(Array.from({ length: 50 }, (_, t) => 2 * t + 1));
+    expect(Array.from(r.distances)).toEqual(new Array(50).fill(1));
+  });
+
+  it('cosine: a zero vector has cosine 0 with everything, itself included', () => {
+    const xb = new Float32Array([0, 0, 0.6, 0.8]);
+    const r = rescore('cosine', new Float32Array([0, 0, 0.6, 0.8]), 2, 2, { labels: new Int32Array([0, 1, 0, 1]), distances: new Float32Array(4) }, 2, 2, {
+      xb,
+      rowOf: null,
+    });
+    expect(Array.from(r.labels)).toEqual([0, 1, 1, 0]);
+    expect(Array.from(r.distances)).toEqual([0, 0, 1, 0]);
+  });
+
   it('scores cosine in float64: the vector itself beats a copy that rounds to the same float32 similarity', () => {
     // Unit vectors a and b with cosine 1 - 2e-12: equal to 1 in float32, not in float64.
     const a = new Float32Array([0.6, 0.8]);
