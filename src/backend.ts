@@ -15,6 +15,14 @@ export type BackendKind = 'webgpu' | 'cpu';
  * Every store also keeps one host copy of its rows: the exact re-score of each search's final
  * candidates (src/rescore.ts) and `save` read it, so neither reads the device back.
  */
+export interface BaseStoreOptions {
+  /**
+   * Keep a host copy of the rows (default true). Without one, `rows()` throws; for stores whose
+   * rows nobody reads back (dedup's self-join). The CPU store's rows are its host copy either way.
+   */
+  hostCopy?: boolean;
+}
+
 export interface BaseStore {
   readonly d: number;
   readonly ntotal: number;
@@ -65,7 +73,7 @@ export interface Backend {
   readonly maxK: number;
   /** One line: backend, and for WebGPU the adapter (vendor, architecture, device). */
   readonly description: string;
-  createBaseStore(d: number): BaseStore;
+  createBaseStore(d: number, options?: BaseStoreOptions): BaseStore;
   /**
    * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store`.
    * Returns distances (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each

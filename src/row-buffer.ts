@@ -25,6 +25,11 @@ export class RowBuffer {
     return this.data.subarray(0, this.n * this.d);
   }
 
+  /** Keeps the first `n` rows. */
+  truncate(n: number): void {
+    this.n = Math.min(this.n, n);
+  }
+
   clear(): void {
     this.data = new Float32Array(0);
     this.n = 0;

@@ -10,7 +10,7 @@
  * multiple of 4 floats per row so that kernels use vec4 loads; their norms are computed on the GPU
  * when they are added.
  */
-import type { Backend, BaseStore, KMeansWorkspace, SelfJoinOptions } from '../backend.js';
+import type { Backend, BaseStore, BaseStoreOptions, KMeansWorkspace, SelfJoinOptions } from '../backend.js';
 import { type KernelMetric, PAD_ID } from '../kernel-facts.js';
 import type { IvfLists } from '../ivf-lists.js';
 import { norms as cpuNorms } from '../cpu/norms.js';
@@ -87,18 +87,25 @@ export class GpuBaseStore implements BaseStore {
   /** Rows per chunk: every chunk but the last is full. */
   readonly chunkRows: number;
   chunks: Chunk[] = [];
-  ntotal = 0;
-  /** The host copy of the rows (see BaseStore.rows). */
-  private readonly host: RowBuffer;
+  /** The host copy of the rows (see BaseStore.rows), unless the store was made without one. */
+  private readonly host: RowBuffer | null;
 
   constructor(
     private readonly backend: GpuBackend,
     readonly d: number,
+    options: BaseStoreOptions = {},
   ) {
     this.dpad = paddedDim(d);
-    this.host = new RowBuffer(d);
+    this.host = options.hostCopy === false ? null : new RowBuffer(d);
     const fit = Math.floor(backend.ctx.maxBinding / (this.dpad * 4));
     this.chunkRows = Math.max(1, Math.min(fit, backend.options.chunkRows ?? fit));
+  }
+
+  /** Rows stored: the chunks' rows, the one count of them. */
+  get ntotal(): number {
+    let n = 0;
+    for (const c of this.chunks) n += c.rows;
+    return n;
   }
 
   async add(x: Float32Array, n: number): Promise<void> {
@@ -146,7 +153,44 @@ export class GpuBaseStore implements BaseStore {
       }
       throw new WebGpuUnavailableError(`adding ${n} vectors of dim ${this.d} ran out of GPU memory: ${oom.message}`);
     }
-    // Commit: copy grown chunks' old rows over, write the new rows, compute their norms.
+    // The host copy first: if it cannot grow, nothing has changed yet.
+    const hostRows = this.host?.n ?? 0;
+    try {
+      this.host?.append(x, n);
+    } catch (err) {
+      for (const c of replaced.values()) {
+        c.xb.destroy();
+        c.xnorm.destroy();
+      }
+      throw err;
+    }
+    // Commit: copy grown chunks' old rows over, write the new rows, compute their norms. A grown
+    // chunk holds the old rows too, so it stays in place if a later step fails; only the new rows'
+    // counts are rolled back.
+    const chunkCount = this.chunks.length;
+    const lastRows = chunkCount > 0 ? this.chunks[chunkCount - 1].rows : 0;
+    try {
+      await this.commit(x, n, plan, replaced);
+    } catch (err) {
+      this.host?.truncate(hostRows);
+      for (const c of replaced.values()) {
+        if (this.chunks.includes(c)) continue; // swapped in: holds the old rows
+        c.xb.destroy();
+        c.xnorm.destroy();
+      }
+      if (chunkCount > 0) this.chunks[chunkCount - 1].rows = lastRows;
+      for (const c of this.chunks.splice(chunkCount)) {
+        c.xb.destroy();
+        c.xnorm.destroy();
+      }
+      throw err;
+    }
+  }
+
+  private async commit(x: Float32Array, n: number, plan: { index: number; start: number; rows: number }[], replaced: Map<number, Chunk>): Promise<void> {
+    const { ctx } = this.backend;
+    const device = ctx.device;
+    const rowBytes = this.dpad * 4;
     const kernels = new Kernels(ctx, this.backend.pipelines);
     const padded = padRows(x, n, this.d, this.dpad);
     for (const [i, c] of replaced) {
@@ -174,11 +218,10 @@ export class GpuBaseStore implements BaseStore {
       src += p.rows;
     }
     await kernels.recorder.submit();
-    this.host.append(x, n);
-    this.ntotal += n;
   }
 
   rows(): Float32Array {
+    if (!this.host) throw new Error('this store was made without a host copy (hostCopy: false)');
     return this.host.view();
   }
 
@@ -188,8 +231,7 @@ export class GpuBaseStore implements BaseStore {
       c.xnorm.destroy();
     }
     this.chunks = [];
-    this.host.clear();
-    this.ntotal = 0;
+    this.host?.clear();
   }
 
   dispose(): void {
@@ -219,8 +261,8 @@ export class GpuBackend implements Backend {
     return this.ctx.describe();
   }
 
-  createBaseStore(d: number): BaseStore {
-    return new GpuBaseStore(this, d);
+  createBaseStore(d: number, options?: BaseStoreOptions): BaseStore {
+    return new GpuBaseStore(this, d, options);
   }
 
   async searchFlat(

@@ -126,7 +126,8 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
     options.onProgress?.({ rowsDone, n, candidates });
   };
 
-  const store = backend.createBaseStore(d);
+  // Nothing reads the rows back: no host copy (the caller's x is the one).
+  const store = backend.createBaseStore(d, { hostCopy: false });
   try {
     await store.add(metric === 'cosine' ? normalizeRows(x, d) : x, n);
     await backend.selfJoinCandidates(store, metric === 'cosine' ? 'ip' : 'l2', metric === 'cosine' ? -threshold : threshold, dedupMargin(d), {

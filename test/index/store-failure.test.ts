@@ -1,0 +1,39 @@
+/**
+ * A store whose add fails leaves nothing behind: the device rows, the host copy and ntotal stay as
+ * they were, so ids on the device and rows on the host keep matching.
+ */
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { FlatIndex } from '../../src/flat-index.js';
+import type { GpuBaseStore } from '../../src/gpu/gpu-backend.js';
+import { randomSmallInts } from '../../src/random.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+// Small chunks, so that a failed add would leave a partly filled chunk and a new one behind.
+const gpu = await gpuBackend({ chunkRows: 50 });
+afterAll(disposeGpuBackends);
+
+describe('GpuBaseStore.add that fails', () => {
+  it.skipIf(!gpu)('after the device was written: rolls back, and later adds and searches are right', async () => {
+    const d = 6;
+    const x = randomSmallInts(200 * d, 3, 9);
+    for (let i = 0; i < 200; i++) x[i * d] = i; // distinct rows
+    const index = new FlatIndex(gpu!, { dim: d });
+    await index.add(x.subarray(0, 70 * d));
+    const store = (index as unknown as { store: GpuBaseStore }).store;
+    const proto = Object.getPrototypeOf(store) as { commit: (...a: unknown[]) => Promise<void> };
+    const commit = proto.commit;
+    const spy = vi.spyOn(proto, 'commit').mockImplementationOnce(async function (this: GpuBaseStore, ...args: unknown[]) {
+      await commit.apply(this, args); // the rows reach the device...
+      throw new Error('device lost after the write'); // ...then the add fails
+    });
+    await expect(index.add(x.subarray(70 * d, 130 * d))).rejects.toThrow('device lost after the write');
+    spy.mockRestore();
+    expect(index.ntotal).toBe(70);
+    expect(store.chunks.reduce((a, c) => a + c.rows, 0)).toBe(70);
+    expect(store.rows().length).toBe(70 * d);
+    await index.add(x.subarray(70 * d, 200 * d));
+    const r = await index.search(x, 1);
+    expect(Array.from(r.labels)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    expect(Array.from(r.distances)).toEqual(new Array(200).fill(0));
+  });
+});
