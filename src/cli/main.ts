@@ -10,6 +10,7 @@ import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { build, dedupCommand, knnGraphCommand, search } from './commands.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { runDemo } from './demo.js';
+import { removeTempsOnSignals } from '../io/temp-files.js';
 
 const USAGE = `usage: webgpu-knn <command> [options]
 
@@ -134,6 +135,7 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+removeTempsOnSignals();
 main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;
 });

@@ -3,12 +3,15 @@
  * beside the output (see temp-files.ts), every write is checked (a short write is continued, a
  * failed one such as ENOSPC is an error naming the output), and the file is renamed into place only
  * when complete. `commitOutputs` completes several outputs together: all are written and closed
- * first, then all are renamed, so a command that fails leaves none of its outputs behind.
+ * first, then all are renamed; if a rename fails, those already renamed are put back (each old
+ * file was hard-linked aside first), so a command that fails leaves none of its outputs behind
+ * and every old file as it was. (Where a hard link is impossible, the old file cannot be restored
+ * after a later rename fails; the error says so.)
  *
  * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
  * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl.
  */
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { extname } from 'node:path';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, fileError } from './file-error.js';
@@ -30,21 +33,36 @@ export function setWriteFunction(fn: WriteFunction = systemWrite): void {
 export interface Output {
   /** Checks the output is complete, flushes and closes it; throws (having aborted) if not. */
   finish(): void;
-  /** Renames the finished temporary file into place. */
-  publish(): void;
+  /**
+   * Renames the finished temporary file into place. With `undoable`, a file already at the path
+   * is first hard-linked aside, and the returned Published can put it back.
+   */
+  publish(undoable: boolean): Published;
   /** Removes the temporary file; safe to call twice. */
   abort(): void;
 }
 
-/** Finishes every output, then publishes them all; on any failure aborts every one and throws. */
+/** A renamed output that can still be taken back (`undo`) until it is kept (`keep`). */
+export interface Published {
+  undo(): void;
+  keep(): void;
+}
+
+/**
+ * Finishes every output, then publishes them all; on any failure aborts every one, puts back what
+ * was already published, and throws.
+ */
 export function commitOutputs(outputs: Output[]): void {
+  const published: Published[] = [];
   try {
     for (const o of outputs) o.finish();
-    for (const o of outputs) o.publish();
+    for (const o of outputs) published.push(o.publish(outputs.length > 1));
   } catch (err) {
+    for (const p of published.reverse()) p.undo();
     for (const o of outputs) o.abort();
     throw err;
   }
+  for (const p of published) p.keep();
 }
 
 export class AtomicFile implements Output {
@@ -90,14 +108,51 @@ export class AtomicFile implements Output {
     }
   }
 
-  publish(): void {
+  publish(undoable: boolean): Published {
+    // The old file, hard-linked aside (a registered temporary name), to put back on undo.
+    let backup: string | null = null;
+    if (undoable && existsSync(this.path)) {
+      backup = claimTemp(this.path);
+      try {
+        linkSync(this.path, backup);
+      } catch {
+        releaseTemp(backup);
+        backup = null; // no hard links here: the old file cannot be put back
+      }
+    }
+    const existed = undoable && existsSync(this.path);
     try {
       renameSync(this.tmp, this.path);
     } catch (err) {
       this.abort();
+      if (backup) {
+        rmSync(backup, { force: true });
+        releaseTemp(backup);
+      }
       throw fileError(this.path, 'cannot replace', err);
     }
     releaseTemp(this.tmp);
+    const path = this.path;
+    const dropBackup = (): void => {
+      if (!backup) return;
+      rmSync(backup, { force: true });
+      releaseTemp(backup);
+      backup = null;
+    };
+    return {
+      undo: () => {
+        if (backup) {
+          renameSync(backup, path); // atomic: the old file is back
+          releaseTemp(backup);
+          backup = null;
+        } else if (!existed) {
+          rmSync(path, { force: true });
+        } else {
+          process.stderr.write(`webgpu-knn: ${path} was already replaced and its old contents cannot be put back (no hard links here)\n`);
+        }
+      },
+      keep: dropBackup,
+    };
   }
 
   abort(): void {
@@ -179,8 +234,8 @@ export class VectorStreamWriter implements Output {
     this.file.finish();
   }
 
-  publish(): void {
-    this.file.publish();
+  publish(undoable: boolean): Published {
+    return this.file.publish(undoable);
   }
 
   /** Finishes and renames this one output into place. */

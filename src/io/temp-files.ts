@@ -3,8 +3,10 @@
  * in the output's own directory (so the final rename stays on one file system) and is renamed into
  * place when complete.
  *
- * - Live temporary files are registered here and removed on SIGINT / SIGTERM (the process then exits
- *   with 130 / 143, as a shell expects) and on any exit of the process.
+ * - Live temporary files are registered here and removed on any exit of the process. The CLI also
+ *   calls `removeTempsOnSignals()`, so that SIGINT / SIGTERM remove them too (the process then
+ *   exits with 130 / 143, as a shell expects); the library itself leaves a host application's
+ *   signal handling alone.
  * - After SIGKILL nothing can run: the next run that writes the same output removes the temporary
  *   files of that output whose process is gone (`removeStaleTemps`).
  */
@@ -42,6 +44,13 @@ function hook(): void {
   if (hooked) return;
   hooked = true;
   process.on('exit', removeLive);
+}
+
+/**
+ * For a command-line program: on SIGINT / SIGTERM, remove the live temporary files and exit with
+ * 130 / 143. A library never installs this by itself (it would take over the host's shutdown).
+ */
+export function removeTempsOnSignals(): void {
   for (const [signal, code] of [
     ['SIGINT', 130],
     ['SIGTERM', 143],

@@ -3,7 +3,7 @@
  * the user's path), temporary files that never outlive a failure, and several outputs that appear
  * together or not at all. The low-level write is stubbed to simulate a full disk.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeSync } from 'node:fs';
@@ -68,11 +68,30 @@ describe('AtomicFile', () => {
     const b = new AtomicFile(join(dir, 'b.txt'));
     a.write('new a');
     b.write('new b');
-    const failing = { finish: () => enospc(), publish: () => undefined, abort: () => undefined };
+    const failing = { finish: () => enospc(), publish: () => ({ undo: () => undefined, keep: () => undefined }), abort: () => undefined };
     expect(() => commitOutputs([a, b, failing])).toThrow(/ENOSPC/);
     expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old a');
     expect(existsSync(join(dir, 'b.txt'))).toBe(false);
     expect(files().filter((f) => f.includes('webgpu-knn-tmp'))).toEqual([]);
+  });
+
+  it('a rename that fails puts back the outputs already renamed, old contents included', () => {
+    // The reviewer's case: --out replaced, then --distances cannot be (here: a directory is in the
+    // way, EISDIR); before, a.txt kept "new a".
+    writeFileSync(join(dir, 'r-a.txt'), 'old a');
+    mkdirSync(join(dir, 'r-b.txt'));
+    writeFileSync(join(dir, 'r-b.txt', 'inside'), 'x');
+    const a = new AtomicFile(join(dir, 'r-a.txt'));
+    const n = new AtomicFile(join(dir, 'r-new.txt'));
+    const b = new AtomicFile(join(dir, 'r-b.txt'));
+    a.write('new a');
+    n.write('new file');
+    b.write('new b');
+    expect(() => commitOutputs([a, n, b])).toThrow(/r-b.txt: cannot replace/);
+    expect(readFileSync(join(dir, 'r-a.txt'), 'utf8')).toBe('old a');
+    expect(existsSync(join(dir, 'r-new.txt'))).toBe(false);
+    expect(files().filter((f) => f.includes('webgpu-knn-tmp'))).toEqual([]);
+    expect(liveTemps()).toEqual([]);
   });
 
   it('names its temporary file after the output, with this pid, in the same directory', () => {
@@ -144,5 +163,15 @@ describe('fileError', () => {
     const err = Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' });
     expect(fileError('data/x.fvecs', 'cannot read', err).message).toBe('data/x.fvecs: cannot read: permission denied (EACCES)');
     expect(fileError('x', 'cannot read', Object.assign(new Error('odd'), { code: 'EWEIRD' })).message).toBe('x: cannot read: EWEIRD');
+  });
+});
+
+describe('signals belong to the application', () => {
+  it('saving an index installs no SIGINT / SIGTERM handler (only the CLI does)', async () => {
+    const before = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+    const index = new FlatIndex(new CpuBackend(), { dim: 2 });
+    await index.add(new Float32Array([1, 2, 3, 4]));
+    await index.save(join(mkdtempSync(join(tmpdir(), 'webgpu-knn-sig-')), 'i.idx'));
+    expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
   });
 });
