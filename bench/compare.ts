@@ -151,7 +151,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
           const m = await timed(async (xq) => (await flat.search(xq, k)).labels);
           add({ ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: build, indexBytes: await serializedBytes((p) => flat.save(p)) }, m);
         } finally {
-          flat.dispose();
+          await flat.dispose();
         }
       });
 
@@ -177,7 +177,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
               add({ ...who, index: `IVF${o.nlist},Flat`, param: `nprobe=${nprobe}`, series: `webgpu-knn ${name} IVF`, buildSeconds: build, indexBytes: bytes }, m);
             }
           } finally {
-            ivf.dispose();
+            await ivf.dispose();
           }
         });
       }

@@ -114,7 +114,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
         records.push(record);
         console.log(JSON.stringify(record));
       }
-      index.dispose();
+      await index.dispose();
     } finally {
       if (backend !== cpu) backend.dispose();
     }

@@ -46,7 +46,7 @@ export async function runIvfBench(o: IvfBenchOptions): Promise<void> {
       await flat.add(data.xb);
       o.log(`${name}: flat search of ${data.nq} queries over ${data.n}`);
       const exact = await timeSearch(o, () => flat.search(data.xq, k));
-      flat.dispose();
+      await flat.dispose();
       const reference = scoresOfIds(data.xb, data.xq, data.nq, data.d, exact.result.labels, k, 'l2');
       const flatQps = data.nq / exact.seconds;
       rows.push([name, 'flat', '-', '1.000', '1.000', flatQps.toFixed(1), '1.00x']);
@@ -74,7 +74,7 @@ export async function runIvfBench(o: IvfBenchOptions): Promise<void> {
         console.log(JSON.stringify({ bench: 'ivf', backend: name, adapter: backend.description, data: data.name, n: data.n, d: data.d, nq: data.nq, k, index: `IVF${o.nlist},Flat`, nprobe, seconds: run.seconds, spread: run.spread, qps, recall1: r1, recallK: rk, speedupOverFlat: qps / flatQps }));
         rows.push([name, `IVF${o.nlist}`, String(nprobe), r1.toFixed(3), rk.toFixed(3), qps.toFixed(1), `${(qps / flatQps).toFixed(2)}x`]);
       }
-      ivf.dispose();
+      await ivf.dispose();
     } finally {
       backend.dispose();
     }

@@ -78,7 +78,7 @@ export async function runSchedulerBench(o: SchedulerBenchOptions): Promise<void>
           batchedQps.toFixed(1), oneAtATimeQps.toFixed(1), `${record.vsBatched.toFixed(2)}x`, `${record.vsOneAtATime.toFixed(1)}x`,
         ]);
       }
-      index.dispose();
+      await index.dispose();
     } finally {
       backend.dispose();
     }

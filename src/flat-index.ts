@@ -5,7 +5,7 @@
 import type { Backend, BaseStore } from './backend.js';
 import type { KernelMetric } from './kernel-facts.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
-import { checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
+import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
 import { writeIndexFile } from './io/index-file.js';
 import { OperationQueue } from './operation-queue.js';
 import { candidatesFor, rescore, timedRescore } from './rescore.js';
@@ -26,6 +26,8 @@ export class FlatIndex {
   readonly metric: Metric;
   private readonly store: BaseStore;
   private readonly queue = new OperationQueue();
+  /** Set when dispose() is called: every later call rejects. */
+  private disposed = false;
 
   constructor(
     readonly backend: Backend,
@@ -56,6 +58,7 @@ export class FlatIndex {
    * made: the caller may reuse it at once. Validates everything first: if it rejects, nothing was added.
    */
   async add(xb: Float32Array): Promise<void> {
+    this.checkOpen('add');
     return this.addRows(xb, true);
   }
 
@@ -64,6 +67,7 @@ export class FlatIndex {
    * The index takes `xb` over (no copy): the caller must not modify it afterwards.
    */
   async addPrepared(xb: Float32Array): Promise<void> {
+    this.checkOpen('addPrepared');
     return this.addRows(xb, false);
   }
 
@@ -84,6 +88,7 @@ export class FlatIndex {
    * the order is the same on every backend and a stored vector is at distance 0 from itself.
    */
   async search(xq: Float32Array, k: number, options: SearchOptions = {}): Promise<SearchResult> {
+    this.checkOpen('search');
     checkK(k, this.backend.maxK);
     const nq = checkVectors(xq, this.dim, 'xq', false);
     const queries = this.prepare(xq);
@@ -100,6 +105,7 @@ export class FlatIndex {
    * It saves the index as it is after every add and reset called before it.
    */
   async save(path: string): Promise<void> {
+    this.checkOpen('save');
     return this.queue.search(async () => {
       writeIndexFile(path, { type: 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 }, [this.store.rows()]);
     });
@@ -107,11 +113,18 @@ export class FlatIndex {
 
   /** Removes every vector, after every operation called before it (the index stays usable). */
   async reset(): Promise<void> {
+    this.checkOpen('reset');
     return this.queue.mutate(async () => this.store.reset());
   }
 
   /** Frees the index's device memory once every operation called before it has settled. The backend stays open. */
   async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
     return this.queue.mutate(async () => this.store.dispose());
+  }
+
+  private checkOpen(what: string): void {
+    if (this.disposed) throw new InvalidArgumentError(`FlatIndex.${what}: the index was disposed`);
   }
 }

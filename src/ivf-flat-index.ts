@@ -49,6 +49,8 @@ export class IvfFlatIndex {
   private readonly lists: IvfLists;
   private readonly options: IvfFlatIndexOptions;
   private readonly queue = new OperationQueue();
+  /** Set when dispose() is called: every later call rejects. */
+  private disposed = false;
 
   constructor(
     readonly backend: Backend,
@@ -66,6 +68,7 @@ export class IvfFlatIndex {
     if (options.nprobe !== undefined) this.nprobe = options.nprobe;
   }
 
+  /** Whether centroids are installed now (a train still queued does not count yet). */
   get isTrained(): boolean {
     return this.coarse !== null;
   }
@@ -111,6 +114,7 @@ export class IvfFlatIndex {
    * Runs after every operation called before it, like every mutation (see OperationQueue).
    */
   async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
+    this.checkOpen('train');
     const n = checkVectors(xt, this.dim, 'xt', true);
     if (n < this.nlist) {
       throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least k = ${this.nlist} training points; got ${n}`);
@@ -134,6 +138,7 @@ export class IvfFlatIndex {
    * training. Empties the index.
    */
   async setCentroids(centroids: Float32Array): Promise<void> {
+    this.checkOpen('setCentroids');
     const n = checkVectors(centroids, this.dim, 'centroids', false);
     if (n !== this.nlist) throw new InvalidArgumentError(`centroids must hold nlist = ${this.nlist} vectors; got ${n}`);
     const copy = centroids.slice();
@@ -159,6 +164,7 @@ export class IvfFlatIndex {
    * `xb` is copied when the call is made.
    */
   async add(xb: Float32Array): Promise<void> {
+    this.checkOpen('add');
     const n = checkVectors(xb, this.dim, 'xb', true);
     const x = this.prepare(xb);
     return this.queue.mutate(async () => {
@@ -171,6 +177,7 @@ export class IvfFlatIndex {
 
   /** As FlatIndex.search (exact final re-score included), over the `nprobe` nearest lists of each query. */
   async search(xq: Float32Array, k: number, options: IvfSearchOptions = {}): Promise<SearchResult> {
+    this.checkOpen('search');
     checkK(k, this.backend.maxK);
     const nq = checkVectors(xq, this.dim, 'xq', false);
     const nprobe = options.nprobe === undefined ? this.nprobeValue : this.checkNprobe(options.nprobe);
@@ -185,13 +192,15 @@ export class IvfFlatIndex {
 
   /** Writes the index to `path` (centroids, lists in CSR form, checksum); `loadIndex` reads it. */
   async save(path: string): Promise<void> {
+    this.checkOpen('save');
+    const nprobe = this.nprobe; // as it is when save is called, like every argument
     return this.queue.search(async () => {
       const centroids = this.trainedCentroids;
       if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
       const csr = this.lists.csr(this.dim);
       writeIndexFile(
         path,
-        { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe: this.nprobe },
+        { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe },
         [centroids, csr.offsets, csr.ids, csr.xb],
       );
     });
@@ -199,6 +208,7 @@ export class IvfFlatIndex {
 
   /** Restores lists from CSR arrays as saved (vectors as stored, ids as given): for loadIndex. */
   async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array): Promise<void> {
+    this.checkOpen('restoreLists');
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
       const listOf = new Uint32Array(ids.length);
@@ -210,11 +220,14 @@ export class IvfFlatIndex {
 
   /** Removes every vector, after every operation called before it; the centroids stay trained. */
   async reset(): Promise<void> {
+    this.checkOpen('reset');
     return this.queue.mutate(async () => this.lists.reset());
   }
 
   /** Frees the index's device memory once every operation called before it has settled. */
   async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
     return this.queue.mutate(async () => {
       this.coarse?.dispose();
       this.coarse = null;
@@ -226,5 +239,9 @@ export class IvfFlatIndex {
   private requireTrained(what: string): BaseStore {
     if (!this.coarse) throw new InvalidArgumentError(`IvfFlatIndex.${what}: the index is not trained; call train(xt) first`);
     return this.coarse;
+  }
+
+  private checkOpen(what: string): void {
+    if (this.disposed) throw new InvalidArgumentError(`IvfFlatIndex.${what}: the index was disposed`);
   }
 }

@@ -79,15 +79,3 @@ export function sortTilePairs(pairs: Uint32Array, q0: number, rows: number, colu
   }
   return out;
 }
-
-/** Sorts any pairs by (i, j) (returns a new array). */
-export function sortPairs(pairs: Uint32Array): Uint32Array {
-  if (pairs.length === 0) return new Uint32Array(0);
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (let p = 0; p < pairs.length; p += 2) {
-    lo = Math.min(lo, pairs[p]);
-    hi = Math.max(hi, pairs[p]);
-  }
-  return sortTilePairs(pairs, lo, hi - lo + 1, false);
-}

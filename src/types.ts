@@ -68,8 +68,12 @@ export function checkK(k: unknown, maxK: number): number {
   return k;
 }
 
+/** The largest finite float32. */
+const FLOAT32_MAX = 3.4028234663852886e38;
+
 /**
- * Checks that `x` is a Float32Array of `n * dim` finite values and returns `n`.
+ * Checks that `x` is a Float32Array of `n * dim` finite values, each row's squared norm at most a
+ * quarter of float32's range (so that every squared distance between rows is finite), and returns `n`.
  * `what` names the argument in messages ("xb", "xq"). Rows are 0-based in messages.
  */
 export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: boolean): number {
@@ -86,11 +90,22 @@ export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: 
   if (n === 0 && !allowEmpty) {
     throw new InvalidArgumentError(`${what} is empty; expected at least one vector of dim ${dim}`);
   }
-  for (let i = 0; i < x.length; i++) {
-    if (!Number.isFinite(x[i])) {
-      const row = Math.floor(i / dim);
+  for (let row = 0; row < n; row++) {
+    // Squared norms and distances are float32 on the device: a row whose squared norm overflows
+    // float32 would come back at distance +Infinity, indistinguishable from padding.
+    let norm2 = 0;
+    for (let i = row * dim; i < (row + 1) * dim; i++) {
+      if (!Number.isFinite(x[i])) {
+        throw new InvalidArgumentError(
+          `${what} row ${row} has a non-finite value (${x[i]}) at column ${i % dim}; all values must be finite`,
+        );
+      }
+      norm2 += x[i] * x[i];
+    }
+    if (norm2 > FLOAT32_MAX / 4) {
       throw new InvalidArgumentError(
-        `${what} row ${row} has a non-finite value (${x[i]}) at column ${i % dim}; all values must be finite`,
+        `${what} row ${row} has a squared norm of ${norm2.toExponential(3)}; at most ${(FLOAT32_MAX / 4).toExponential(3)} ` +
+          `(a quarter of float32's range, so that distances stay finite): scale the vectors down`,
       );
     }
   }

@@ -85,7 +85,7 @@ export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> 
         }
       }
       timings.push([backend.description.length > 70 ? `${backend.description.slice(0, 69)}…` : backend.description, dedupMs.toFixed(1), knnMs.toFixed(1), String(r.i.length)]);
-      index.dispose();
+      await index.dispose();
     }
   } finally {
     for (const b of backends) b.dispose();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pairsThreshold } from '../../src/cpu/pairs-threshold.js';
-import { PairList, sortPairs, sortTilePairs } from '../../src/pairs.js';
+import { PairList, sortTilePairs } from '../../src/pairs.js';
 
 /** Runs the twin on one tile and returns its pairs as [i, j] tuples, in the order appended. */
 function run(
@@ -75,7 +75,4 @@ describe('pair lists', () => {
     expect(() => sortTilePairs(pairs, 6, 2, false)).toThrow(/pair 1 has row 5, outside the tile's rows \[6, 8\)/);
   });
 
-  it('sortPairs sorts pairs from any rows', () => {
-    expect(Array.from(sortPairs(new Uint32Array([900, 901, 3, 4, 3, 2, 900, 1000])))).toEqual([3, 2, 3, 4, 900, 901, 900, 1000]);
-  });
 });

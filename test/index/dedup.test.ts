@@ -216,10 +216,10 @@ describe('dedup', () => {
         const ok = await dedup(backend!, x, d, { metric: 'l2', threshold: 0, maxCandidates: all, maxPairs: all });
         expect([ok.i.length, ok.candidates, ok.clusters.length, ok.drop.length]).toEqual([all, all, 1, n - 1]);
         await expect(dedup(backend!, x, d, { metric: 'l2', threshold: 0, maxCandidates: all - 1 })).rejects.toThrow(
-          new RegExp(`^the threshold lets through more than ${all - 1} candidate pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxCandidates$`),
+          new RegExp(`^the threshold lets through more than ${all - 1} candidate pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxCandidates \\(the CLI's --max-candidates\\)$`),
         );
         await expect(dedup(backend!, x, d, { metric: 'l2', threshold: 0, maxPairs: all - 1 })).rejects.toThrow(
-          new RegExp(`^the threshold matches more than ${all - 1} pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxPairs$`),
+          new RegExp(`^the threshold matches more than ${all - 1} pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxPairs \\(the CLI's --max-pairs\\)$`),
         );
         // The backend is still usable after a join stopped midway.
         expect((await dedup(backend!, x.subarray(0, 3 * d), d, { metric: 'l2', threshold: 0 })).i.length).toBe(3);

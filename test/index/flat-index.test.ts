@@ -150,6 +150,9 @@ for (const [name, backend] of backends) {
       await bad(() => index.add(new Float32Array(4)), /length 4, which is not a multiple of dim 3/);
       await bad(() => index.add(new Float32Array([1, 2, 3, 4, NaN, 6])), /xb row 1 has a non-finite value \(NaN\) at column 1/);
       await bad(() => index.add(new Float32Array([Infinity, 0, 0])), /xb row 0 has a non-finite value \(Infinity\)/);
+      // Finite, but its squared distances would overflow float32 (+Infinity, which reads as padding).
+      await bad(() => index.add(new Float32Array([1, 2, 3, 1e19, 0, 0])), /xb row 1 has a squared norm of 1\.000e\+38; at most 8\.507e\+37 .* scale the vectors down/);
+      await bad(() => index.search(new Float32Array([0, 1e20, 0]), 1), /xq row 0 has a squared norm of 1\.000e\+40/);
       await bad(() => index.add([1, 2, 3] as unknown as Float32Array), /xb must be a Float32Array of n \* 3 values; got Array/);
       expect(index.ntotal).toBe(1);
       const q = new Float32Array([1, 2, 3]);

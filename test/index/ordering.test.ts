@@ -114,6 +114,34 @@ describe('operations in call order', () => {
       });
     }
 
+    it.skipIf(!backend)(`${name}: after dispose every call rejects, and what was called before it still runs`, async () => {
+      for (const kind of ['Flat', 'IVF'] as Kind[]) {
+        const index = make(backend!, kind);
+        const added = index.add(blocks[0]);
+        const searched = index.search(blocks[0], 1);
+        const disposed = index.dispose();
+        await added;
+        expect(Array.from((await searched).labels)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+        await disposed;
+        await index.dispose(); // twice is fine
+        const cls = kind === 'Flat' ? 'FlatIndex' : 'IvfFlatIndex';
+        await expect(index.search(blocks[0], 1)).rejects.toThrow(`${cls}.search: the index was disposed`);
+        await expect(index.add(blocks[0])).rejects.toThrow(`${cls}.add: the index was disposed`);
+        await expect(index.reset()).rejects.toThrow(`${cls}.reset: the index was disposed`);
+      }
+    });
+
+    it.skipIf(!backend)(`${name}: IVF save keeps the nprobe of the moment it was called`, async () => {
+      const index = make(backend!, 'IVF') as IvfFlatIndex;
+      void index.add(blocks[0]);
+      index.nprobe = 2;
+      const path = join(dir, `${name}-nprobe.idx`);
+      const saved = index.save(path);
+      index.nprobe = 3;
+      await saved;
+      expect(((await loadIndex(backend!, path)) as IvfFlatIndex).nprobe).toBe(2);
+    });
+
     it.skipIf(!backend)(`${name}: a failed operation rejects alone and the queue goes on`, async () => {
       const index = new IvfFlatIndex(backend!, { dim: d, nlist: 4, nprobe: 4 });
       const early = index.add(blocks[0]); // not trained yet: rejects from the queue
