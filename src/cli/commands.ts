@@ -31,8 +31,10 @@ const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebG
 const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
 const OUTPUTS = `Every flag and output path is checked before any work starts; an output may not be an input
 or another output (exit 2). Outputs are written to temporary files (.NAME.webgpu-knn-tmp-PID-*) in
-the output's directory and renamed into place together at the end: after a failure or Ctrl-C none
-appears, and a temporary file left by a killed run is removed by the next run writing that output.
+the output's directory and renamed into place together at the end: after a failure none appears
+(old files stay as they were); Ctrl-C removes the temporary files (an output already renamed into
+place is complete); a temporary file left by a killed run is removed by the next run writing that
+output.
 Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.`;
 
 export const USAGE: Record<string, string> = {
