@@ -12,7 +12,7 @@ import { readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
 import { READ_FORMATS, type VectorFile, readVectors } from '../io/vectors.js';
-import { DEFAULT_MAX_PAIRS, type DedupMetric, dedup } from '../jobs/dedup.js';
+import { type DedupMetric, type DedupResult, dedup } from '../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { knnGraph } from '../jobs/knn-graph.js';
 import type { Metric } from '../types.js';
@@ -82,9 +82,8 @@ options:
   --clusters FILE   also the groups (JSON: clusters with the lowest id first = kept, and drop: the
                     ids to drop)
   --max-candidates N  fail (exit 1, nothing written) when the threshold lets through more than N
-                    candidate pairs (default ${DEFAULT_MAX_CANDIDATES}): a threshold too loose
-  --max-pairs N     fail likewise when more than N pairs match (default ${DEFAULT_MAX_PAIRS}; the
-                    pairs are held in memory, 16 bytes each, until they are written)
+                    candidate pairs (default ${DEFAULT_MAX_CANDIDATES}): a threshold too loose.
+                    Pairs are written as they are confirmed, so their number is not bounded.
 ${BACKEND_OPT}
   -h, --help        this text
 ${OUTPUTS}`,
@@ -296,7 +295,6 @@ export async function dedupCommand(argv: string[]): Promise<void> {
       ? numberFlag('threshold', text(v, 'threshold'), -1, 1, 'a cosine')
       : numberFlag('threshold', text(v, 'threshold'), 0, Infinity, 'a squared L2 distance');
   const maxCandidates = intFlag('max-candidates', text(v, 'max-candidates'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_CANDIDATES);
-  const maxPairs = intFlag('max-pairs', text(v, 'max-pairs'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_PAIRS);
   const out = required(v, 'out');
   checkExt(out, ['.csv', '.jsonl'], '--out');
   const input = required(v, 'input');
@@ -308,27 +306,29 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   try {
     const p = new Progress('dedup');
     const t0 = performance.now();
-    const r = await dedup(backend, file.data, file.d, {
-      metric: metric as DedupMetric,
-      threshold,
-      maxCandidates,
-      maxPairs,
-      onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
-    });
     const outputs: Output[] = [];
+    let r: DedupResult;
     try {
       const pairs = new AtomicFile(out);
       outputs.push(pairs);
       const csv = extname(out).toLowerCase() === '.csv';
       if (csv) pairs.write('i,j,score\n');
-      // In blocks: tens of millions of pairs do not fit in one string.
-      for (let q0 = 0; q0 < r.i.length; q0 += PAIRS_PER_WRITE) {
-        const lines: string[] = [];
-        for (let q = q0; q < Math.min(q0 + PAIRS_PER_WRITE, r.i.length); q++) {
-          lines.push(csv ? `${r.i[q]},${r.j[q]},${r.score[q]}\n` : `${JSON.stringify({ i: r.i[q], j: r.j[q], score: r.score[q] })}\n`);
-        }
-        pairs.write(lines.join(''));
-      }
+      r = await dedup(backend, file.data, file.d, {
+        metric: metric as DedupMetric,
+        threshold,
+        maxCandidates,
+        // Written as they are confirmed, block by block: nothing but one block is held.
+        onPairs: (i, j, score) => {
+          for (let q0 = 0; q0 < i.length; q0 += PAIRS_PER_WRITE) {
+            const lines: string[] = [];
+            for (let q = q0; q < Math.min(q0 + PAIRS_PER_WRITE, i.length); q++) {
+              lines.push(csv ? `${i[q]},${j[q]},${score[q]}\n` : `${JSON.stringify({ i: i[q], j: j[q], score: score[q] })}\n`);
+            }
+            pairs.write(lines.join(''));
+          }
+        },
+        onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
+      });
       if (clusters !== undefined) {
         const c = new AtomicFile(clusters);
         outputs.push(c);
@@ -340,7 +340,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
     }
     commitOutputs(outputs);
     process.stderr.write(
-      `${r.i.length} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
+      `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
         `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
     );
   } finally {

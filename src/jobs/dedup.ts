@@ -46,14 +46,27 @@ export interface DedupOptions {
    */
   maxCandidates?: number;
   /**
-   * Most confirmed pairs; more is an InvalidArgumentError. These are kept (16 bytes each), so this
-   * bounds memory. Default DEFAULT_MAX_PAIRS (100,000,000, 1.6 GB); Infinity for no bound.
+   * Most confirmed pairs kept in the result; more is an InvalidArgumentError. They are kept (16
+   * bytes each), so this bounds memory. Default DEFAULT_MAX_PAIRS (100,000,000, 1.6 GB); Infinity
+   * for no bound. Does not apply with `onPairs`, where nothing is kept.
    */
   maxPairs?: number;
+  /**
+   * Receives the confirmed pairs block by block as they are found, in (i, j) order across blocks:
+   * `i[p] < j[p]` and their exact scores. The arrays are valid during the call only. With it, the
+   * result's `i`, `j` and `score` are empty (memory stays bounded by one block plus O(n) for the
+   * clusters); `pairs` counts them.
+   */
+  onPairs?: (i: Uint32Array, j: Uint32Array, score: Float64Array) => void;
 }
 
 export interface DedupResult {
-  /** Pairs (i[p], j[p]) with i < j, sorted by i then j, and their exact scores (cosine or squared L2). */
+  /** How many pairs passed the exact check. */
+  pairs: number;
+  /**
+   * Pairs (i[p], j[p]) with i < j, sorted by i then j, and their exact scores (cosine or squared L2);
+   * empty when `onPairs` received them instead.
+   */
   i: Uint32Array;
   j: Uint32Array;
   score: Float64Array;
@@ -96,9 +109,15 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
     }
   }
   const kept = new PairChunks();
+  const groups = new PairGroups(n);
   let candidates = 0;
-  /** Confirms each candidate of a block exactly; keeps those that pass. */
+  let pairs = 0;
+  /** Confirms each candidate of a block exactly; keeps those that pass, or hands them to onPairs. */
   const confirm = (block: Uint32Array, rowsDone: number): void => {
+    const bi = options.onPairs ? new Uint32Array(block.length / 2) : EMPTY_U32;
+    const bj = options.onPairs ? new Uint32Array(block.length / 2) : EMPTY_U32;
+    const bs = options.onPairs ? new Float64Array(block.length / 2) : EMPTY_F64;
+    let m = 0;
     for (let p = 0; p < block.length; p += 2) {
       const a = block[p];
       const b = block[p + 1];
@@ -115,6 +134,14 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
         }
         if (!(s <= threshold)) continue;
       }
+      groups.add(a, b);
+      pairs++;
+      if (options.onPairs) {
+        bi[m] = a;
+        bj[m] = b;
+        bs[m++] = s;
+        continue;
+      }
       if (kept.length === maxPairs) {
         throw new InvalidArgumentError(
           `the threshold matches more than ${maxPairs} pairs (at row ${a} of ${n}); use a stricter threshold or raise maxPairs (the CLI's --max-pairs)`,
@@ -122,6 +149,7 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
       }
       kept.push(a, b, s);
     }
+    if (options.onPairs && m > 0) options.onPairs(bi.subarray(0, m), bj.subarray(0, m), bs.subarray(0, m));
     candidates += block.length / 2;
     options.onProgress?.({ rowsDone, n, candidates });
   };
@@ -139,8 +167,8 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
   }
 
   const { i, j, score } = kept.finish();
-  const { clusters, drop } = groupPairs(n, i, j);
-  return { i, j, score, clusters, drop, candidates };
+  const { clusters, drop } = groups.result();
+  return { pairs, i, j, score, clusters, drop, candidates };
 }
 
 function checkBound(v: number | undefined, dflt: number, name: string): number {
@@ -200,32 +228,54 @@ class PairChunks {
 
 /** Union-find over the pairs: the groups of two or more, each ascending (keeper = lowest id). */
 export function groupPairs(n: number, is: ArrayLike<number>, js: ArrayLike<number>): { clusters: number[][]; drop: Uint32Array } {
-  const parent = new Int32Array(n).map((_, k) => k);
-  const find = (v: number): number => {
+  const groups = new PairGroups(n);
+  for (let p = 0; p < is.length; p++) groups.add(is[p], js[p]);
+  return groups.result();
+}
+
+/**
+ * Union-find over ids 0 .. n - 1, fed one pair at a time (so pairs need not be kept): O(n) memory
+ * whatever the number of pairs.
+ */
+export class PairGroups {
+  private readonly parent: Int32Array;
+  /** Marks, not a Set: there may be tens of millions of pairs, but only n members. */
+  private readonly member: Uint8Array;
+
+  constructor(readonly n: number) {
+    this.parent = new Int32Array(n).map((_, k) => k);
+    this.member = new Uint8Array(n);
+  }
+
+  private find(v: number): number {
+    const parent = this.parent;
     while (parent[v] !== v) {
       parent[v] = parent[parent[v]];
       v = parent[v];
     }
     return v;
-  };
-  for (let p = 0; p < is.length; p++) {
-    const a = find(is[p]);
-    const b = find(js[p]);
+  }
+
+  add(i: number, j: number): void {
+    this.member[i] = this.member[j] = 1;
+    const a = this.find(i);
+    const b = this.find(j);
     // The smaller root wins, so each root is its cluster's lowest id.
-    if (a !== b) parent[Math.max(a, b)] = Math.min(a, b);
+    if (a !== b) this.parent[Math.max(a, b)] = Math.min(a, b);
   }
-  const groups = new Map<number, number[]>();
-  // Marks, not a Set: there may be tens of millions of pairs, but only n members.
-  const member = new Uint8Array(n);
-  for (let p = 0; p < is.length; p++) member[is[p]] = member[js[p]] = 1;
-  for (let v = 0; v < n; v++) {
-    if (!member[v]) continue;
-    const root = find(v);
-    const g = groups.get(root);
-    if (g) g.push(v);
-    else groups.set(root, [v]);
+
+  /** The groups of two or more, each ascending (first = keeper), by keeper; and every other member, ascending. */
+  result(): { clusters: number[][]; drop: Uint32Array } {
+    const groups = new Map<number, number[]>();
+    for (let v = 0; v < this.n; v++) {
+      if (!this.member[v]) continue;
+      const root = this.find(v);
+      const g = groups.get(root);
+      if (g) g.push(v);
+      else groups.set(root, [v]);
+    }
+    const clusters = [...groups.values()].sort((a, b) => a[0] - b[0]);
+    const drop = Uint32Array.from(clusters.flatMap((c) => c.slice(1))).sort();
+    return { clusters, drop };
   }
-  const clusters = [...groups.values()].sort((a, b) => a[0] - b[0]);
-  const drop = Uint32Array.from(clusters.flatMap((c) => c.slice(1))).sort();
-  return { clusters, drop };
 }

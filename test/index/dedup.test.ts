@@ -235,6 +235,41 @@ describe('dedup', () => {
     expect((await dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxCandidates: Infinity, maxPairs: Infinity })).i.length).toBe(1);
   });
 
+  it('onPairs streams the confirmed pairs block by block, in order, and keeps none', async () => {
+    // 300 rows in groups of 4, moved by 0, 0.5, 1, 1.5 in column 0: 5 of each group's 6 pairs are
+    // within l2 2 (the pair 1.5 apart is at 2.25), over several CPU row tiles (64 rows).
+    const d = 5;
+    const x = new Float32Array(300 * d);
+    for (let r = 0; r < 300; r++) for (let t = 0; t < d; t++) x[r * d + t] = 10 * Math.floor(r / 4) + (t === 0 ? r % 4 : 0) * 0.5;
+    const collected = await dedup(cpu, x, d, { metric: 'l2', threshold: 2 });
+    const blocks: number[] = [];
+    const is: number[] = [];
+    const js: number[] = [];
+    const scores: number[] = [];
+    const streamed = await dedup(cpu, x, d, {
+      metric: 'l2',
+      threshold: 2,
+      maxPairs: 0, // does not apply when nothing is kept
+      onPairs: (i, j, score) => {
+        blocks.push(i.length);
+        is.push(...i);
+        js.push(...j);
+        scores.push(...score);
+      },
+    });
+    expect(collected.pairs).toBe(collected.i.length);
+    expect(collected.pairs).toBe(75 * 5);
+    expect(blocks.length).toBeGreaterThan(1);
+    expect(streamed.pairs).toBe(collected.pairs);
+    expect([streamed.i.length, streamed.j.length, streamed.score.length]).toEqual([0, 0, 0]);
+    expect(is).toEqual(Array.from(collected.i));
+    expect(js).toEqual(Array.from(collected.j));
+    expect(scores).toEqual(Array.from(collected.score));
+    expect(streamed.clusters).toEqual(collected.clusters);
+    expect(Array.from(streamed.drop)).toEqual(Array.from(collected.drop));
+    expect(streamed.clusters.length).toBe(75);
+  });
+
   it('groups pairs into clusters with the lowest id kept', () => {
     const g = groupPairs(10, [5, 1, 2, 7], [9, 2, 8, 8]);
     expect(g.clusters).toEqual([[1, 2, 7, 8], [5, 9]]);
