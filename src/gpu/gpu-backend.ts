@@ -49,6 +49,11 @@ export interface GpuBackendOptions {
   selectInvocations?: number;
   /** Candidate pairs the self-join's append buffer holds before a tile is re-run (default 2^20). */
   pairCapacity?: number;
+  /**
+   * Most bytes bound at once (default: the device's limit). Lower it to drive, on small data, the
+   * splits that large data needs (chunks, query batches, self-join tiles).
+   */
+  maxBindingBytes?: number;
   /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
   dawnFlags?: string[];
 }
@@ -97,7 +102,7 @@ export class GpuBaseStore implements BaseStore {
   ) {
     this.dpad = paddedDim(d);
     this.host = options.hostCopy === false ? null : new RowBuffer(d);
-    const fit = Math.floor(backend.ctx.maxBinding / (this.dpad * 4));
+    const fit = Math.floor(backend.maxBinding / (this.dpad * 4));
     this.chunkRows = Math.max(1, Math.min(fit, backend.options.chunkRows ?? fit));
   }
 
@@ -261,6 +266,11 @@ export class GpuBackend implements Backend {
     return this.ctx.describe();
   }
 
+  /** The largest binding this backend uses, in bytes: the device's, or lower (GpuBackendOptions.maxBindingBytes). */
+  get maxBinding(): number {
+    return Math.min(this.ctx.maxBinding, this.options.maxBindingBytes ?? Infinity);
+  }
+
   createBaseStore(d: number, options?: BaseStoreOptions): BaseStore {
     return new GpuBaseStore(this, d, options);
   }
@@ -285,7 +295,7 @@ export class GpuBackend implements Backend {
     if (timings) Object.assign(timings, { uploadMs: 0, computeMs: 0, readbackMs: 0, kernelMs: undefined });
     if (base.ntotal > 0) {
       // Query batches: each fits one binding for the queries and for the running lists.
-      const maxBinding = this.ctx.maxBinding;
+      const maxBinding = this.maxBinding;
       const fit = Math.min(Math.floor(maxBinding / (dpad * 4)), Math.floor(maxBinding / (k * 4)));
       const batch = Math.max(1, Math.min(nq, fit, this.options.queryBatch ?? fit));
       for (let b0 = 0; b0 < nq; b0 += batch) {
@@ -334,7 +344,7 @@ export class GpuBackend implements Backend {
    */
   private scoreTiles(base: GpuBaseStore, nq: number): { tileCols: number; queryTile: number } {
     const tileCols = Math.max(4, Math.min(this.options.tileCols ?? DEFAULT_TILE_COLS, base.chunkRows, Math.ceil(base.ntotal / 4) * 4));
-    const scoreBytes = Math.min(this.ctx.maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
+    const scoreBytes = Math.min(this.maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
     // At most 65535 rows: the pairs-threshold dispatch has one workgroup row per query row.
     return { tileCols, queryTile: Math.max(1, Math.min(nq, 65535, Math.floor(scoreBytes / (tileCols * 4)))) };
   }
@@ -464,7 +474,7 @@ export class GpuBackend implements Backend {
       const kernels = new Kernels(this.ctx, this.pipelines);
       const probes = this.encodeFlatSearch(kernels, base, xqBuf, nq, nprobe, metric, temps);
       // Query tiles: each tile's partial lists (rows x nprobe x nseg x k) fit the score budget.
-      const budget = Math.min(this.ctx.maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
+      const budget = Math.min(this.maxBinding, this.options.scoreTileBytes ?? DEFAULT_SCORE_TILE_BYTES);
       const rowsPerTile = Math.max(1, Math.min(nq, Math.floor(budget / (nprobe * k * 4))));
       const nseg = Math.max(1, Math.min(8, Math.ceil(this.selectInvocations / (rowsPerTile * nprobe)), Math.floor(budget / (rowsPerTile * nprobe * k * 4))));
       const nlists = nprobe * nseg;
@@ -503,9 +513,9 @@ export class GpuBackend implements Backend {
     if (hit && hit.version === lists.version) return hit;
     if (hit) for (const b of [hit.xb, hit.xnorm, hit.ids, hit.offsets]) b.destroy();
     const csr = lists.csr(dpad);
-    if (csr.xb.byteLength > this.ctx.maxBinding) {
+    if (csr.xb.byteLength > this.maxBinding) {
       throw new WebGpuUnavailableError(
-        `the IVF lists hold ${csr.xb.byteLength} bytes of vectors; this device binds at most ${this.ctx.maxBinding} bytes at once`,
+        `the IVF lists hold ${csr.xb.byteLength} bytes of vectors; this device binds at most ${this.maxBinding} bytes at once`,
       );
     }
     const { device } = this.ctx;
@@ -526,11 +536,12 @@ export class GpuBackend implements Backend {
     const base = store as GpuBaseStore;
     const ntotal = base.ntotal;
     const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
-    const maxBinding = this.ctx.maxBinding;
+    // Pairs a tile may append: one binding's worth.
+    const maxTilePairs = Math.floor(this.maxBinding / 8);
     const { tileCols, queryTile } = this.scoreTiles(base, ntotal);
     const scores = createBuffer(device, 'scores', queryTile * tileCols * 4, STORAGE());
     const count = createBuffer(device, 'pair_count', 4, STORAGE());
-    let capacity = Math.max(16, this.options.pairCapacity ?? 1 << 20);
+    let capacity = Math.min(maxTilePairs, Math.max(16, this.options.pairCapacity ?? 1 << 20));
     let pairs = createBuffer(device, 'pairs', capacity * 8, STORAGE());
     let total = 0;
     let rowsDone = 0;
@@ -540,12 +551,16 @@ export class GpuBackend implements Backend {
       base.chunks.reduce((id, c) => (starts.push(id), id + c.rows), 0);
       for (let a = 0; a < base.chunks.length; a++) {
         const A = base.chunks[a];
-        for (let r0 = 0; r0 < A.rows; r0 += queryTile) {
-          const rows = Math.min(queryTile, A.rows - r0);
+        // Rows per tile: queryTile, halved while a tile has more pairs than one binding holds.
+        let step = queryTile;
+        for (let r0 = 0; r0 < A.rows; ) {
+          let rows = Math.min(step, A.rows - r0);
           const q0 = starts[a] + r0;
-          // Run the query tile; on overflow, run it again with room for every pair it has.
+          // Run the query tile; on overflow, run it again with room for every pair it has, or with
+          // fewer rows when they would not fit one binding.
           let block: Uint32Array;
           for (;;) {
+            rows = Math.min(step, A.rows - r0);
             const kernels = new Kernels(this.ctx, this.pipelines);
             kernels.recorder.clear(count);
             for (let b = a; b < base.chunks.length; b++) {
@@ -564,19 +579,26 @@ export class GpuBackend implements Backend {
             const n = new Uint32Array(await readBuffer(this.ctx, count, 0, 4))[0];
             // The count is exact even past capacity: an explosion is reported before any buffer grows.
             if (total + n > maxCandidates) throw tooManyCandidates(maxCandidates, q0, ntotal);
+            if (n > maxTilePairs) {
+              if (rows === 1) {
+                throw new WebGpuUnavailableError(
+                  `row ${q0} alone has ${n} candidate pairs, more than one binding holds (${maxTilePairs}); use a stricter threshold`,
+                );
+              }
+              step = Math.max(1, Math.floor(rows / 2));
+              continue;
+            }
             if (n <= capacity) {
               block = n > 0 ? new Uint32Array(await readBuffer(this.ctx, pairs, 0, n * 8)) : new Uint32Array(0);
               total += n;
               break;
-            }
-            if (n * 8 > maxBinding) {
-              throw new WebGpuUnavailableError(`a tile of ${rows} rows has ${n} candidate pairs, more than one binding holds; lower the threshold's reach or scoreTileBytes`);
             }
             pairs.destroy();
             capacity = n;
             pairs = createBuffer(device, 'pairs', capacity * 8, STORAGE());
           }
           rowsDone += rows;
+          r0 += rows;
           // Appended in whatever order the invocations ran: sort this tile's pairs only.
           options.onPairs(sortTilePairs(block, q0, rows, false), rowsDone);
         }

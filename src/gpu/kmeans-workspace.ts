@@ -39,7 +39,8 @@ export class GpuKMeansWorkspace implements KMeansWorkspace {
   }
 
   static async create(backend: GpuBackend, x: Float32Array, n: number, d: number, nc: number): Promise<GpuKMeansWorkspace> {
-    const { device, maxBinding } = backend.ctx;
+    const { device } = backend.ctx;
+    const { maxBinding } = backend;
     const dpad = paddedDim(d);
     if (n * dpad * 4 > maxBinding) {
       throw new WebGpuUnavailableError(

@@ -8,6 +8,9 @@ import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 const gpu = await gpuBackend();
 // Tiny tiles and pair buffer: many query tiles, each overflowing its buffer once.
 const gpuTiled = await gpuBackend({ tileCols: 64, scoreTileBytes: 64 * 4 * 40, chunkRows: 250, pairCapacity: 16 });
+// Bindings of 400 and of 100 pairs (see the last suite).
+const narrow400 = await gpuBackend({ maxBindingBytes: 400 * 8 });
+const narrow100 = await gpuBackend({ maxBindingBytes: 100 * 8 });
 afterAll(disposeGpuBackends);
 
 // [name, backend, row tiles of the join below, tiles handed on before 10 candidates are passed]:
@@ -87,4 +90,34 @@ describe('selfJoinCandidates streams sorted row-tile blocks', () => {
       expect(await join(backend!, () => {}, want.length / 2)).toBe(want.length / 2);
     });
   }
+});
+
+describe('a self-join tile with more pairs than one binding holds', () => {
+  // 200 identical rows (19,900 pairs) with a binding of 400 pairs: the tiles of 4 rows (790 pairs)
+  // are halved until they fit; one row alone (199 pairs) always fits.
+  const m = 200;
+  const same = new Float32Array(m * 4).fill(3);
+
+  it.skipIf(!narrow400)('is split into fewer rows, and every pair still comes, in order', async () => {
+    const backend = narrow400!;
+    const store = backend.createBaseStore(4);
+    await store.add(same, m);
+    const got: number[] = [];
+    const total = await backend.selfJoinCandidates(store, 'l2', 0, dedupMargin(4), { onPairs: (b) => got.push(...b) });
+    store.dispose();
+    const all: number[] = [];
+    for (let a = 0; a < m; a++) for (let b = a + 1; b < m; b++) all.push(a, b);
+    expect(total).toBe(all.length / 2);
+    expect(got).toEqual(all);
+  });
+
+  it.skipIf(!narrow100)('fails clearly when a single row has more pairs than one binding holds', async () => {
+    const backend = narrow100!;
+    const store = backend.createBaseStore(4);
+    await store.add(same, m);
+    await expect(backend.selfJoinCandidates(store, 'l2', 0, dedupMargin(4), { onPairs: () => undefined })).rejects.toThrow(
+      /row 0 alone has 199 candidate pairs, more than one binding holds \(100\); use a stricter threshold/,
+    );
+    store.dispose();
+  });
 });
