@@ -63,32 +63,34 @@ export function rescore(
   const keys = new Float64Array(kc);
   const ids = new Int32Array(kc);
   const order: number[] = [];
+  const { xb, rowOf } = base;
+  const labelsIn = cand.labels;
   const qnorm = new Float64Array(metric === 'cosine' ? nq : 0);
   for (let r = 0; r < qnorm.length; r++) for (let j = 0; j < d; j++) qnorm[r] += xq[r * d + j] * xq[r * d + j];
   for (let r = 0; r < nq; r++) {
     const q = r * d;
     let m = 0;
     for (let c = 0; c < kc; c++) {
-      const id = cand.labels[r * kc + c];
+      const id = labelsIn[r * kc + c];
       if (id < 0) continue;
-      const x = (base.rowOf ? base.rowOf[id] : id) * d;
+      const x = (rowOf ? rowOf[id] : id) * d;
       let s = 0;
       if (metric === 'l2') {
         for (let j = 0; j < d; j++) {
-          const t = xq[q + j] - base.xb[x + j];
+          const t = xq[q + j] - xb[x + j];
           s += t * t;
         }
       } else if (metric === 'ip') {
-        for (let j = 0; j < d; j++) s -= xq[q + j] * base.xb[x + j];
+        for (let j = 0; j < d; j++) s -= xq[q + j] * xb[x + j];
       } else {
         // Cosine on unit rows: 1 - cos = |q - x|^2 / 2. The squared difference is exact to float64
         // rounding even for near-parallel rows, where q.x / (|q| |x|) is not (it loses the
         // difference from 1 in the rounding of the sums), so the vector itself (0) comes first.
         let xx = 0;
         for (let j = 0; j < d; j++) {
-          const t = xq[q + j] - base.xb[x + j];
+          const t = xq[q + j] - xb[x + j];
           s += t * t;
-          xx += base.xb[x + j] * base.xb[x + j];
+          xx += xb[x + j] * xb[x + j];
         }
         s = xx > 0 && qnorm[r] > 0 ? s / 2 : 1; // a zero vector has cosine 0 with everything
       }
