@@ -4,9 +4,9 @@
  * ties come out in different orders on the GPU and the CPU, and a stored vector searched for
  * itself can rank behind a near copy. So an index asks the backend for at least k +
  * RESCORE_MARGIN candidates (see candidatesFor), and this module re-scores them with the direct
- * formula (l2: sum of (q_j - x_j)^2; ip: sum of q_j x_j; cosine: 1 - sum of (q_j - x_j)^2 / 2 on
- * the normalised rows), accumulated in float64 in column order, keeps the k best by (float64
- * score, id) and rounds the distances once to float32. This runs on the host, in this one function, for every backend, so
+ * formula (l2: sum of (q_j - x_j)^2; ip: sum of q_j x_j; cosine: see cosineDistance), accumulated in
+ * float64 in column order, keeps the k best by (float64 score, id) and rounds the distances once
+ * to float32. This runs on the host, in this one function, for every backend, so
  * equal candidates give bit-identical results, and identical vectors are at distance exactly 0
  * (cosine exactly 1).
  *
@@ -59,14 +59,17 @@ export function rescore(
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
   // Per row: the candidates' minimised float64 scores (l2: distance; ip: minus the inner product;
-  // cosine: 1 - cosine) and ids, then their order.
+  // cosine: the cosine distance) and ids, then their order.
   const keys = new Float64Array(kc);
   const ids = new Int32Array(kc);
   const order: number[] = [];
   const { xb, rowOf } = base;
   const labelsIn = cand.labels;
   const qnorm = new Float64Array(metric === 'cosine' ? nq : 0);
-  for (let r = 0; r < qnorm.length; r++) for (let j = 0; j < d; j++) qnorm[r] += xq[r * d + j] * xq[r * d + j];
+  for (let r = 0; r < qnorm.length; r++) {
+    for (let j = 0; j < d; j++) qnorm[r] += xq[r * d + j] * xq[r * d + j];
+    qnorm[r] = Math.sqrt(qnorm[r]);
+  }
   for (let r = 0; r < nq; r++) {
     const q = r * d;
     let m = 0;
@@ -83,16 +86,9 @@ export function rescore(
       } else if (metric === 'ip') {
         for (let j = 0; j < d; j++) s -= xq[q + j] * xb[x + j];
       } else {
-        // Cosine on unit rows: 1 - cos = |q - x|^2 / 2. The squared difference is exact to float64
-        // rounding even for near-parallel rows, where q.x / (|q| |x|) is not (it loses the
-        // difference from 1 in the rounding of the sums), so the vector itself (0) comes first.
         let xx = 0;
-        for (let j = 0; j < d; j++) {
-          const t = xq[q + j] - xb[x + j];
-          s += t * t;
-          xx += xb[x + j] * xb[x + j];
-        }
-        s = xx > 0 && qnorm[r] > 0 ? s / 2 : 1; // a zero vector has cosine 0 with everything
+        for (let j = 0; j < d; j++) xx += xb[x + j] * xb[x + j];
+        s = cosineDistance(xq, q, qnorm[r], xb, x, Math.sqrt(xx), d);
       }
       keys[m] = s;
       ids[m] = id;
@@ -117,4 +113,28 @@ export function timedRescore(timings: SearchTimings | undefined, fn: () => Searc
   const out = fn();
   if (timings) timings.rescoreMs = performance.now() - t0;
   return out;
+}
+
+/**
+ * The cosine distance (1 - cosine) of row a (at offset `ao`, L2 norm `an`) and row b (at `bo`,
+ * norm `bn`), `d` floats each, in float64; 1 when either is a zero vector (cosine 0). Two
+ * formulas, each where it is exact enough: 1 - a.b / (an bn), exact for small-integer data
+ * (cosines such as 0.6 or 0 come out exactly); and, for near-parallel rows (cosine above
+ * 1 - 2^-20), |a/an - b/bn|^2 / 2, because there the dot product's rounding swamps the difference
+ * from 1: identical rows are at exactly 0, and any other direction above 0, even when 1 - that
+ * rounds to 1. Callers compare distances (dedup: distance <= 1 - threshold; the re-score orders
+ * by it), never cosines rounded back. Used by the re-score and by dedup's exact check.
+ */
+export function cosineDistance(a: Float32Array, ao: number, an: number, b: Float32Array, bo: number, bn: number, d: number): number {
+  if (!(an > 0 && bn > 0)) return 1;
+  let dot = 0;
+  for (let j = 0; j < d; j++) dot += a[ao + j] * b[bo + j];
+  const c = dot / (an * bn);
+  if (c < 1 - 2 ** -20) return 1 - Math.max(-1, c);
+  let s = 0;
+  for (let j = 0; j < d; j++) {
+    const t = a[ao + j] / an - b[bo + j] / bn;
+    s += t * t;
+  }
+  return s / 2;
 }

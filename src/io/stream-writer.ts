@@ -3,16 +3,18 @@
  * beside the output (see temp-files.ts), every write is checked (a short write is continued, a
  * failed one such as ENOSPC is an error naming the output), and the file is renamed into place only
  * when complete. `commitOutputs` completes several outputs together: all are written and closed
- * first, then all are renamed; if a rename fails, those already renamed are put back (each old
- * file was hard-linked aside first), so a command that fails leaves none of its outputs behind
- * and every old file as it was. (Where a hard link is impossible, the old file cannot be restored
- * after a later rename fails; the error says so.)
+ * first, then every file they replace is kept aside (a hard link, or a copy, named
+ * `.NAME.webgpu-knn-old-PID-RAND`), then all are renamed; if a rename fails, those already renamed
+ * are put back, so a command that fails leaves none of its outputs behind and every old file as it
+ * was. Only a process killed in the middle of the renames can leave a `-old-` file (with the old
+ * contents) beside its output.
  *
  * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
  * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl.
  */
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { extname } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, extname, join } from 'node:path';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, fileError } from './file-error.js';
 import { npyHeader } from './npy.js';
@@ -31,43 +33,59 @@ export function setWriteFunction(fn: WriteFunction = systemWrite): void {
 
 /** Something written to a temporary file and renamed into place at the end. */
 export interface Output {
+  /** The user's path. */
+  readonly path: string;
   /** Checks the output is complete, flushes and closes it; throws (having aborted) if not. */
   finish(): void;
-  /**
-   * Renames the finished temporary file into place. With `undoable`, a file already at the path
-   * is first hard-linked aside, and the returned Published can put it back.
-   */
-  publish(undoable: boolean): Published;
-  /** Removes the temporary file; safe to call twice. */
+  /** Keeps the file now at the path, if any, aside (hard link, else copy), so `undo` can put it back. */
+  backUp(): void;
+  /** Renames the finished temporary file into place. */
+  publish(): void;
+  /** After publish: puts the backed-up file back, or removes the output if there was none. */
+  undo(): void;
+  /** After publish: drops the backup. */
+  keep(): void;
+  /** Removes the temporary file (and an unused backup); safe to call twice. */
   abort(): void;
 }
 
-/** A renamed output that can still be taken back (`undo`) until it is kept (`keep`). */
-export interface Published {
-  undo(): void;
-  keep(): void;
-}
-
 /**
- * Finishes every output, then publishes them all; on any failure aborts every one, puts back what
- * was already published, and throws.
+ * Finishes every output, backs up the files they replace (when there are several), then publishes
+ * them all; on any failure puts back what was already published, aborts every one, and throws.
  */
 export function commitOutputs(outputs: Output[]): void {
-  const published: Published[] = [];
+  const published: Output[] = [];
   try {
     for (const o of outputs) o.finish();
-    for (const o of outputs) published.push(o.publish(outputs.length > 1));
+    // Every backup before any rename: if one cannot be made, nothing has been replaced yet.
+    if (outputs.length > 1) for (const o of outputs) o.backUp();
+    for (const o of outputs) {
+      o.publish();
+      published.push(o);
+    }
   } catch (err) {
-    for (const p of published.reverse()) p.undo();
+    const notRestored: string[] = [];
+    for (const o of published.reverse()) {
+      try {
+        o.undo();
+      } catch (undoErr) {
+        notRestored.push(`${o.path} (${(undoErr as Error).message})`);
+      }
+    }
     for (const o of outputs) o.abort();
-    throw err;
+    if (notRestored.length === 0) throw err;
+    throw new FileError(`${(err as Error).message}; and these outputs could not be put back as they were: ${notRestored.join('; ')}`);
   }
-  for (const p of published) p.keep();
+  for (const o of outputs) o.keep();
 }
 
 export class AtomicFile implements Output {
   private readonly tmp: string;
   private fd: number | null;
+  /** The replaced file, kept aside by backUp until keep or undo. */
+  private backup: string | null = null;
+  private existed = false;
+  private published = false;
 
   /** Opens a temporary file for `path` (whose directory must exist). */
   constructor(readonly path: string) {
@@ -108,54 +126,51 @@ export class AtomicFile implements Output {
     }
   }
 
-  publish(undoable: boolean): Published {
-    // The old file, hard-linked aside (a registered temporary name), to put back on undo.
-    let backup: string | null = null;
-    if (undoable && existsSync(this.path)) {
-      backup = claimTemp(this.path);
+  backUp(): void {
+    if (!existsSync(this.path)) return;
+    const backup = join(dirname(this.path), `.${basename(this.path)}.webgpu-knn-old-${process.pid}-${randomBytes(4).toString('hex')}`);
+    try {
+      linkSync(this.path, backup);
+    } catch {
       try {
-        linkSync(this.path, backup);
-      } catch {
-        releaseTemp(backup);
-        backup = null; // no hard links here: the old file cannot be put back
+        copyFileSync(this.path, backup); // no hard links here
+      } catch (err) {
+        rmSync(backup, { force: true });
+        throw fileError(this.path, 'cannot keep a copy of the file it replaces', err);
       }
     }
-    const existed = undoable && existsSync(this.path);
+    this.backup = backup;
+  }
+
+  publish(): void {
+    this.existed = existsSync(this.path);
     try {
       renameSync(this.tmp, this.path);
     } catch (err) {
-      this.abort();
-      if (backup) {
-        rmSync(backup, { force: true });
-        releaseTemp(backup);
-      }
       throw fileError(this.path, 'cannot replace', err);
     }
     releaseTemp(this.tmp);
-    const path = this.path;
-    const dropBackup = (): void => {
-      if (!backup) return;
-      rmSync(backup, { force: true });
-      releaseTemp(backup);
-      backup = null;
-    };
-    return {
-      undo: () => {
-        if (backup) {
-          renameSync(backup, path); // atomic: the old file is back
-          releaseTemp(backup);
-          backup = null;
-        } else if (!existed) {
-          rmSync(path, { force: true });
-        } else {
-          process.stderr.write(`webgpu-knn: ${path} was already replaced and its old contents cannot be put back (no hard links here)\n`);
-        }
-      },
-      keep: dropBackup,
-    };
+    this.published = true;
+  }
+
+  undo(): void {
+    if (this.backup) {
+      renameSync(this.backup, this.path); // atomic: the old file is back
+      this.backup = null;
+    } else if (!this.existed) {
+      rmSync(this.path, { force: true });
+    }
+  }
+
+  keep(): void {
+    if (this.backup) rmSync(this.backup, { force: true });
+    this.backup = null;
   }
 
   abort(): void {
+    // A backup is dropped unless this output was published (then undo has used it, or, if undo
+    // failed, it holds the only copy of the old file and stays, named in the error).
+    if (this.backup && !this.published) this.keep();
     if (this.fd !== null) {
       try {
         closeSync(this.fd);
@@ -234,8 +249,20 @@ export class VectorStreamWriter implements Output {
     this.file.finish();
   }
 
-  publish(undoable: boolean): Published {
-    return this.file.publish(undoable);
+  backUp(): void {
+    this.file.backUp();
+  }
+
+  publish(): void {
+    this.file.publish();
+  }
+
+  undo(): void {
+    this.file.undo();
+  }
+
+  keep(): void {
+    this.file.keep();
   }
 
   /** Finishes and renames this one output into place. */

@@ -5,15 +5,17 @@
  * Search with a safety margin, then confirm: the backend's self-join (tiled, so the corpus may
  * exceed one GPU buffer) returns every pair whose float32 score passes the threshold plus a margin
  * larger than the expansion's rounding error; each candidate is then re-scored exactly (direct
- * formula, float64, on the original vectors) and the exact threshold applied. Rounding can neither
- * add a pair nor lose one.
+ * formula, float64, on the original vectors; cosine as cosineDistance computes it)
+ * and the exact threshold applied. Rounding can neither add a pair nor lose one.
  *
  * Bounded and typed throughout: the self-join streams its candidates one row tile at a time, in
- * (i, j) order; each block is confirmed as it arrives and only the confirmed pairs are kept, in
- * typed chunks. Memory is the confirmed pairs (16 bytes each) plus one tile's candidates. Too many
- * candidates (maxCandidates) or too many pairs (maxPairs) is an InvalidArgumentError, not a crash.
+ * (i, j) order; each block is confirmed as it arrives. With `onPairs` the confirmed pairs go to
+ * the caller block by block and memory is one tile's candidates plus O(n) for the clusters;
+ * without it they are kept in typed chunks (16 bytes each) for the result, at most maxPairs. Too
+ * many candidates (maxCandidates) or pairs (maxPairs) is an InvalidArgumentError, not a crash.
  */
 import type { Backend } from '../backend.js';
+import { cosineDistance } from '../rescore.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
 
@@ -123,10 +125,10 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
       const b = block[p + 1];
       let s = 0;
       if (metric === 'cosine') {
-        for (let t = 0; t < d; t++) s += x[a * d + t] * x[b * d + t];
-        const den = norms[a] * norms[b];
-        s = den > 0 ? s / den : 0;
-        if (!(s >= threshold)) continue;
+        // Compared as distances: near 1, the cosine itself would round to 1 (see cosineDistance).
+        const dist = cosineDistance(x, a * d, norms[a], x, b * d, norms[b], d);
+        if (!(dist <= 1 - threshold)) continue;
+        s = 1 - dist;
       } else {
         for (let t = 0; t < d; t++) {
           const diff = x[a * d + t] - x[b * d + t];
@@ -144,7 +146,7 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
       }
       if (kept.length === maxPairs) {
         throw new InvalidArgumentError(
-          `the threshold matches more than ${maxPairs} pairs (at row ${a} of ${n}); use a stricter threshold or raise maxPairs (the CLI's --max-pairs)`,
+          `the threshold matches more than ${maxPairs} pairs (at row ${a} of ${n}); use a stricter threshold, raise maxPairs, or take the pairs as they come with onPairs`,
         );
       }
       kept.push(a, b, s);

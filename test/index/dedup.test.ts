@@ -219,7 +219,7 @@ describe('dedup', () => {
           new RegExp(`^the threshold lets through more than ${all - 1} candidate pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxCandidates \\(the CLI's --max-candidates\\)$`),
         );
         await expect(dedup(backend!, x, d, { metric: 'l2', threshold: 0, maxPairs: all - 1 })).rejects.toThrow(
-          new RegExp(`^the threshold matches more than ${all - 1} pairs \\(at row \\d+ of 300\\); use a stricter threshold or raise maxPairs \\(the CLI's --max-pairs\\)$`),
+          new RegExp(`^the threshold matches more than ${all - 1} pairs \\(at row \\d+ of 300\\); use a stricter threshold, raise maxPairs, or take the pairs as they come with onPairs$`),
         );
         // The backend is still usable after a join stopped midway.
         expect((await dedup(backend!, x.subarray(0, 3 * d), d, { metric: 'l2', threshold: 0 })).i.length).toBe(3);
@@ -233,6 +233,24 @@ describe('dedup', () => {
     await expect(dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxCandidates: 1.5 })).rejects.toThrow(/maxCandidates must be a non-negative integer or Infinity; got 1.5/);
     await expect(dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxPairs: NaN })).rejects.toThrow(/maxPairs must be a non-negative integer or Infinity; got NaN/);
     expect((await dedup(cpu, v, 2, { metric: 'l2', threshold: 0, maxCandidates: Infinity, maxPairs: Infinity })).i.length).toBe(1);
+  });
+
+  it('cosine threshold 1: every exact duplicate and no near copy, even at d = 384', async () => {
+    // q.x / (|q| |x|) in float64 puts identical 384-d rows below 1 (pairs lost) and near copies at
+    // or above it (pairs added) about a third of the time; the exact check must not.
+    const d = 384;
+    const m = 60; // 60 rows, each followed by an exact copy (even t) or a copy moved by 2e-7 (odd t)
+    const x = new Float32Array(2 * m * d);
+    for (let t = 0; t < m; t++) {
+      const r = rng(900 + t);
+      for (let c = 0; c < d; c++) x[2 * t * d + c] = r() - 0.5;
+      x.set(x.subarray(2 * t * d, (2 * t + 1) * d), (2 * t + 1) * d);
+      if (t % 2 === 1) x[(2 * t + 1) * d + (t % d)] = Math.fround(x[(2 * t + 1) * d + (t % d)] * (1 + 2e-7));
+    }
+    const r = await dedup(cpu, x, d, { metric: 'cosine', threshold: 1 });
+    const want = Array.from({ length: m / 2 }, (_, h) => `${4 * h},${4 * h + 1}`);
+    expect(Array.from(r.i, (i, p) => `${i},${r.j[p]}`)).toEqual(want);
+    expect(Array.from(r.score)).toEqual(new Array(m / 2).fill(1));
   });
 
   it('onPairs streams the confirmed pairs block by block, in order, and keeps none', async () => {

@@ -68,7 +68,8 @@ describe('AtomicFile', () => {
     const b = new AtomicFile(join(dir, 'b.txt'));
     a.write('new a');
     b.write('new b');
-    const failing = { finish: () => enospc(), publish: () => ({ undo: () => undefined, keep: () => undefined }), abort: () => undefined };
+    const none = (): void => undefined;
+    const failing = { path: 'failing', finish: () => enospc(), backUp: none, publish: none, undo: none, keep: none, abort: none };
     expect(() => commitOutputs([a, b, failing])).toThrow(/ENOSPC/);
     expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old a');
     expect(existsSync(join(dir, 'b.txt'))).toBe(false);
@@ -76,22 +77,42 @@ describe('AtomicFile', () => {
   });
 
   it('a rename that fails puts back the outputs already renamed, old contents included', () => {
-    // The reviewer's case: --out replaced, then --distances cannot be (here: a directory is in the
-    // way, EISDIR); before, a.txt kept "new a".
+    // The reviewer's case: --out replaced, then --distances cannot be; before, a.txt kept "new a".
     writeFileSync(join(dir, 'r-a.txt'), 'old a');
-    mkdirSync(join(dir, 'r-b.txt'));
-    writeFileSync(join(dir, 'r-b.txt', 'inside'), 'x');
     const a = new AtomicFile(join(dir, 'r-a.txt'));
     const n = new AtomicFile(join(dir, 'r-new.txt'));
-    const b = new AtomicFile(join(dir, 'r-b.txt'));
     a.write('new a');
     n.write('new file');
-    b.write('new b');
-    expect(() => commitOutputs([a, n, b])).toThrow(/r-b.txt: cannot replace/);
+    const none = (): void => undefined;
+    const stuck = { path: 'stuck', finish: none, backUp: none, undo: none, keep: none, abort: none, publish: () => enospc() };
+    expect(() => commitOutputs([a, n, stuck])).toThrow(/ENOSPC/);
     expect(readFileSync(join(dir, 'r-a.txt'), 'utf8')).toBe('old a');
     expect(existsSync(join(dir, 'r-new.txt'))).toBe(false);
-    expect(files().filter((f) => f.includes('webgpu-knn-tmp'))).toEqual([]);
+    expect(files().filter((f) => f.includes('webgpu-knn-'))).toEqual([]);
     expect(liveTemps()).toEqual([]);
+  });
+
+  it('a replaced path that cannot be kept aside (a directory) fails before anything is replaced', () => {
+    writeFileSync(join(dir, 'd-a.txt'), 'old a');
+    mkdirSync(join(dir, 'd-b.txt'));
+    const a = new AtomicFile(join(dir, 'd-a.txt'));
+    const b = new AtomicFile(join(dir, 'd-b.txt'));
+    a.write('new a');
+    b.write('new b');
+    expect(() => commitOutputs([a, b])).toThrow(/d-b.txt: cannot keep a copy of the file it replaces/);
+    expect(readFileSync(join(dir, 'd-a.txt'), 'utf8')).toBe('old a');
+    expect(files().filter((f) => f.includes('webgpu-knn-'))).toEqual([]);
+  });
+
+  it('a success leaves no backup behind', () => {
+    writeFileSync(join(dir, 's-a.txt'), 'old a');
+    const a = new AtomicFile(join(dir, 's-a.txt'));
+    const b = new AtomicFile(join(dir, 's-b.txt'));
+    a.write('new a');
+    b.write('new b');
+    commitOutputs([a, b]);
+    expect([readFileSync(join(dir, 's-a.txt'), 'utf8'), readFileSync(join(dir, 's-b.txt'), 'utf8')]).toEqual(['new a', 'new b']);
+    expect(files().filter((f) => f.includes('webgpu-knn-'))).toEqual([]);
   });
 
   it('names its temporary file after the output, with this pid, in the same directory', () => {
