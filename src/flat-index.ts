@@ -72,7 +72,7 @@ export class FlatIndex {
   }
 
   private async addRows(xb: Float32Array, prepare: boolean): Promise<void> {
-    const n = checkVectors(xb, this.dim, 'xb', true);
+    const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
     const x = prepare ? this.prepare(xb) : xb;
     return this.queue.mutate(async () => {
       if (n > 0) await this.store.add(x, n);
@@ -90,7 +90,7 @@ export class FlatIndex {
   async search(xq: Float32Array, k: number, options: SearchOptions = {}): Promise<SearchResult> {
     this.checkOpen('search');
     checkK(k, this.backend.maxK);
-    const nq = checkVectors(xq, this.dim, 'xq', false);
+    const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
     const queries = this.prepare(xq);
     return this.queue.search(async () => {
       const kc = candidatesFor(k, this.backend.maxK);

@@ -115,7 +115,7 @@ export class IvfFlatIndex {
    */
   async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
     this.checkOpen('train');
-    const n = checkVectors(xt, this.dim, 'xt', true);
+    const n = checkVectors(xt, this.dim, 'xt', true, this.metric !== 'cosine');
     if (n < this.nlist) {
       throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least k = ${this.nlist} training points; got ${n}`);
     }
@@ -165,7 +165,7 @@ export class IvfFlatIndex {
    */
   async add(xb: Float32Array): Promise<void> {
     this.checkOpen('add');
-    const n = checkVectors(xb, this.dim, 'xb', true);
+    const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
     const x = this.prepare(xb);
     return this.queue.mutate(async () => {
       const coarse = this.requireTrained('add');
@@ -179,7 +179,7 @@ export class IvfFlatIndex {
   async search(xq: Float32Array, k: number, options: IvfSearchOptions = {}): Promise<SearchResult> {
     this.checkOpen('search');
     checkK(k, this.backend.maxK);
-    const nq = checkVectors(xq, this.dim, 'xq', false);
+    const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
     const nprobe = options.nprobe === undefined ? this.nprobeValue : this.checkNprobe(options.nprobe);
     const queries = this.prepare(xq);
     return this.queue.search(async () => {

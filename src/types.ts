@@ -73,10 +73,11 @@ const FLOAT32_MAX = 3.4028234663852886e38;
 
 /**
  * Checks that `x` is a Float32Array of `n * dim` finite values, each row's squared norm at most a
- * quarter of float32's range (so that every squared distance between rows is finite), and returns `n`.
+ * quarter of float32's range (so that every squared distance between rows is finite; pass
+ * `checkNorms` false for rows that are normalised before use, as for cosine), and returns `n`.
  * `what` names the argument in messages ("xb", "xq"). Rows are 0-based in messages.
  */
-export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: boolean): number {
+export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: boolean, checkNorms = true): number {
   if (!(x instanceof Float32Array)) {
     const got = x === null ? 'null' : typeof x === 'object' ? (x as object).constructor?.name : typeof x;
     throw new InvalidArgumentError(`${what} must be a Float32Array of n * ${dim} values; got ${got}`);
@@ -102,7 +103,7 @@ export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: 
       }
       norm2 += x[i] * x[i];
     }
-    if (norm2 > FLOAT32_MAX / 4) {
+    if (checkNorms && norm2 > FLOAT32_MAX / 4) {
       throw new InvalidArgumentError(
         `${what} row ${row} has a squared norm of ${norm2.toExponential(3)}; at most ${(FLOAT32_MAX / 4).toExponential(3)} ` +
           `(a quarter of float32's range, so that distances stay finite): scale the vectors down`,

@@ -258,6 +258,10 @@ export class GpuBackend implements Backend {
 
   /** Null when there is no adapter. */
   static async create(options: GpuBackendOptions = {}): Promise<GpuBackend | null> {
+    const m = options.maxBindingBytes;
+    if (m !== undefined && !(Number.isInteger(m) && m >= 256)) {
+      throw new InvalidArgumentError(`maxBindingBytes must be an integer >= 256; got ${String(m)}`);
+    }
     const ctx = await GpuContext.create(options.dawnFlags ?? []);
     return ctx ? new GpuBackend(ctx, options) : null;
   }
@@ -581,7 +585,7 @@ export class GpuBackend implements Backend {
             if (total + n > maxCandidates) throw tooManyCandidates(maxCandidates, q0, ntotal);
             if (n > maxTilePairs) {
               if (rows === 1) {
-                throw new WebGpuUnavailableError(
+                throw new InvalidArgumentError(
                   `row ${q0} alone has ${n} candidate pairs, more than one binding holds (${maxTilePairs}); use a stricter threshold`,
                 );
               }
@@ -599,6 +603,7 @@ export class GpuBackend implements Backend {
           }
           rowsDone += rows;
           r0 += rows;
+          step = Math.min(queryTile, 2 * step); // back towards full tiles after a dense region
           // Appended in whatever order the invocations ran: sort this tile's pairs only.
           options.onPairs(sortTilePairs(block, q0, rows, false), rowsDone);
         }

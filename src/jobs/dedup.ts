@@ -87,7 +87,7 @@ export function dedupMargin(d: number): number {
 
 export async function dedup(backend: Backend, x: Float32Array, d: number, options: DedupOptions): Promise<DedupResult> {
   checkDim(d);
-  const n = checkVectors(x, d, 'vectors', true);
+  const n = checkVectors(x, d, 'vectors', true, options.metric !== 'cosine');
   const { metric, threshold } = options;
   if (metric !== 'cosine' && metric !== 'l2') throw new InvalidArgumentError(`metric must be cosine or l2; got ${String(metric)}`);
   if (typeof threshold !== 'number' || !Number.isFinite(threshold)) {

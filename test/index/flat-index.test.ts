@@ -153,6 +153,11 @@ for (const [name, backend] of backends) {
       // Finite, but its squared distances would overflow float32 (+Infinity, which reads as padding).
       await bad(() => index.add(new Float32Array([1, 2, 3, 1e19, 0, 0])), /xb row 1 has a squared norm of 1\.000e\+38; at most 8\.507e\+37 .* scale the vectors down/);
       await bad(() => index.search(new Float32Array([0, 1e20, 0]), 1), /xq row 0 has a squared norm of 1\.000e\+40/);
+      // Cosine rows are normalised before use: the same huge row is fine there.
+      const cos = new FlatIndex(backend!, { dim: 3, metric: 'cosine' });
+      await cos.add(new Float32Array([1e19, 0, 0, 0, 1e19, 0]));
+      const c = await cos.search(new Float32Array([0, 1e20, 0]), 2);
+      expect([Array.from(c.labels), Array.from(c.distances)]).toEqual([[1, 0], [1, 0]]);
       await bad(() => index.add([1, 2, 3] as unknown as Float32Array), /xb must be a Float32Array of n \* 3 values; got Array/);
       expect(index.ntotal).toBe(1);
       const q = new Float32Array([1, 2, 3]);

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
 import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { GpuBackend } from '../../src/gpu/gpu-backend.js';
 import { dedupMargin } from '../../src/jobs/dedup.js';
 import { randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -109,6 +110,12 @@ describe('a self-join tile with more pairs than one binding holds', () => {
     for (let a = 0; a < m; a++) for (let b = a + 1; b < m; b++) all.push(a, b);
     expect(total).toBe(all.length / 2);
     expect(got).toEqual(all);
+  });
+
+  it.skipIf(!gpu)('maxBindingBytes must be an integer of at least 256', async () => {
+    for (const bad of [NaN, 100, 1000.5]) {
+      await expect(GpuBackend.create({ maxBindingBytes: bad })).rejects.toThrow(`maxBindingBytes must be an integer >= 256; got ${bad}`);
+    }
   });
 
   it.skipIf(!narrow100)('fails clearly when a single row has more pairs than one binding holds', async () => {
