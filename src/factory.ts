@@ -23,6 +23,10 @@ export function parseIndexType(description: string): IndexType {
 }
 
 export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): Index {
-  const t = parseIndexType(description);
-  return t.type === 'Flat' ? new FlatIndex(backend, { dim, metric }) : new IvfFlatIndex(backend, { dim, metric, nlist: t.nlist });
+  return createIndex(backend, dim, parseIndexType(description), metric);
+}
+
+/** The index a parsed factory string describes (see parseIndexType). */
+export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2'): Index {
+  return type.type === 'Flat' ? new FlatIndex(backend, { dim, metric }) : new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist });
 }

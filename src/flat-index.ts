@@ -5,7 +5,7 @@
 import type { Backend, BaseStore } from './backend.js';
 import type { KernelMetric } from './kernel-facts.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
-import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
+import { checkDim, checkK, checkMetric, checkVectors, prepareRows } from './types.js';
 import { writeIndexFile } from './io/index-file.js';
 import { OperationQueue } from './operation-queue.js';
 import { candidatesFor, rescore, timedRescore } from './rescore.js';
@@ -25,9 +25,7 @@ export class FlatIndex {
   readonly dim: number;
   readonly metric: Metric;
   private readonly store: BaseStore;
-  private readonly queue = new OperationQueue();
-  /** Set when dispose() is called: every later call rejects. */
-  private disposed = false;
+  private readonly queue = new OperationQueue('FlatIndex');
 
   constructor(
     readonly backend: Backend,
@@ -47,18 +45,13 @@ export class FlatIndex {
     return this.metric === 'l2' ? 'l2' : 'ip';
   }
 
-  /** A copy of `x` as the index holds it (normalised for cosine), taken when the call is made. */
-  private prepare(x: Float32Array): Float32Array {
-    return this.metric === 'cosine' ? normalizeRows(x, this.dim) : x.slice();
-  }
-
   /**
    * Appends `xb` (`n * dim` floats, row-major); the vectors get ids ntotal .. ntotal + n - 1, in
    * call order (see "Operations in call order" in the README). `xb` is copied when the call is
    * made: the caller may reuse it at once. Validates everything first: if it rejects, nothing was added.
    */
   async add(xb: Float32Array): Promise<void> {
-    this.checkOpen('add');
+    this.queue.checkOpen('add');
     return this.addRows(xb, true);
   }
 
@@ -67,13 +60,13 @@ export class FlatIndex {
    * The index takes `xb` over (no copy): the caller must not modify it afterwards.
    */
   async addPrepared(xb: Float32Array): Promise<void> {
-    this.checkOpen('addPrepared');
+    this.queue.checkOpen('addPrepared');
     return this.addRows(xb, false);
   }
 
   private async addRows(xb: Float32Array, prepare: boolean): Promise<void> {
     const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
-    const x = prepare ? this.prepare(xb) : xb;
+    const x = prepare ? prepareRows(this.metric, xb, this.dim) : xb;
     return this.queue.mutate(async () => {
       if (n > 0) await this.store.add(x, n);
     });
@@ -88,10 +81,10 @@ export class FlatIndex {
    * the order is the same on every backend and a stored vector is at distance 0 from itself.
    */
   async search(xq: Float32Array, k: number, options: SearchOptions = {}): Promise<SearchResult> {
-    this.checkOpen('search');
+    this.queue.checkOpen('search');
     checkK(k, this.backend.maxK);
     const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
-    const queries = this.prepare(xq);
+    const queries = prepareRows(this.metric, xq, this.dim);
     return this.queue.search(async () => {
       const kc = candidatesFor(k, this.backend.maxK);
       const cand = await this.backend.searchFlat(this.store, queries, nq, kc, this.kernelMetric, options.timings);
@@ -105,7 +98,7 @@ export class FlatIndex {
    * It saves the index as it is after every add and reset called before it.
    */
   async save(path: string): Promise<void> {
-    this.checkOpen('save');
+    this.queue.checkOpen('save');
     return this.queue.search(async () => {
       writeIndexFile(path, { type: 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 }, [this.store.rows()]);
     });
@@ -113,18 +106,12 @@ export class FlatIndex {
 
   /** Removes every vector, after every operation called before it (the index stays usable). */
   async reset(): Promise<void> {
-    this.checkOpen('reset');
+    this.queue.checkOpen('reset');
     return this.queue.mutate(async () => this.store.reset());
   }
 
   /** Frees the index's device memory once every operation called before it has settled. The backend stays open. */
   async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    return this.queue.mutate(async () => this.store.dispose());
-  }
-
-  private checkOpen(what: string): void {
-    if (this.disposed) throw new InvalidArgumentError(`FlatIndex.${what}: the index was disposed`);
+    return this.queue.close(async () => this.store.dispose());
   }
 }

@@ -14,7 +14,7 @@ import { IvfLists } from './ivf-lists.js';
 import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
 import type { SearchOptions } from './flat-index.js';
 import type { Metric, SearchResult } from './types.js';
-import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, normalizeRows } from './types.js';
+import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, prepareRows } from './types.js';
 import { writeIndexFile } from './io/index-file.js';
 import { OperationQueue } from './operation-queue.js';
 import { candidatesFor, rescore, timedRescore } from './rescore.js';
@@ -48,9 +48,7 @@ export class IvfFlatIndex {
   private trainedCentroids: Float32Array | null = null;
   private readonly lists: IvfLists;
   private readonly options: IvfFlatIndexOptions;
-  private readonly queue = new OperationQueue();
-  /** Set when dispose() is called: every later call rejects. */
-  private disposed = false;
+  private readonly queue = new OperationQueue('IvfFlatIndex');
 
   constructor(
     readonly backend: Backend,
@@ -103,23 +101,18 @@ export class IvfFlatIndex {
     return this.metric === 'l2' ? 'l2' : 'ip';
   }
 
-  /** A copy of `x` as the index holds it (normalised for cosine), taken when the call is made. */
-  private prepare(x: Float32Array): Float32Array {
-    return this.metric === 'cosine' ? normalizeRows(x, this.dim) : x.slice();
-  }
-
   /**
    * Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist). Retraining empties the
    * index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
    * Runs after every operation called before it, like every mutation (see OperationQueue).
    */
   async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
-    this.checkOpen('train');
+    this.queue.checkOpen('train');
     const n = checkVectors(xt, this.dim, 'xt', true, this.metric !== 'cosine');
     if (n < this.nlist) {
       throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least k = ${this.nlist} training points; got ${n}`);
     }
-    const x = this.prepare(xt);
+    const x = prepareRows(this.metric, xt, this.dim);
     return this.queue.mutate(async () => {
       const kmeans = new KMeans(this.backend, { dim: this.dim });
       const { centroids } = await kmeans.train(x, {
@@ -138,7 +131,7 @@ export class IvfFlatIndex {
    * training. Empties the index.
    */
   async setCentroids(centroids: Float32Array): Promise<void> {
-    this.checkOpen('setCentroids');
+    this.queue.checkOpen('setCentroids');
     const n = checkVectors(centroids, this.dim, 'centroids', false);
     if (n !== this.nlist) throw new InvalidArgumentError(`centroids must hold nlist = ${this.nlist} vectors; got ${n}`);
     const copy = centroids.slice();
@@ -164,9 +157,9 @@ export class IvfFlatIndex {
    * `xb` is copied when the call is made.
    */
   async add(xb: Float32Array): Promise<void> {
-    this.checkOpen('add');
+    this.queue.checkOpen('add');
     const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
-    const x = this.prepare(xb);
+    const x = prepareRows(this.metric, xb, this.dim);
     return this.queue.mutate(async () => {
       const coarse = this.requireTrained('add');
       if (n === 0) return;
@@ -177,11 +170,11 @@ export class IvfFlatIndex {
 
   /** As FlatIndex.search (exact final re-score included), over the `nprobe` nearest lists of each query. */
   async search(xq: Float32Array, k: number, options: IvfSearchOptions = {}): Promise<SearchResult> {
-    this.checkOpen('search');
+    this.queue.checkOpen('search');
     checkK(k, this.backend.maxK);
     const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
     const nprobe = options.nprobe === undefined ? this.nprobeValue : this.checkNprobe(options.nprobe);
-    const queries = this.prepare(xq);
+    const queries = prepareRows(this.metric, xq, this.dim);
     return this.queue.search(async () => {
       const coarse = this.requireTrained('search');
       const kc = candidatesFor(k, this.backend.maxK);
@@ -192,7 +185,7 @@ export class IvfFlatIndex {
 
   /** Writes the index to `path` (centroids, lists in CSR form, checksum); `loadIndex` reads it. */
   async save(path: string): Promise<void> {
-    this.checkOpen('save');
+    this.queue.checkOpen('save');
     const nprobe = this.nprobe; // as it is when save is called, like every argument
     return this.queue.search(async () => {
       const centroids = this.trainedCentroids;
@@ -208,7 +201,7 @@ export class IvfFlatIndex {
 
   /** Restores lists from CSR arrays as saved (vectors as stored, ids as given): for loadIndex. */
   async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array): Promise<void> {
-    this.checkOpen('restoreLists');
+    this.queue.checkOpen('restoreLists');
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
       const listOf = new Uint32Array(ids.length);
@@ -220,15 +213,13 @@ export class IvfFlatIndex {
 
   /** Removes every vector, after every operation called before it; the centroids stay trained. */
   async reset(): Promise<void> {
-    this.checkOpen('reset');
+    this.queue.checkOpen('reset');
     return this.queue.mutate(async () => this.lists.reset());
   }
 
   /** Frees the index's device memory once every operation called before it has settled. */
   async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    return this.queue.mutate(async () => {
+    return this.queue.close(async () => {
       this.coarse?.dispose();
       this.coarse = null;
       this.trainedCentroids = null;
@@ -239,9 +230,5 @@ export class IvfFlatIndex {
   private requireTrained(what: string): BaseStore {
     if (!this.coarse) throw new InvalidArgumentError(`IvfFlatIndex.${what}: the index is not trained; call train(xt) first`);
     return this.coarse;
-  }
-
-  private checkOpen(what: string): void {
-    if (this.disposed) throw new InvalidArgumentError(`IvfFlatIndex.${what}: the index was disposed`);
   }
 }

@@ -6,8 +6,28 @@
  * adds land whole, in call order.
  *
  * A failed operation does not block the ones after it: it rejects its own promise only.
+ * `close` (an index's dispose) is the last mutation: every call after it is refused at once.
  */
+import { InvalidArgumentError } from './types.js';
+
 export class OperationQueue {
+  private closed = false;
+
+  /** `owner` names the index in the error of a call after close ("FlatIndex"). */
+  constructor(private readonly owner: string) {}
+
+  /** Throws if the queue was closed; an index calls it first thing in every public method. */
+  checkOpen(what: string): void {
+    if (this.closed) throw new InvalidArgumentError(`${this.owner}.${what}: the index was disposed`);
+  }
+
+  /** Runs `fn` as the last mutation; later calls are refused, and closing twice does nothing. */
+  close(fn: () => Promise<void>): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    return this.mutate(fn);
+  }
+
   /** Settles when every mutation called so far has settled. */
   private mutations: Promise<void> = Promise.resolve();
   /** Searches called since the last mutation and not yet settled. */

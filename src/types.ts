@@ -127,3 +127,11 @@ export function normalizeRows(x: Float32Array, d: number): Float32Array {
   }
   return out;
 }
+
+/**
+ * A copy of `x` (`rows of d`) as an index of `metric` holds it: normalised for cosine, as given
+ * otherwise. Indexes take it when a call is made, so the caller may reuse `x` at once.
+ */
+export function prepareRows(metric: Metric, x: Float32Array, d: number): Float32Array {
+  return metric === 'cosine' ? normalizeRows(x, d) : x.slice();
+}

@@ -6,7 +6,7 @@ import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
-import { FACTORY_FORMS, type Index, type IndexType, indexFactory, parseIndexType } from '../factory.js';
+import { FACTORY_FORMS, type Index, type IndexType, createIndex, parseIndexType } from '../factory.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
 import { readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
@@ -185,7 +185,7 @@ const inputs = (...flags: [string, string | undefined][]): PathFlag[] =>
   flags.filter((f): f is [string, string] => f[1] !== undefined).map(([flag, path]) => ({ flag, path }));
 
 async function buildIndex(backend: Backend, type: IndexType, metric: Metric, x: Float32Array, d: number): Promise<Index> {
-  const index = indexFactory(backend, d, type.type === 'Flat' ? 'Flat' : `IVF${type.nlist},Flat`, metric);
+  const index = createIndex(backend, d, type, metric);
   if (index instanceof IvfFlatIndex) {
     const p = new Progress('training');
     await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter) });

@@ -558,7 +558,7 @@ export class GpuBackend implements Backend {
         // Rows per tile: queryTile, halved while a tile has more pairs than one binding holds.
         let step = queryTile;
         for (let r0 = 0; r0 < A.rows; ) {
-          let rows = Math.min(step, A.rows - r0);
+          let rows: number;
           const q0 = starts[a] + r0;
           // Run the query tile; on overflow, run it again with room for every pair it has, or with
           // fewer rows when they would not fit one binding.

@@ -12,13 +12,12 @@
  * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
  * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl.
  */
-import { randomBytes } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, extname, join } from 'node:path';
+import { extname } from 'node:path';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, fileError } from './file-error.js';
 import { npyHeader } from './npy.js';
-import { claimTemp, releaseTemp } from './temp-files.js';
+import { claimTemp, releaseTemp, sideFile } from './temp-files.js';
 
 /** One low-level write, as fs.writeSync: returns the number of bytes written (maybe fewer than asked). */
 export type WriteFunction = (fd: number, bytes: Uint8Array, offset: number, length: number) => number;
@@ -128,7 +127,7 @@ export class AtomicFile implements Output {
 
   backUp(): void {
     if (!existsSync(this.path)) return;
-    const backup = join(dirname(this.path), `.${basename(this.path)}.webgpu-knn-old-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const backup = sideFile(this.path, 'old');
     try {
       linkSync(this.path, backup);
     } catch {

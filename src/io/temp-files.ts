@@ -17,9 +17,17 @@ import { randomBytes } from 'node:crypto';
 const live = new Set<string>();
 let hooked = false;
 
+/**
+ * A hidden file beside `path` for this process: `.NAME.webgpu-knn-<kind>-<pid>-<rand>` (`tmp`: an
+ * output being written; `old`: a replaced file kept aside until its replacement is committed).
+ */
+export function sideFile(path: string, kind: 'tmp' | 'old'): string {
+  return join(dirname(path), `.${basename(path)}.webgpu-knn-${kind}-${process.pid}-${randomBytes(4).toString('hex')}`);
+}
+
 /** The temporary name for `path`; this process owns it until `releaseTemp`. */
 export function claimTemp(path: string): string {
-  const tmp = join(dirname(path), `.${basename(path)}.webgpu-knn-tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmp = sideFile(path, 'tmp');
   live.add(tmp);
   hook();
   return tmp;

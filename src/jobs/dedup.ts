@@ -110,15 +110,17 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
       norms[r] = Math.sqrt(s);
     }
   }
-  const kept = new PairChunks();
+  const kept = new PairChunks(maxPairs, n);
+  // Where the confirmed pairs of each block go: the caller, or the result.
+  const sink = options.onPairs ?? ((i: Uint32Array, j: Uint32Array, score: Float64Array) => kept.append(i, j, score));
   const groups = new PairGroups(n);
   let candidates = 0;
   let pairs = 0;
-  /** Confirms each candidate of a block exactly; keeps those that pass, or hands them to onPairs. */
+  /** Confirms each candidate of a block exactly and hands the pairs that pass to the sink. */
   const confirm = (block: Uint32Array, rowsDone: number): void => {
-    const bi = options.onPairs ? new Uint32Array(block.length / 2) : EMPTY_U32;
-    const bj = options.onPairs ? new Uint32Array(block.length / 2) : EMPTY_U32;
-    const bs = options.onPairs ? new Float64Array(block.length / 2) : EMPTY_F64;
+    const bi = new Uint32Array(block.length / 2);
+    const bj = new Uint32Array(block.length / 2);
+    const bs = new Float64Array(block.length / 2);
     let m = 0;
     for (let p = 0; p < block.length; p += 2) {
       const a = block[p];
@@ -137,21 +139,12 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
         if (!(s <= threshold)) continue;
       }
       groups.add(a, b);
-      pairs++;
-      if (options.onPairs) {
-        bi[m] = a;
-        bj[m] = b;
-        bs[m++] = s;
-        continue;
-      }
-      if (kept.length === maxPairs) {
-        throw new InvalidArgumentError(
-          `the threshold matches more than ${maxPairs} pairs (at row ${a} of ${n}); use a stricter threshold, raise maxPairs, or take the pairs as they come with onPairs`,
-        );
-      }
-      kept.push(a, b, s);
+      bi[m] = a;
+      bj[m] = b;
+      bs[m++] = s;
     }
-    if (options.onPairs && m > 0) options.onPairs(bi.subarray(0, m), bj.subarray(0, m), bs.subarray(0, m));
+    pairs += m;
+    if (m > 0) sink(bi.subarray(0, m), bj.subarray(0, m), bs.subarray(0, m));
     candidates += block.length / 2;
     options.onProgress?.({ rowsDone, n, candidates });
   };
@@ -184,7 +177,10 @@ function checkBound(v: number | undefined, dflt: number, name: string): number {
 const EMPTY_U32 = new Uint32Array(0);
 const EMPTY_F64 = new Float64Array(0);
 
-/** Confirmed pairs in fixed-size typed chunks: no copying as they grow, one join at the end. */
+/**
+ * Confirmed pairs in fixed-size typed chunks: no copying as they grow, one join at the end. More
+ * than `max` pairs is an InvalidArgumentError (`n`: the rows, for its message).
+ */
 class PairChunks {
   static readonly CHUNK = 1 << 20;
   private is: Uint32Array[] = [];
@@ -193,7 +189,23 @@ class PairChunks {
   /** Pairs held. */
   length = 0;
 
-  push(a: number, b: number, s: number): void {
+  constructor(
+    private readonly max: number,
+    private readonly n: number,
+  ) {}
+
+  append(i: Uint32Array, j: Uint32Array, score: Float64Array): void {
+    for (let p = 0; p < i.length; p++) {
+      if (this.length === this.max) {
+        throw new InvalidArgumentError(
+          `the threshold matches more than ${this.max} pairs (at row ${i[p]} of ${this.n}); use a stricter threshold, raise maxPairs, or take the pairs as they come with onPairs`,
+        );
+      }
+      this.push(i[p], j[p], score[p]);
+    }
+  }
+
+  private push(a: number, b: number, s: number): void {
     const o = this.length % PairChunks.CHUNK;
     if (o === 0) {
       this.is.push(new Uint32Array(PairChunks.CHUNK));

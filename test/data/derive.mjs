@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * Derives the compact copies in this folder from the original TEXMEX files (in ../shared/data on
- * the developers' machines): `node test/data/derive.mjs <originals folder>`. Run by hand, never by
- * the tests (they read only this folder).
+ * Derives the compact copies in this folder from the original TEXMEX files (see README.md for
+ * where they come from): `node test/data/derive.mjs <originals folder>`. Run by hand, never by the
+ * tests (they read only this folder).
  *
  * Base and query .fvecs become .bvecs (uint8): every value must be an integer in 0..255 (and not
  * -0), else it stops. It then checks that the .bvecs decodes back to a byte-identical copy of the

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBackend } from '../../src/create-backend.js';
@@ -55,12 +55,8 @@ describe.skipIf(!gpu)('WebGPU device lifetime', () => {
   it('survives garbage collection of everything but the backend, and the process exits after dispose', () => {
     // Dawn's instance dies if the object from create() is collected while a device is in use; the
     // context holds it. Run in a child with --expose-gc against the built package.
-    const root = fileURLToPath(new URL('../../', import.meta.url));
-    const script = `
-      import { createBackend, FlatIndex } from './dist/index.js';
-      const b = await createBackend({ backend: 'webgpu' });
-      const index = new FlatIndex(b, { dim: 4 });
-      await index.add(new Float32Array(400).map((_, i) => i % 13));
+    const child = runChild(
+      `
       for (let i = 0; i < 5; i++) {
         globalThis.gc();
         await new Promise((r) => setTimeout(r, 20));
@@ -69,12 +65,10 @@ describe.skipIf(!gpu)('WebGPU device lifetime', () => {
       }
       b.dispose();
       console.log('ok');
-    `;
-    const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
-      cwd: root,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    `,
+      ['--expose-gc'],
+      60_000,
+    );
     expect(child.stderr.split('\n').filter((l) => /error/i.test(l))).toEqual([]);
     expect(child.signal).toBeNull();
     expect(child.status).toBe(0);
@@ -84,18 +78,31 @@ describe.skipIf(!gpu)('WebGPU device lifetime', () => {
   it('the process exits when its work is done, even without dispose', () => {
     // npm webgpu 0.3.9 kept the process alive for as long as a device existed (a silent hang);
     // 0.6 does not. Run in a child that never disposes; a hang is killed by the timeout.
-    const root = fileURLToPath(new URL('../../', import.meta.url));
-    const script = `
-      import { createBackend, FlatIndex } from './dist/index.js';
-      const b = await createBackend({ backend: 'webgpu' });
-      const index = new FlatIndex(b, { dim: 4 });
-      await index.add(new Float32Array(400).map((_, i) => i % 13));
+    const child = runChild(
+      `
       const r = await index.search(new Float32Array([1, 2, 3, 4]), 3);
       console.log(r.labels[0] >= 0 ? 'ok' : 'bad result');
-    `;
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+    `,
+      [],
+      30_000,
+    );
     expect(child.signal, 'killed by the timeout: the process did not exit').toBeNull();
     expect(child.status).toBe(0);
     expect(child.stdout.trim()).toBe('ok');
   });
 });
+
+/**
+ * Runs `body` in a child node against the built package, after a preamble that opens a WebGPU
+ * backend `b` and a FlatIndex `index` of 100 4-d vectors.
+ */
+function runChild(body: string, nodeArgs: string[], timeout: number): SpawnSyncReturns<string> {
+  const script = `
+      import { createBackend, FlatIndex } from './dist/index.js';
+      const b = await createBackend({ backend: 'webgpu' });
+      const index = new FlatIndex(b, { dim: 4 });
+      await index.add(new Float32Array(400).map((_, i) => i % 13));
+${body}`;
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  return spawnSync(process.execPath, [...nodeArgs, '--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout });
+}

@@ -162,7 +162,7 @@ describe('OperationQueue', () => {
   }
 
   it('lets searches overlap each other but not a mutation', async () => {
-    const q = new OperationQueue();
+    const q = new OperationQueue('Test');
     const log: string[] = [];
     const g1 = gate();
     const g2 = gate();
@@ -190,7 +190,7 @@ describe('OperationQueue', () => {
   });
 
   it('runs mutations one at a time in call order, past a failure', async () => {
-    const q = new OperationQueue();
+    const q = new OperationQueue('Test');
     const log: number[] = [];
     const runs = [0, 1, 2, 3].map((i) =>
       q.mutate(async () => {

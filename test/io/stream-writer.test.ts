@@ -10,7 +10,7 @@ import { writeSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dedupCommand, search } from '../../src/cli/commands.js';
 import { fileError } from '../../src/io/file-error.js';
-import { AtomicFile, VectorStreamWriter, commitOutputs, setWriteFunction, writeAtomically } from '../../src/io/stream-writer.js';
+import { AtomicFile, type Output, VectorStreamWriter, commitOutputs, setWriteFunction, writeAtomically } from '../../src/io/stream-writer.js';
 import { liveTemps } from '../../src/io/temp-files.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
@@ -24,6 +24,19 @@ const enospc = (): never => {
 };
 
 /** A write function that fails with ENOSPC once `budget` bytes have been written (a nearly full disk). */
+/** An AtomicFile for `name` in the test folder with `text` written, not yet committed. */
+function written(name: string, text: string): AtomicFile {
+  const f = new AtomicFile(join(dir, name));
+  f.write(text);
+  return f;
+}
+
+/** An Output that does nothing at every step but those given. */
+function stubOutput(path: string, steps: Partial<Output>): Output {
+  const none = (): void => undefined;
+  return { path, finish: none, backUp: none, publish: none, undo: none, keep: none, abort: none, ...steps };
+}
+
 function diskWithRoom(budget: number): (fd: number, b: Uint8Array, o: number, l: number) => number {
   let left = budget;
   return (fd, b, o, l) => {
@@ -64,13 +77,9 @@ describe('AtomicFile', () => {
 
   it('several outputs appear together or not at all', () => {
     writeFileSync(join(dir, 'a.txt'), 'old a');
-    const a = new AtomicFile(join(dir, 'a.txt'));
-    const b = new AtomicFile(join(dir, 'b.txt'));
-    a.write('new a');
-    b.write('new b');
-    const none = (): void => undefined;
-    const failing = { path: 'failing', finish: () => enospc(), backUp: none, publish: none, undo: none, keep: none, abort: none };
-    expect(() => commitOutputs([a, b, failing])).toThrow(/ENOSPC/);
+    const a = written('a.txt', 'new a');
+    const b = written('b.txt', 'new b');
+    expect(() => commitOutputs([a, b, stubOutput('failing', { finish: enospc })])).toThrow(/ENOSPC/);
     expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old a');
     expect(existsSync(join(dir, 'b.txt'))).toBe(false);
     expect(files().filter((f) => f.includes('webgpu-knn-tmp'))).toEqual([]);
@@ -79,13 +88,9 @@ describe('AtomicFile', () => {
   it('a rename that fails puts back the outputs already renamed, old contents included', () => {
     // The reviewer's case: --out replaced, then --distances cannot be; before, a.txt kept "new a".
     writeFileSync(join(dir, 'r-a.txt'), 'old a');
-    const a = new AtomicFile(join(dir, 'r-a.txt'));
-    const n = new AtomicFile(join(dir, 'r-new.txt'));
-    a.write('new a');
-    n.write('new file');
-    const none = (): void => undefined;
-    const stuck = { path: 'stuck', finish: none, backUp: none, undo: none, keep: none, abort: none, publish: () => enospc() };
-    expect(() => commitOutputs([a, n, stuck])).toThrow(/ENOSPC/);
+    const a = written('r-a.txt', 'new a');
+    const n = written('r-new.txt', 'new file');
+    expect(() => commitOutputs([a, n, stubOutput('stuck', { publish: enospc })])).toThrow(/ENOSPC/);
     expect(readFileSync(join(dir, 'r-a.txt'), 'utf8')).toBe('old a');
     expect(existsSync(join(dir, 'r-new.txt'))).toBe(false);
     expect(files().filter((f) => f.includes('webgpu-knn-'))).toEqual([]);
@@ -95,22 +100,14 @@ describe('AtomicFile', () => {
   it('a replaced path that cannot be kept aside (a directory) fails before anything is replaced', () => {
     writeFileSync(join(dir, 'd-a.txt'), 'old a');
     mkdirSync(join(dir, 'd-b.txt'));
-    const a = new AtomicFile(join(dir, 'd-a.txt'));
-    const b = new AtomicFile(join(dir, 'd-b.txt'));
-    a.write('new a');
-    b.write('new b');
-    expect(() => commitOutputs([a, b])).toThrow(/d-b.txt: cannot keep a copy of the file it replaces/);
+    expect(() => commitOutputs([written('d-a.txt', 'new a'), written('d-b.txt', 'new b')])).toThrow(/d-b.txt: cannot keep a copy of the file it replaces/);
     expect(readFileSync(join(dir, 'd-a.txt'), 'utf8')).toBe('old a');
     expect(files().filter((f) => f.includes('webgpu-knn-'))).toEqual([]);
   });
 
   it('a success leaves no backup behind', () => {
     writeFileSync(join(dir, 's-a.txt'), 'old a');
-    const a = new AtomicFile(join(dir, 's-a.txt'));
-    const b = new AtomicFile(join(dir, 's-b.txt'));
-    a.write('new a');
-    b.write('new b');
-    commitOutputs([a, b]);
+    commitOutputs([written('s-a.txt', 'new a'), written('s-b.txt', 'new b')]);
     expect([readFileSync(join(dir, 's-a.txt'), 'utf8'), readFileSync(join(dir, 's-b.txt'), 'utf8')]).toEqual(['new a', 'new b']);
     expect(files().filter((f) => f.includes('webgpu-knn-'))).toEqual([]);
   });

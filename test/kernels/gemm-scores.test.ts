@@ -3,7 +3,7 @@ import type { KernelMetric } from '../../src/kernel-facts.js';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { padRows, paddedDim } from '../../src/gpu/gpu-backend.js';
-import { encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
+import { type GemmVariant, encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
 import { Kernels } from '../../src/gpu/kernels/kernels.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
@@ -25,6 +25,34 @@ const shapes: number[][] = [
 
 const variants = gpu ? gemmVariants(new Kernels(gpu.ctx)) : [];
 
+/**
+ * Scores one tile of `shape` ([nq, nb, d, q0, rows, col0, cols, ldc]) of `xq` against `xb` with
+ * gemm-scores (`variant`, or the default) and with its twin: `got` and `want`, each rows x ldc
+ * (NaN outside the tile), and `xn`, the base norms.
+ */
+async function scoreTile(
+  h: KernelHarness,
+  variant: GemmVariant | undefined,
+  shape: number[],
+  metric: KernelMetric,
+  xq: Float32Array,
+  xb: Float32Array,
+): Promise<{ got: Float32Array; want: Float32Array; xn: Float32Array }> {
+  const [nq, nb, d, q0, rows, col0, cols, ldc] = shape;
+  const xn = norms(xb, nb, d);
+  const dpad = paddedDim(d);
+  const scores = h.output(rows * ldc, POISON);
+  encodeGemmScores(h.kernels, {
+    metric, xq: h.upload(padRows(xq, nq, d, dpad)), xb: h.upload(padRows(xb, nb, d, dpad)),
+    xnorm: h.upload(xn), scores, q0, rows, col0, cols, dpad, ldc,
+  }, variant);
+  await h.run();
+  const got = await h.readF32(scores, rows * ldc);
+  const want = new Float32Array(rows * ldc).fill(NaN);
+  gemmScores(metric, xq, q0, rows, xb, xn, col0, cols, d, want, ldc);
+  return { got, want, xn };
+}
+
 describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
   it('offers the portable variant everywhere, and the subgroup one exactly where subgroups have >= 8 lanes', () => {
     console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${gpu!.ctx.hasSubgroups8})`);
@@ -36,7 +64,8 @@ describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
     `the subgroup variant is the default, runs gemm-scores.wgsl and equals the cpu twin${noSub ? ' [skipped: the adapter has no subgroups of >= 8 lanes]' : ''}`,
     async () => {
       expect(gpu!.ctx.device.features.has('subgroups'), 'the device was created with the subgroups feature').toBe(true);
-      const [nq, nb, d, q0, rows, col0, cols, ldc] = [21, 130, 17, 4, 13, 9, 121, 125];
+      const shape = [21, 130, 17, 4, 13, 9, 121, 125];
+      const [nq, nb, d, , rows, , cols, ldc] = shape;
       for (const chosen of [undefined, 'subgroup', 'portable'] as const) {
         for (const metric of ['l2', 'ip'] as KernelMetric[]) {
           const h = new KernelHarness(gpu!);
@@ -48,20 +77,8 @@ describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
             return get(name, constants);
           });
           try {
-            const xq = randomSmallInts(nq * d, 5);
-            const xb = randomSmallInts(nb * d, 6);
-            const xn = norms(xb, nb, d);
-            const dpad = paddedDim(d);
-            const scores = h.output(rows * ldc, POISON);
-            encodeGemmScores(h.kernels, {
-              metric, xq: h.upload(padRows(xq, nq, d, dpad)), xb: h.upload(padRows(xb, nb, d, dpad)),
-              xnorm: h.upload(xn), scores, q0, rows, col0, cols, dpad, ldc,
-            }, chosen);
+            const { got, want } = await scoreTile(h, chosen, shape, metric, randomSmallInts(nq * d, 5), randomSmallInts(nb * d, 6));
             expect(requested, `variant ${chosen ?? '(default)'}`).toEqual([chosen === 'portable' ? 'gemm-scores-portable' : 'gemm-scores']);
-            await h.run();
-            const got = await h.readF32(scores, rows * ldc);
-            const want = new Float32Array(rows * ldc).fill(NaN);
-            gemmScores(metric, xq, q0, rows, xb, xn, col0, cols, d, want, ldc);
             // Small integers: every intermediate is exact, so the tile must equal the twin's
             // (labels: the element's place in the tile, so a difference says where it is).
             const tile = (a: Float32Array): Float32Array => Float32Array.from({ length: rows * cols }, (_, e) => a[Math.floor(e / cols) * ldc + (e % cols)]);
@@ -83,19 +100,8 @@ describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
         it(`${variant}: nq=${nq} nb=${nb} d=${d} tile ${rows}x${cols} ${metric} ${kind}`, async () => {
           const h = new KernelHarness(gpu!);
           const gen = kind === 'int' ? randomSmallInts : randomFloats;
-          const xq = gen(nq * d, 11 + nq);
-          const xb = gen(nb * d, 13 + nb);
-          const xn = norms(xb, nb, d);
-          const dpad = paddedDim(d);
-          const scores = h.output(rows * ldc, POISON);
-          encodeGemmScores(h.kernels, {
-            metric, xq: h.upload(padRows(xq, nq, d, dpad)), xb: h.upload(padRows(xb, nb, d, dpad)),
-            xnorm: h.upload(xn), scores, q0, rows, col0, cols, dpad, ldc,
-          }, variant);
-          await h.run();
-          const got = await h.readF32(scores, rows * ldc);
-          const want = new Float32Array(rows * ldc).fill(NaN);
-          gemmScores(metric, xq, q0, rows, xb, xn, col0, cols, d, want, ldc);
+          const shape = [nq, nb, d, q0, rows, col0, cols, ldc];
+          const { got, want, xn } = await scoreTile(h, variant, shape, metric, gen(nq * d, 11 + nq), gen(nb * d, 13 + nb));
           for (let r = 0; r < rows; r++) {
             for (let c = 0; c < ldc; c++) {
               const g = got[r * ldc + c];
