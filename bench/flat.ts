@@ -58,7 +58,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
   await exactIndex.add(xb);
   const records: FlatBenchRecord[] = [];
   for (const name of o.backends) {
-    const backend: Backend = name === 'cpu' ? cpu : await createBackend({ backend: 'webgpu', gpu: { timeKernels: true } });
+    const backend: Backend = name === 'cpu' ? cpu : await createBackend({ backend: 'webgpu', timeKernels: true });
     try {
       const index = new FlatIndex(backend, { dim: o.d, metric: o.metric });
       const t0 = performance.now();

@@ -1,8 +1,9 @@
 // ivf-scan.wgsl: scores the inverted lists each query probes and keeps, per (query, probed list,
 // segment of that list), the k best (score, id), best first.
 //   list L = probes[(row0 + r) * nprobe + p] (the coarse search's p-th nearest centroid of query r);
-//   its vectors are xb[offsets[L] .. offsets[L + 1]) (CSR: vectors grouped by list), with norms
-//   xnorm and user ids ids at the same positions; segment g covers an nseg-th of the list.
+//   its vectors in this chunk are xb[ranges[2L] .. ranges[2L + 1]) (vectors grouped by list, with
+//   spare room between lists), with norms xnorm and ids at the same positions; segment g covers an
+//   nseg-th of that range. A list absent from the chunk has an empty range.
 //   score: METRIC 0 (l2) ||x||^2 - 2 q.x, METRIC 1 (ip) -q.x; q = xq row q0 + r.
 //   output list (r, p, g): out_s/out_i[((r * nprobe + p) * nseg + g) * k .. + k), padded with
 //   (+inf, 0xffffffff); the lists are then merged by topk-merge.wgsl.
@@ -30,7 +31,7 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> probes: array<u32>;
-@group(0) @binding(3) var<storage, read> offsets: array<u32>;
+@group(0) @binding(3) var<storage, read> ranges: array<u32>;
 @group(0) @binding(4) var<storage, read> xb: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> xnorm: array<f32>;
 @group(0) @binding(6) var<storage, read> ids: array<u32>;
@@ -50,8 +51,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let k = p.k;
   var m = 0u;
   if (list != PAD_ID) {
-    let start = offsets[list];
-    let len = offsets[list + 1u] - start;
+    let start = ranges[2u * list];
+    let len = ranges[2u * list + 1u] - start;
     let seg_len = (len + p.nseg - 1u) / p.nseg;
     let lo = start + min(len, seg * seg_len);
     let hi_end = start + min(len, (seg + 1u) * seg_len);

@@ -1,28 +1,31 @@
 /**
- * The kernel contract. Indexes, jobs and the scheduler are written once against `Backend`; choosing
- * the GPU or the CPU is a constructor argument, never a code path. Only types live here: the
- * backends implement it, and create-backend.ts picks one.
+ * A backend: one device (src/device.ts) and the plans (src/plans) that run on it. Indexes, jobs and
+ * the scheduler are written once against `Backend`; choosing the GPU or the CPU is a constructor
+ * argument (see create-backend.ts), never a code path: both run the same plans, the GPU device
+ * as WGSL dispatches, the CPU device as the kernels' twins.
  */
-import type { IvfLists } from './ivf-lists.js';
+import type { Device } from './device.js';
 import type { KernelMetric } from './kernel-facts.js';
-import type { SearchResult, SearchTimings } from './types.js';
+import { DeviceKMeans } from './plans/kmeans-step.js';
+import { searchFlat } from './plans/flat-search.js';
+import { searchIvf } from './plans/ivf-search.js';
+import { selfJoinCandidates } from './plans/self-join.js';
+import { CodeStore } from './stores/code-store.js';
+import { DeviceLists } from './stores/inverted-lists.js';
+import { InvalidArgumentError, type SearchResult, type SearchTimings } from './types.js';
 
-export type BackendKind = 'webgpu' | 'cpu';
+export type { DeviceKind as BackendKind } from './device.js';
 
-/**
- * Base vectors held by a backend (on the device for WebGPU), with their squared norms computed
- * once when they are added. Vectors are addressed by their position: ids 0 .. ntotal - 1.
- * Every store also keeps one host copy of its rows: the exact re-score of each search's final
- * candidates (src/rescore.ts) and `save` read it, so neither reads the device back.
- */
 export interface BaseStoreOptions {
   /**
-   * Keep a host copy of the rows (default true). Without one, `rows()` throws; for stores whose
-   * rows nobody reads back (dedup's self-join). The CPU store's rows are its host copy either way.
+   * Keep a host copy of the rows (default true): the exact re-score of each search's final
+   * candidates and `save` read it, so neither reads the device back. Without one, `rows()` throws;
+   * for stores whose rows nobody reads back (dedup's self-join, k-means points).
    */
   hostCopy?: boolean;
 }
 
+/** Base vectors held by a backend: see CodeStore (src/stores/code-store.ts). */
 export interface BaseStore {
   readonly d: number;
   readonly ntotal: number;
@@ -33,7 +36,7 @@ export interface BaseStore {
    * until the next add or reset; do not modify it.
    */
   rows(): Float32Array;
-  /** Removes every vector. */
+  /** Removes every vector and frees its device memory. */
   reset(): void;
   /** Frees device memory; the store is unusable afterwards. */
   dispose(): void;
@@ -54,8 +57,6 @@ export interface KMeansWorkspace {
   iterate(): Promise<{ objective: number; counts: Uint32Array }>;
   /** The current centroids (`nc * d`). */
   centroids(): Promise<Float32Array>;
-  /** The latest assignment (`n` centroid ids). */
-  labels(): Promise<Int32Array>;
   dispose(): void;
 }
 
@@ -67,40 +68,66 @@ export interface SelfJoinOptions {
   maxCandidates?: number;
 }
 
-export interface Backend {
-  readonly kind: BackendKind;
-  /** Largest k that `searchFlat` accepts. */
-  readonly maxK: number;
+export class Backend {
+  constructor(readonly device: Device) {}
+
+  get kind(): Device['kind'] {
+    return this.device.kind;
+  }
+
   /** One line: backend, and for WebGPU the adapter (vendor, architecture, device). */
-  readonly description: string;
-  createBaseStore(d: number, options?: BaseStoreOptions): BaseStore;
+  get description(): string {
+    return this.device.description;
+  }
+
+  /** Largest k (and nprobe) that searches accept. */
+  get maxK(): number {
+    return this.device.limits.maxK;
+  }
+
+  /** The binding limit in force: the device's own, or lower (BackendOptions.maxBindingBytes). */
+  get maxBindingBytes(): number {
+    return this.device.limits.maxBindingBytes;
+  }
+
+  createBaseStore(d: number, options?: BaseStoreOptions): CodeStore {
+    return new CodeStore(this.device, d, options);
+  }
+
+  /** Inverted lists on the device, for IVF indexes. */
+  createLists(d: number, nlist: number): DeviceLists {
+    return new DeviceLists(this.device, d, nlist);
+  }
+
   /**
    * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store`.
    * Returns distances (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each
    * `nq * k`, best first, padded with -1 and +-Infinity.
    */
-  searchFlat(
-    store: BaseStore,
-    xq: Float32Array,
-    nq: number,
-    k: number,
-    metric: KernelMetric,
-    timings?: SearchTimings,
-  ): Promise<SearchResult>;
+  async searchFlat(store: BaseStore, xq: Float32Array, nq: number, k: number, metric: KernelMetric, timings?: SearchTimings): Promise<SearchResult> {
+    this.checkK('k', k);
+    return this.timed(timings, () => searchFlat(this.device, store as CodeStore, xq, nq, k, metric, timings));
+  }
+
   /**
    * IVF search: the `nprobe` lists nearest each query (a flat search of `coarse`, the centroids,
    * with the same metric), scanned for the k best. Results as for `searchFlat`.
    */
-  searchIvf(
+  async searchIvf(
     coarse: BaseStore,
-    lists: IvfLists,
+    lists: DeviceLists,
     xq: Float32Array,
     nq: number,
     k: number,
     nprobe: number,
     metric: KernelMetric,
     timings?: SearchTimings,
-  ): Promise<SearchResult>;
+  ): Promise<SearchResult> {
+    this.checkK('k', k);
+    this.checkK('nprobe', nprobe);
+    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings));
+  }
+
   /**
    * The candidate pairs (i < j) of the self-join of `store`: every pair whose float32 minimised
    * score (l2: squared distance; ip: -dot) is at most `limit` plus the margin
@@ -111,17 +138,39 @@ export interface Backend {
    * `options.onPairs(block, rowsDone)` is called once per row tile (also when it has no pairs) with
    * that tile's pairs [i0, j0, i1, j1, ...] sorted by (i, j); every i of a block is below every i of
    * the next, so the blocks in call order are the whole join sorted by (i, j). `rowsDone` is the
-   * number of rows finished (n after the last call). A block is valid only during the call (the
-   * backend may reuse its memory): copy what you keep. If `onPairs` throws, the join stops, frees
-   * its scratch memory and rejects with that error.
+   * number of rows finished (n after the last call). A block is valid only during the call: copy
+   * what you keep. If `onPairs` throws, the join stops, frees its scratch memory and rejects with
+   * that error.
    *
    * More than `options.maxCandidates` pairs in all (default DEFAULT_MAX_CANDIDATES, src/pairs.ts)
    * rejects with an InvalidArgumentError (see tooManyCandidates) as soon as a tile crosses the bound,
    * before that tile's pairs are handed on. Resolves to the number of candidate pairs.
    */
-  selfJoinCandidates(store: BaseStore, metric: KernelMetric, limit: number, rel: number, options: SelfJoinOptions): Promise<number>;
+  selfJoinCandidates(store: BaseStore, metric: KernelMetric, limit: number, rel: number, options: SelfJoinOptions): Promise<number> {
+    return selfJoinCandidates(this.device, store as CodeStore, metric, limit, rel, options);
+  }
+
   /** Holds `n` points (`x`, `n * d`, validated) and `nc` centroids for k-means iterations. */
-  createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace>;
+  createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {
+    return DeviceKMeans.create(this.device, x, n, d, nc);
+  }
+
   /** Releases the device; for WebGPU this is what lets the process exit. */
-  dispose(): void;
+  dispose(): void {
+    this.device.dispose();
+  }
+
+  private checkK(name: string, v: number): void {
+    if (v > this.maxK) throw new InvalidArgumentError(`${name} must be an integer in [1, ${this.maxK}] on the ${this.kind} backend; got ${v}`);
+  }
+
+  /** Runs a search with its timings zeroed; on the CPU (no readback to time) compute is the whole call. */
+  private async timed(timings: SearchTimings | undefined, run: () => Promise<SearchResult>): Promise<SearchResult> {
+    if (!timings) return run();
+    Object.assign(timings, { uploadMs: 0, computeMs: 0, readbackMs: 0, kernelMs: undefined });
+    const t0 = performance.now();
+    const result = await run();
+    if (this.kind === 'cpu') timings.computeMs = performance.now() - t0;
+    return result;
+  }
 }

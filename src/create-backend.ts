@@ -1,16 +1,27 @@
 /**
  * Picks a backend: WebGPU when asked for or when `auto` finds an adapter, else the CPU. Both
- * backends are imported lazily, so that the CPU backend never loads Dawn.
+ * devices are imported lazily, so that the CPU backend never loads Dawn.
  */
-import type { Backend, BackendKind } from './backend.js';
-import type { GpuBackendOptions } from './gpu/gpu-backend.js';
+import { Backend, type BackendKind } from './backend.js';
+import type { DeviceTuning } from './device.js';
+import { checkMaxBindingBytes } from './device.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
 
 export interface BackendOptions {
   /** `auto` (default): WebGPU when an adapter exists, else the CPU with a warning on stderr. */
   backend?: 'auto' | BackendKind;
-  /** Tuning and testing knobs of the WebGPU backend (see GpuBackendOptions). */
-  gpu?: GpuBackendOptions;
+  /**
+   * Most bytes bound at once, on either backend (default: the device's limit; the CPU's is 1 GiB).
+   * Lower it to run, on small data, the splits that large data needs; `backend.maxBindingBytes`
+   * reports the limit in force.
+   */
+  maxBindingBytes?: number;
+  /** How plans tile work (see DeviceTuning); results never depend on it. */
+  tuning?: DeviceTuning;
+  /** Time each kernel with GPU timestamp queries, where the adapter has them (default false). */
+  timeKernels?: boolean;
+  /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
+  dawnFlags?: string[];
   /** Where `auto`'s warning goes; defaults to stderr. */
   warn?: (message: string) => void;
 }
@@ -24,16 +35,19 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   if (choice !== 'auto' && choice !== 'webgpu' && choice !== 'cpu') {
     throw new InvalidArgumentError(`backend must be one of auto, webgpu, cpu; got ${String(choice)}`);
   }
-  if (choice === 'cpu') {
-    const { CpuBackend } = await import('./cpu/cpu-backend.js');
-    return new CpuBackend();
-  }
+  checkMaxBindingBytes(options.maxBindingBytes);
+  const deviceOptions = { ...options.tuning, maxBindingBytes: options.maxBindingBytes };
+  const cpu = async (): Promise<Backend> => {
+    const { CpuDevice } = await import('./cpu/cpu-device.js');
+    return new Backend(new CpuDevice(deviceOptions));
+  };
+  if (choice === 'cpu') return cpu();
   // Imported lazily so that the CPU backend never loads Dawn.
-  const { GpuBackend } = await import('./gpu/gpu-backend.js');
+  const { GpuDevice } = await import('./gpu/gpu-device.js');
   let reason: string;
   try {
-    const gpu = await GpuBackend.create(options.gpu);
-    if (gpu) return gpu;
+    const gpu = await GpuDevice.create({ ...deviceOptions, timeKernels: options.timeKernels, dawnFlags: options.dawnFlags });
+    if (gpu) return new Backend(gpu);
     reason = 'no WebGPU adapter was found';
   } catch (err) {
     // Dawn's messages span lines (a list of adapters); the first says what went wrong.
@@ -42,6 +56,5 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   if (choice === 'webgpu') throw new WebGpuUnavailableError(`${reason}; ${SETUP_HINT}`);
   const warn = options.warn ?? ((m: string) => process.stderr.write(`${m}\n`));
   warn(`webgpu-knn: ${reason}; using the CPU backend (to get WebGPU, ${SETUP_HINT})`);
-  const { CpuBackend } = await import('./cpu/cpu-backend.js');
-  return new CpuBackend();
+  return cpu();
 }

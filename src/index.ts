@@ -1,10 +1,11 @@
-export type { Backend, BackendKind, BaseStore } from './backend.js';
+export { Backend } from './backend.js';
+export type { BackendKind, BaseStore, BaseStoreOptions } from './backend.js';
+export type { Device, DeviceLimits, DeviceOptions, DeviceTuning } from './device.js';
 export type { KernelMetric } from './kernel-facts.js';
 export type { BackendOptions } from './create-backend.js';
 export { createBackend, SETUP_HINT } from './create-backend.js';
 export { FlatIndex } from './flat-index.js';
 export type { FlatIndexOptions, SearchOptions } from './flat-index.js';
-export type { GpuBackendOptions } from './gpu/gpu-backend.js';
 export type { Metric, SearchResult, SearchTimings } from './types.js';
 export { InvalidArgumentError, METRICS, WebGpuUnavailableError, emptyTimings, normalizeRows } from './types.js';
 export { readBvecs, readFvecs, readIvecs } from './io/texmex.js';

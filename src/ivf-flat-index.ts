@@ -1,7 +1,8 @@
 /**
  * IVF-Flat (Faiss's IndexIVFFlat): k-means centroids partition the vectors into `nlist` inverted
  * lists; a search scans only the `nprobe` lists whose centroids are nearest the query, exactly.
- * Written once against `Backend`.
+ * Written once against `Backend`: the lists live on the device (src/stores/inverted-lists.ts),
+ * with one host copy for `save` and the exact re-score.
  *
  * Metrics: `l2` assigns vectors and queries to lists by squared L2 to the centroids. `ip` does as
  * Faiss's IndexIVFFlat with an inner-product quantizer: centroids are trained with ordinary (L2)
@@ -11,6 +12,7 @@
 import type { Backend, BaseStore } from './backend.js';
 import type { KernelMetric } from './kernel-facts.js';
 import { IvfLists } from './ivf-lists.js';
+import type { DeviceLists } from './stores/inverted-lists.js';
 import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
 import type { SearchOptions } from './flat-index.js';
 import type { Metric, SearchResult } from './types.js';
@@ -46,7 +48,10 @@ export class IvfFlatIndex {
   private nprobeValue = 1;
   private coarse: BaseStore | null = null;
   private trainedCentroids: Float32Array | null = null;
+  /** The host copy of the lists (save and the exact re-score read it). */
   private readonly lists: IvfLists;
+  /** The lists on the device (what searches scan); freed by reset and dispose. */
+  private readonly deviceLists: DeviceLists;
   private readonly options: IvfFlatIndexOptions;
   private readonly queue = new OperationQueue('IvfFlatIndex');
 
@@ -63,6 +68,7 @@ export class IvfFlatIndex {
     this.metric = checkMetric(options.metric ?? 'l2');
     this.options = options;
     this.lists = new IvfLists(this.dim, nlist);
+    this.deviceLists = backend.createLists(this.dim, nlist);
     if (options.nprobe !== undefined) this.nprobe = options.nprobe;
   }
 
@@ -104,9 +110,14 @@ export class IvfFlatIndex {
   /**
    * Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist). Retraining empties the
    * index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
-   * Runs after every operation called before it, like every mutation (see OperationQueue).
+   * Like Faiss, k-means runs on a seeded sample of at most `maxPointsPerCentroid` (default 256)
+   * points per list, and at most `maxPoints` in all when given. Runs after every operation called before it, like every mutation (see
+   * OperationQueue).
    */
-  async train(xt: Float32Array, options: { onProgress?: (progress: KMeansProgress) => void } = {}): Promise<void> {
+  async train(
+    xt: Float32Array,
+    options: { onProgress?: (progress: KMeansProgress) => void; maxPointsPerCentroid?: number; maxPoints?: number } = {},
+  ): Promise<void> {
     this.queue.checkOpen('train');
     const n = checkVectors(xt, this.dim, 'xt', true, this.metric !== 'cosine');
     if (n < this.nlist) {
@@ -120,6 +131,8 @@ export class IvfFlatIndex {
         niter: this.options.niter ?? 10,
         seed: this.options.seed ?? 1234,
         init: this.options.init ?? 'random',
+        maxPointsPerCentroid: options.maxPointsPerCentroid,
+        maxPoints: options.maxPoints,
         onProgress: options.onProgress ?? this.options.onTrainProgress,
       });
       await this.installCentroids(centroids);
@@ -144,7 +157,12 @@ export class IvfFlatIndex {
     this.trainedCentroids = centroids;
     this.coarse?.dispose();
     this.coarse = coarse;
+    this.clearLists();
+  }
+
+  private clearLists(): void {
     this.lists.reset();
+    this.deviceLists.reset();
   }
 
   /** The trained centroids (`nlist * dim`), or null before training. */
@@ -164,7 +182,12 @@ export class IvfFlatIndex {
       const coarse = this.requireTrained('add');
       if (n === 0) return;
       const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
-      this.lists.add(x, n, new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n), this.lists.ntotal);
+      const listOf = new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n);
+      const ids = new Uint32Array(n);
+      for (let i = 0; i < n; i++) ids[i] = this.lists.ntotal + i;
+      // The device first: if it fails, neither copy has changed.
+      await this.deviceLists.add(x, n, listOf, ids);
+      this.lists.add(x, n, listOf, ids);
     });
   }
 
@@ -178,7 +201,7 @@ export class IvfFlatIndex {
     return this.queue.search(async () => {
       const coarse = this.requireTrained('search');
       const kc = candidatesFor(k, this.backend.maxK);
-      const cand = await this.backend.searchIvf(coarse, this.lists, queries, nq, kc, nprobe, this.kernelMetric, options.timings);
+      const cand = await this.backend.searchIvf(coarse, this.deviceLists, queries, nq, kc, nprobe, this.kernelMetric, options.timings);
       return timedRescore(options.timings, () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, this.lists.hostRows()));
     });
   }
@@ -206,7 +229,8 @@ export class IvfFlatIndex {
       this.requireTrained('restoreLists');
       const listOf = new Uint32Array(ids.length);
       for (let l = 0; l < this.nlist; l++) listOf.fill(l, offsets[l], offsets[l + 1]);
-      this.lists.reset();
+      this.clearLists();
+      await this.deviceLists.add(xb, ids.length, listOf, ids);
       this.lists.add(xb, ids.length, listOf, ids);
     });
   }
@@ -214,7 +238,7 @@ export class IvfFlatIndex {
   /** Removes every vector, after every operation called before it; the centroids stay trained. */
   async reset(): Promise<void> {
     this.queue.checkOpen('reset');
-    return this.queue.mutate(async () => this.lists.reset());
+    return this.queue.mutate(async () => this.clearLists());
   }
 
   /** Frees the index's device memory once every operation called before it has settled. */
@@ -223,7 +247,7 @@ export class IvfFlatIndex {
       this.coarse?.dispose();
       this.coarse = null;
       this.trainedCentroids = null;
-      this.lists.reset();
+      this.clearLists();
     });
   }
 

@@ -31,6 +31,8 @@ export interface KMeansTrainOptions {
   init?: KMeansInit;
   /** Train on a seeded sample of at most this many points per centroid (default 256, as Faiss). */
   maxPointsPerCentroid?: number;
+  /** And at most this many points in all (default: no further bound); at least k. */
+  maxPoints?: number;
   onProgress?: (progress: KMeansProgress) => void;
 }
 
@@ -69,12 +71,18 @@ export class KMeans {
     if (init !== 'random' && init !== 'kmeans++') throw new InvalidArgumentError(`init must be random or kmeans++; got ${String(init)}`);
     const seed = options.seed ?? 1234;
     const maxPer = options.maxPointsPerCentroid ?? 256;
+    if (!Number.isInteger(maxPer) || maxPer < 1) throw new InvalidArgumentError(`maxPointsPerCentroid must be an integer >= 1; got ${maxPer}`);
+    const maxPoints = options.maxPoints ?? Infinity;
+    if (maxPoints !== Infinity && (!Number.isInteger(maxPoints) || maxPoints < k)) {
+      throw new InvalidArgumentError(`maxPoints must be an integer >= k = ${k}; got ${maxPoints}`);
+    }
     const nAll = checkVectors(xt, d, 'xt', true);
     if (nAll < k) {
       throw new InvalidArgumentError(`k-means needs at least k = ${k} training points; got ${nAll}`);
     }
     const random = rng(seed);
-    const x = nAll > maxPer * k ? sampleRows(xt, nAll, d, maxPer * k, random) : xt;
+    const m = Math.min(maxPer * k, maxPoints);
+    const x = nAll > m ? sampleRows(xt, nAll, d, m, random) : xt;
     const n = x.length / d;
     const centroids = init === 'random' ? initRandom(x, n, d, k, random) : initPlusPlus(x, n, d, k, random);
     const ws = await this.backend.createKMeansWorkspace(x, n, d, k);

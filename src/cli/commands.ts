@@ -49,6 +49,8 @@ options:
                     nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
   --nprobe P        IVF: lists scanned per query, in [1, nlist], saved with the index (default 1)
+  --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
+                    list, as Faiss; all of them when there are fewer)
 ${BACKEND_OPT}
   -h, --help        this text
 ${FILES}
@@ -102,6 +104,8 @@ options:
                     nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default min(8, nlist))
+  --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
+                    list, as Faiss)
 ${BACKEND_OPT}
   -h, --help        this text
 ${OUTPUTS}`,
@@ -184,11 +188,19 @@ function checkExt(path: string, allowed: string[], what: string): void {
 const inputs = (...flags: [string, string | undefined][]): PathFlag[] =>
   flags.filter((f): f is [string, string] => f[1] !== undefined).map(([flag, path]) => ({ flag, path }));
 
-async function buildIndex(backend: Backend, type: IndexType, metric: Metric, x: Float32Array, d: number): Promise<Index> {
+/** --train-sample: at most this many training points (IVF only). */
+function trainSampleOf(v: Values, type: IndexType): number | undefined {
+  const given = text(v, 'train-sample');
+  if (given === undefined) return undefined;
+  if (type.type !== 'IVF') throw new UsageError('--train-sample applies to IVF indexes only');
+  return intFlag('train-sample', given, type.nlist, Number.MAX_SAFE_INTEGER);
+}
+
+async function buildIndex(backend: Backend, type: IndexType, metric: Metric, x: Float32Array, d: number, trainSample?: number): Promise<Index> {
   const index = createIndex(backend, d, type, metric);
   if (index instanceof IvfFlatIndex) {
     const p = new Progress('training');
-    await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter) });
+    await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: trainSample });
   }
   await index.add(x);
   return index;
@@ -202,13 +214,14 @@ export async function build(argv: string[]): Promise<void> {
   const type = indexTypeOf(v);
   const metric = metricOf(v);
   const nprobe = nprobeOf(v, type, 1);
+  const trainSample = trainSampleOf(v, type);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input]));
   const file = readVectors(input);
   checkNlist(type, file, input);
   const backend = await openBackend(choice);
   try {
-    const index = await buildIndex(backend, type, metric, file.data, file.d);
+    const index = await buildIndex(backend, type, metric, file.data, file.d, trainSample);
     if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
     await index.save(out);
     process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.d}\n`);
@@ -358,6 +371,7 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const type = indexTypeOf(v);
   const metric = metricOf(v);
   const nprobe = nprobeOf(v, type, 8);
+  const trainSample = trainSampleOf(v, type);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
   const file = readVectors(input);
@@ -367,7 +381,7 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const backend = await openBackend(choice, k, queries ? 0 : 1);
   try {
     const t0 = performance.now();
-    const index = await buildIndex(backend, type, metric, file.data, file.d);
+    const index = await buildIndex(backend, type, metric, file.data, file.d, trainSample);
     if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
     await writeNeighbours(index, queries ? { queries: queries.data } : { self: file.data }, k, out, dist, 'knn-graph');
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);

@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { createBackend } from '../create-backend.js';
-import type { GpuBackend } from '../gpu/gpu-backend.js';
+import type { GpuDevice } from '../gpu/gpu-device.js';
 import { FileError } from '../io/file-error.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { build, dedupCommand, knnGraphCommand, search } from './commands.js';
@@ -66,8 +66,9 @@ async function info(argv: string[]): Promise<void> {
   try {
     console.log(`backend: ${backend.description}`);
     console.log(`max k: ${backend.maxK}`);
+    console.log(`max binding bytes: ${backend.maxBindingBytes}`);
     if (backend.kind === 'webgpu') {
-      const ctx = (backend as unknown as GpuBackend).ctx;
+      const ctx = (backend.device as GpuDevice).ctx;
       const l = ctx.limits;
       console.log(`software (CPU-emulated) adapter: ${ctx.adapterInfo.isFallbackAdapter}`);
       console.log(`maxStorageBufferBindingSize: ${l.maxStorageBufferBindingSize}`);

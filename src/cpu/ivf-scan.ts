@@ -7,7 +7,7 @@ import { heapOffer, heapSortAndPad } from './topk.js';
  * list, the k best (score, id) of the list's vectors, best first.
  *
  * `probes[(row0 + r) * nprobe + p]` is the list (PAD_ID: none); list L's vectors are
- * `xb[offsets[L] .. offsets[L + 1])` (rows of `d`), with norms `xnorm` and ids `ids` at the same
+ * `xb[ranges[2L] .. ranges[2L + 1])` (rows of `d`), with norms `xnorm` and ids `ids` at the same
  * positions; segment g of a list of length len covers `[g * ceil(len / nseg), ...)`.
  * Scores: l2 `||x||^2 - 2 q.x`, ip `-q.x` (q = xq row q0 + r), dot products in float64.
  * Output list (r, p, g) at `((r * nprobe + p) * nseg + g) * k`, padded with (+Infinity, PAD_ID).
@@ -21,7 +21,7 @@ export function ivfScan(
   row0: number,
   nprobe: number,
   nseg: number,
-  offsets: Uint32Array,
+  ranges: Uint32Array,
   xb: Float32Array,
   xnorm: Float32Array,
   ids: Uint32Array,
@@ -38,8 +38,8 @@ export function ivfScan(
         const off = ((r * nprobe + p) * nseg + g) * k;
         let m = 0;
         if (list !== PAD_ID) {
-          const start = offsets[list];
-          const len = offsets[list + 1] - start;
+          const start = ranges[2 * list];
+          const len = ranges[2 * list + 1] - start;
           const segLen = Math.ceil(len / nseg);
           const end = start + Math.min(len, (g + 1) * segLen);
           for (let v = start + Math.min(len, g * segLen); v < end; v++) {

@@ -5,18 +5,30 @@
  * labels, the sums are the same bit for bit.
  */
 
-/** Points per block and number of blocks for n points: the same on every backend (so are the sums). */
-export function kmeansBlocks(n: number, nc: number, d: number): { block: number; nblocks: number } {
-  // At most 64 blocks, at most 64 MiB of partial sums, and blocks of at least 1024 points.
-  const byMemory = Math.max(1, Math.floor((64 << 20) / (nc * d * 4)));
+/**
+ * Points per block and number of blocks for n points: a function of the problem only (never of
+ * how the points are split into chunks), so every device and every split sums the same blocks.
+ */
+export function kmeansBlocks(n: number, nc: number, dpad: number, maxBytes = 64 << 20): { block: number; nblocks: number } {
+  // At most 64 blocks, partial sums within `maxBytes`, and blocks of at least 1024 points.
+  const byMemory = Math.max(1, Math.floor(maxBytes / (nc * dpad * 4)));
   const nblocks = Math.max(1, Math.min(64, byMemory, Math.ceil(n / 1024)));
-  return { block: Math.ceil(n / nblocks), nblocks };
+  const block = Math.ceil(n / nblocks);
+  return { block, nblocks: Math.max(1, Math.ceil(n / block)) };
+}
+
+/** The blocks a chunk of points [p0, p0 + n) touches: b0 .. b0 + nb - 1. */
+export function kmeansChunkBlocks(p0: number, n: number, block: number): { b0: number; nb: number } {
+  const b0 = Math.floor(p0 / block);
+  return { b0, nb: Math.floor((p0 + n - 1) / block) - b0 + 1 };
 }
 
 /**
- * `x`: `n * d`; `xnorm[i] = ||x_i||^2`; `score[i]`, `label[i]`: point i's minimised l2 score
- * against its nearest centroid and that centroid. Writes `sums` (`nblocks * nc * d`, zeroed here),
- * `counts` (`nblocks * nc`) and `obj` (`nblocks`: the objective of each block's points).
+ * One chunk of points: `x` (`n * d`, global points p0 .. p0 + n - 1), `xnorm[i]`, `score[i]` and
+ * `label[i]` (point p0 + i's minimised l2 score against its nearest centroid, and that centroid).
+ * Adds to `sums` (`nblocks * nc * d`), `counts` (`nblocks * nc`) and `obj` (`nblocks`) of the
+ * global blocks the chunk touches (blocks of `block` points), in point order; zero them before an
+ * iteration's first chunk.
  */
 export function kmeansPartial(
   x: Float32Array,
@@ -24,26 +36,27 @@ export function kmeansPartial(
   score: Float32Array,
   label: Uint32Array,
   n: number,
+  p0: number,
   d: number,
   nc: number,
   block: number,
-  nblocks: number,
   sums: Float32Array,
   counts: Uint32Array,
   obj: Float32Array,
 ): void {
-  sums.fill(0);
-  counts.fill(0);
+  if (n === 0) return;
+  const { b0, nb } = kmeansChunkBlocks(p0, n, block);
   const o = new Float32Array(1);
-  for (let b = 0; b < nblocks; b++) {
-    o[0] = 0;
-    const end = Math.min(n, (b + 1) * block);
-    for (let i = b * block; i < end; i++) {
-      const c = label[i];
+  for (let b = b0; b < b0 + nb; b++) {
+    o[0] = obj[b];
+    const end = Math.min(p0 + n, (b + 1) * block);
+    for (let i = Math.max(p0, b * block); i < end; i++) {
+      const li = i - p0;
+      const c = label[li];
       const s = (b * nc + c) * d;
-      for (let j = 0; j < d; j++) sums[s + j] += x[i * d + j];
+      for (let j = 0; j < d; j++) sums[s + j] += x[li * d + j];
       counts[b * nc + c]++;
-      o[0] += Math.max(0, Math.fround(score[i] + xnorm[i]));
+      o[0] += Math.max(0, Math.fround(score[li] + xnorm[li]));
     }
     obj[b] = o[0];
   }

@@ -5,6 +5,7 @@
  * Where the device has timestamp queries and timing is asked for, each dispatch gets its own pass
  * with begin/end timestamps, summed per kernel name.
  */
+import type { BufferPool } from './buffer-pool.js';
 import type { GpuContext } from './context.js';
 
 interface DispatchOp {
@@ -35,8 +36,22 @@ const MAX_TIMED_DISPATCHES = 2048;
 
 export class Recorder {
   private readonly ops: (DispatchOp | CopyOp | ClearOp)[] = [];
+  /**
+   * Bind groups by pipeline, uniform slot and buffers. A repeated search binds the same pooled
+   * buffers at the same slots, so after warm-up it creates no bind groups. Cleared when large
+   * (entries may name buffers since destroyed; they are never looked up again).
+   */
+  private readonly bindGroups = new Map<string, GPUBindGroup>();
 
-  constructor(private readonly ctx: GpuContext) {}
+  constructor(
+    private readonly ctx: GpuContext,
+    private readonly pool: BufferPool,
+  ) {}
+
+  /** Whether anything is recorded and not yet submitted. */
+  get pending(): boolean {
+    return this.ops.length > 0;
+  }
 
   /** Records a dispatch: binding 0 is the uniform `params` (u32s), bindings 1.. are `buffers`. */
   dispatch(kernel: string, pipeline: GPUComputePipeline, params: number[], buffers: GPUBuffer[], groups: [number, number]): void {
@@ -54,8 +69,10 @@ export class Recorder {
   }
 
   /**
-   * Encodes and submits everything recorded; resolves when the GPU has finished. With `timed`
-   * and timestamp support, resolves to GPU milliseconds per kernel name; otherwise to null.
+   * Encodes and submits everything recorded (the submit itself happens before this returns, so
+   * queue writes made afterwards are ordered after it); the promise settles when the GPU has
+   * finished. With `timed` and timestamp support, resolves to GPU milliseconds per kernel name;
+   * otherwise to null.
    */
   async submit(timed = false): Promise<Record<string, number> | null> {
     const { device } = this.ctx;
@@ -64,12 +81,9 @@ export class Recorder {
     const dispatches = this.ops.filter((op): op is DispatchOp => op.kind === 'dispatch');
     const stride = Math.max(256, device.limits.minUniformBufferOffsetAlignment);
     const paramBytes = 64;
-    const uniforms = device.createBuffer({
-      label: 'params',
-      size: Math.max(stride, dispatches.length * stride),
-      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-    });
-    const data = new Uint32Array((Math.max(stride, dispatches.length * stride)) / 4);
+    const uniformBytes = Math.max(stride, dispatches.length * stride);
+    const uniforms = this.pool.acquire('params', uniformBytes, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+    const data = new Uint32Array(uniformBytes / 4);
     dispatches.forEach((op, i) => {
       if (op.params.length * 4 > paramBytes) throw new Error(`${op.kernel}: too many parameters`);
       data.set(op.params, (i * stride) / 4);
@@ -92,13 +106,7 @@ export class Recorder {
         else encoder.clearBuffer(op.buffer);
         continue;
       }
-      const bindGroup = device.createBindGroup({
-        layout: op.pipeline.getBindGroupLayout(0),
-        entries: [
-          { binding: 0, resource: { buffer: uniforms, offset: di * stride, size: paramBytes } },
-          ...op.buffers.map((buffer, j) => ({ binding: j + 1, resource: { buffer } })),
-        ],
-      });
+      const bindGroup = this.bindGroup(op, uniforms, di * stride, paramBytes);
       if (querySet && di < nTimed) {
         pass?.end();
         pass = encoder.beginComputePass({
@@ -129,9 +137,10 @@ export class Recorder {
     }
     device.queue.submit([encoder.finish()]);
     this.ops.length = 0;
-    const invalid = await device.popErrorScope();
+    const invalid = device.popErrorScope();
     try {
-      if (invalid) throw new Error(`WebGPU rejected the commands: ${invalid.message}`);
+      const error = await invalid;
+      if (error) throw new Error(`WebGPU rejected the commands: ${error.message}`);
       await device.queue.onSubmittedWorkDone();
       this.ctx.check();
       if (!staging) return null;
@@ -146,12 +155,40 @@ export class Recorder {
       }
       return perKernel;
     } finally {
-      uniforms.destroy();
+      this.pool.release(uniforms);
       querySet?.destroy();
       resolve?.destroy();
       staging?.destroy();
     }
   }
+
+  private bindGroup(op: DispatchOp, uniforms: GPUBuffer, offset: number, size: number): GPUBindGroup {
+    const key = `${objectId(op.pipeline)}|${objectId(uniforms)}@${offset}|${op.buffers.map(objectId).join(',')}`;
+    let group = this.bindGroups.get(key);
+    if (!group) {
+      if (this.bindGroups.size >= MAX_BIND_GROUPS) this.bindGroups.clear();
+      group = this.ctx.device.createBindGroup({
+        layout: op.pipeline.getBindGroupLayout(0),
+        entries: [
+          { binding: 0, resource: { buffer: uniforms, offset, size } },
+          ...op.buffers.map((buffer, j) => ({ binding: j + 1, resource: { buffer } })),
+        ],
+      });
+      this.bindGroups.set(key, group);
+    }
+    return group;
+  }
+}
+
+const MAX_BIND_GROUPS = 4096;
+const ids = new WeakMap<object, number>();
+let nextId = 1;
+
+/** A number per object, for cache keys (never reused). */
+function objectId(o: object): number {
+  let id = ids.get(o);
+  if (id === undefined) ids.set(o, (id = nextId++));
+  return id;
 }
 
 /**
@@ -178,19 +215,3 @@ export function createBuffer(device: GPUDevice, label: string, size: number, usa
 }
 
 export const STORAGE = (): number => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-
-/** Reads `size` bytes of `src` from `offset` back to the host (through a staging buffer). */
-export async function readBuffer(ctx: GpuContext, src: GPUBuffer, offset: number, size: number): Promise<ArrayBuffer> {
-  const { device } = ctx;
-  const staging = device.createBuffer({ size: Math.max(16, Math.ceil(size / 4) * 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  try {
-    const enc = device.createCommandEncoder();
-    enc.copyBufferToBuffer(src, offset, staging, 0, Math.ceil(size / 4) * 4);
-    device.queue.submit([enc.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    ctx.check();
-    return staging.getMappedRange().slice(0, size);
-  } finally {
-    staging.destroy();
-  }
-}

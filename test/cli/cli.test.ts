@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { readVectors, writeVectors } from '../../src/io/vectors.js';
 import { randomSmallInts } from '../../src/random.js';
@@ -94,7 +94,7 @@ describe('webgpu-knn CLI', () => {
     expect(cli('build', '--input', 'x.fvecs', '--out', 'flat.idx', '--backend', 'cpu').code).toBe(0);
     const r = cli('search', '--index', 'flat.idx', '--queries', 'q.npy', '--k', '5', '--out', 'nn.ivecs', '--distances', 'nn.fvecs', '--backend', 'cpu');
     expect(r.code, r.err).toBe(0);
-    const index = new FlatIndex(new CpuBackend(), { dim: d });
+    const index = new FlatIndex(cpuBackend(), { dim: d });
     await index.add(x);
     const want = await index.search(x.subarray(0, 10 * d), 5);
     expect(Array.from(readVectors(join(dir, 'nn.ivecs')).data)).toEqual(Array.from(want.labels));

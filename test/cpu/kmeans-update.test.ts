@@ -15,7 +15,7 @@ describe('cpu kmeans-update', () => {
     const sums = new Float32Array(nblocks * 3 * 2);
     const counts = new Uint32Array(nblocks * 3);
     const obj = new Float32Array(nblocks);
-    kmeansPartial(x, xnorm, score, label, 5, 2, 3, 2, nblocks, sums, counts, obj);
+    kmeansPartial(x, xnorm, score, label, 5, 0, 2, 3, 2, sums, counts, obj);
     expect(Array.from(counts)).toEqual([2, 0, 0, 0, 2, 0, 1, 0, 0]);
     expect(Array.from(obj)).toEqual([0 + 8, 1 + 13, 52]);
     const centroids = new Float32Array([9, 9, 9, 9, 7, 7]);
@@ -36,7 +36,7 @@ describe('cpu kmeans-update', () => {
 describe('cpu ivf-scan', () => {
   it('scans the probed lists by hand, with segments and padding', () => {
     // d = 1; list 0 = ids [7, 8] (x = 1, 3), list 1 = ids [9] (x = 10), list 2 empty.
-    const offsets = new Uint32Array([0, 2, 3, 3]);
+    const ranges = new Uint32Array([0, 2, 2, 3, 3, 3]);
     const xb = new Float32Array([1, 3, 10]);
     const xnorm = new Float32Array([1, 9, 100]);
     const ids = new Uint32Array([7, 8, 9]);
@@ -45,7 +45,7 @@ describe('cpu ivf-scan', () => {
     const k = 2;
     const outS = new Float32Array(3 * 2 * k);
     const outI = new Uint32Array(3 * 2 * k);
-    ivfScan('l2', xq, 0, 1, probes, 0, 3, 2, offsets, xb, xnorm, ids, 1, k, outS, outI);
+    ivfScan('l2', xq, 0, 1, probes, 0, 3, 2, ranges, xb, xnorm, ids, 1, k, outS, outI);
     // l2 scores ||x||^2 - 2 q x: id 7 -> -3, id 8 -> -3, id 9 -> 60.
     expect(Array.from(outI)).toEqual([9, PAD_ID, PAD_ID, PAD_ID, 7, PAD_ID, 8, PAD_ID, PAD_ID, PAD_ID, PAD_ID, PAD_ID]);
     expect(Array.from(outS.subarray(0, 8))).toEqual([60, Infinity, Infinity, Infinity, -3, Infinity, -3, Infinity]);

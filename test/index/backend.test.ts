@@ -17,14 +17,14 @@ describe('createBackend', () => {
   });
 
   it('webgpu without an adapter throws an error that says how to get one', async () => {
-    const p = createBackend({ backend: 'webgpu', gpu: NO_ADAPTER });
+    const p = createBackend({ backend: 'webgpu', ...NO_ADAPTER });
     await expect(p).rejects.toBeInstanceOf(WebGpuUnavailableError);
-    await expect(createBackend({ backend: 'webgpu', gpu: NO_ADAPTER })).rejects.toThrow(/scripts\/setup-webgpu\.sh/);
+    await expect(createBackend({ backend: 'webgpu', ...NO_ADAPTER })).rejects.toThrow(/scripts\/setup-webgpu\.sh/);
   });
 
   it('auto without an adapter falls back to the cpu with a one-line warning', async () => {
     const warnings: string[] = [];
-    const b = await createBackend({ backend: 'auto', gpu: NO_ADAPTER, warn: (m) => warnings.push(m) });
+    const b = await createBackend({ backend: 'auto', ...NO_ADAPTER, warn: (m) => warnings.push(m) });
     expect(b.kind).toBe('cpu');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/using the CPU backend/);

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { type DedupMetric, dedup, groupPairs } from '../../src/jobs/dedup.js';
 import { randomSmallInts, rng } from '../../src/random.js';
 import { fioriEmbeddings } from '../helpers/embeddings.js';
@@ -8,7 +8,7 @@ import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 const gpu = await gpuBackend();
 // Tiny tiles, chunks and pair buffer: the self-join crosses chunks and tiles and overflows.
 const gpuTiled = await gpuBackend({ tileCols: 64, scoreTileBytes: 64 * 4 * 40, chunkRows: 250, pairCapacity: 16 });
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 
 /** Float64 brute force over all pairs: "i,j" keys of the pairs at or past the threshold. */
@@ -255,16 +255,17 @@ describe('dedup', () => {
 
   it('onPairs streams the confirmed pairs block by block, in order, and keeps none', async () => {
     // 300 rows in groups of 4, moved by 0, 0.5, 1, 1.5 in column 0: 5 of each group's 6 pairs are
-    // within l2 2 (the pair 1.5 apart is at 2.25), over several CPU row tiles (64 rows).
+    // within l2 2 (the pair 1.5 apart is at 2.25), over several row tiles (64 rows).
     const d = 5;
     const x = new Float32Array(300 * d);
     for (let r = 0; r < 300; r++) for (let t = 0; t < d; t++) x[r * d + t] = 10 * Math.floor(r / 4) + (t === 0 ? r % 4 : 0) * 0.5;
-    const collected = await dedup(cpu, x, d, { metric: 'l2', threshold: 2 });
+    const tiled = cpuBackend({ tileCols: 64, scoreTileBytes: 64 * 4 * 64 });
+    const collected = await dedup(tiled, x, d, { metric: 'l2', threshold: 2 });
     const blocks: number[] = [];
     const is: number[] = [];
     const js: number[] = [];
     const scores: number[] = [];
-    const streamed = await dedup(cpu, x, d, {
+    const streamed = await dedup(tiled, x, d, {
       metric: 'l2',
       threshold: 2,
       maxPairs: 0, // does not apply when nothing is kept

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import type { Metric } from '../../src/types.js';
@@ -11,7 +11,7 @@ import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 // (tileCols), query tiles (8 rows of 128 scores) and query batches (10 queries per submit).
 const gpu = await gpuBackend();
 const gpuChunked = await gpuBackend({ chunkRows: 300, tileCols: 128, scoreTileBytes: 128 * 4 * 8, queryBatch: 10 });
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 
 interface Shape {

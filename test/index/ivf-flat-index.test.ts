@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { indexFactory } from '../../src/factory.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
@@ -11,7 +11,7 @@ import { loadRealSet } from '../helpers/data.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 const backends = [['cpu', cpu], ['webgpu', gpu]] as const;
 

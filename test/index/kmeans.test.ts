@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { KMeans } from '../../src/kmeans.js';
 import { randomSmallInts } from '../../src/random.js';
 import { InvalidArgumentError } from '../../src/types.js';
@@ -7,7 +7,7 @@ import { clusteredData } from '../helpers/clustered.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 
 async function run(backend: KMeans['backend'], x: Float32Array, d: number, k: number, niter: number, init: 'random' | 'kmeans++' = 'random') {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { loadIndex } from '../../src/io/load-index.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
@@ -49,7 +49,7 @@ async function expectSelfFound(index: FlatIndex | IvfFlatIndex, x: Float32Array,
 }
 
 const backends: [string, Backend | null][] = [
-  ['cpu', new CpuBackend()],
+  ['cpu', cpuBackend()],
   ['webgpu', gpu],
 ];
 

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { L2_ATOL_SCALE, expectTieAwareEqual, l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { norms } from '../../src/cpu/norms.js';
@@ -7,7 +7,7 @@ import { loadRealSet } from '../helpers/data.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 
 const sets = [

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
 import { rng } from '../../src/random.js';
@@ -14,7 +14,7 @@ import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 
 /**

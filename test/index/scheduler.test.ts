@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { randomSmallInts, rng } from '../../src/random.js';
 import { BatchScheduler, QueueFullError, SchedulerClosedError, type SearchableIndex } from '../../src/scheduler.js';
@@ -9,7 +9,7 @@ import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 
 const D = 8;

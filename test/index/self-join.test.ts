@@ -1,23 +1,30 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
-import { GpuBackend } from '../../src/gpu/gpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
+import { createBackend } from '../../src/create-backend.js';
 import { dedupMargin } from '../../src/jobs/dedup.js';
 import { randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
 // Tiny tiles and pair buffer: many query tiles, each overflowing its buffer once.
-const gpuTiled = await gpuBackend({ tileCols: 64, scoreTileBytes: 64 * 4 * 40, chunkRows: 250, pairCapacity: 16 });
+const TINY = { tileCols: 64, scoreTileBytes: 64 * 4 * 40, chunkRows: 250, pairCapacity: 16 };
+const gpuTiled = await gpuBackend(TINY);
 // Bindings of 400 and of 100 pairs (see the last suite).
 const narrow400 = await gpuBackend({ maxBindingBytes: 400 * 8 });
 const narrow100 = await gpuBackend({ maxBindingBytes: 100 * 8 });
 afterAll(disposeGpuBackends);
 
 // [name, backend, row tiles of the join below, tiles handed on before 10 candidates are passed]:
-// the CPU joins 64 rows at a time; the default GPU all 500 at once; the tiny one 40 rows at a time
-// within chunks of 250. Rows 199 .. 259 are identical, so the bound of 10 falls in the tile of row 199.
-const backends = [['cpu', new CpuBackend(), 8, 3], ['webgpu', gpu, 1, 0], ['webgpu (tiny tiles)', gpuTiled, 14, 4]] as const;
+// by default all 500 rows at once; with tiny tiles 40 rows at a time within chunks of 250, on
+// either device (one plan). Rows 199 .. 259 are identical, so the bound of 10 falls in the tile of
+// row 199.
+const backends = [
+  ['cpu', cpuBackend(), 1, 0],
+  ['cpu (tiny tiles)', cpuBackend(TINY), 14, 4],
+  ['webgpu', gpu, 1, 0],
+  ['webgpu (tiny tiles)', gpuTiled, 14, 4],
+] as const;
 
 // Small integers (every float32 score exact) with planted copies at squared distance 0 and 1, and
 // a block of identical rows: the margin at d = 8 is below 0.1, so the candidates are exactly the
@@ -112,9 +119,11 @@ describe('a self-join tile with more pairs than one binding holds', () => {
     expect(got).toEqual(all);
   });
 
-  it.skipIf(!gpu)('maxBindingBytes must be an integer of at least 256', async () => {
-    for (const bad of [NaN, 100, 1000.5]) {
-      await expect(GpuBackend.create({ maxBindingBytes: bad })).rejects.toThrow(`maxBindingBytes must be an integer >= 256; got ${bad}`);
+  it('maxBindingBytes must be an integer of at least 256, on either backend', async () => {
+    for (const backend of ['cpu', 'webgpu'] as const) {
+      for (const bad of [NaN, 100, 1000.5]) {
+        await expect(createBackend({ backend, maxBindingBytes: bad })).rejects.toThrow(`maxBindingBytes must be an integer >= 256; got ${bad}`);
+      }
     }
   });
 

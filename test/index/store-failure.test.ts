@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { FlatIndex } from '../../src/flat-index.js';
-import type { GpuBaseStore } from '../../src/gpu/gpu-backend.js';
+import type { CodeStore } from '../../src/stores/code-store.js';
 import { randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
@@ -12,17 +12,17 @@ import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 const gpu = await gpuBackend({ chunkRows: 50 });
 afterAll(disposeGpuBackends);
 
-describe('GpuBaseStore.add that fails', () => {
+describe('CodeStore.add that fails', () => {
   it.skipIf(!gpu)('after the device was written: rolls back, and later adds and searches are right', async () => {
     const d = 6;
     const x = randomSmallInts(200 * d, 3, 9);
     for (let i = 0; i < 200; i++) x[i * d] = i; // distinct rows
     const index = new FlatIndex(gpu!, { dim: d });
     await index.add(x.subarray(0, 70 * d));
-    const store = (index as unknown as { store: GpuBaseStore }).store;
+    const store = (index as unknown as { store: CodeStore }).store;
     const proto = Object.getPrototypeOf(store) as { commit: (...a: unknown[]) => Promise<void> };
     const commit = proto.commit;
-    const spy = vi.spyOn(proto, 'commit').mockImplementationOnce(async function (this: GpuBaseStore, ...args: unknown[]) {
+    const spy = vi.spyOn(proto, 'commit').mockImplementationOnce(async function (this: CodeStore, ...args: unknown[]) {
       await commit.apply(this, args); // the rows reach the device...
       throw new Error('device lost after the write'); // ...then the add fails
     });

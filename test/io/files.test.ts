@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { formatNpy, parseNpy } from '../../src/io/npy.js';
 import { loadIndex } from '../../src/io/load-index.js';
@@ -14,7 +14,7 @@ import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-io-'));
 const gpu = await gpuBackend();
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
 
 /** A hand-made .npy file of the given dtype and raw little-endian bytes. */

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { loadIndex } from '../../src/io/load-index.js';
 import { readIndexFile } from '../../src/io/index-file.js';
@@ -17,7 +17,7 @@ import { randomFloats } from '../../src/random.js';
 import { InvalidArgumentError } from '../../src/types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-idxval-'));
-const cpu = new CpuBackend();
+const cpu = cpuBackend();
 const d = 4;
 const n = 50;
 const nlist = 3;

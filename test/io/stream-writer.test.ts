@@ -14,7 +14,7 @@ import { AtomicFile, type Output, VectorStreamWriter, commitOutputs, setWriteFun
 import { liveTemps } from '../../src/io/temp-files.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
-import { CpuBackend } from '../../src/cpu/cpu-backend.js';
+import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-writer-'));
@@ -139,7 +139,7 @@ describe('the CLI commands on a full disk', () => {
   writeVectors(join(dir, 'x.fvecs'), randomFloats(n * d, 5), n, d);
 
   it('search --out --distances: an error naming an output; neither appears, old files stay', async () => {
-    const cpu = new CpuBackend();
+    const cpu = cpuBackend();
     const index = new FlatIndex(cpu, { dim: d });
     await index.add(randomFloats(n * d, 5));
     await index.save(join(dir, 'x.idx'));
@@ -187,7 +187,7 @@ describe('fileError', () => {
 describe('signals belong to the application', () => {
   it('saving an index installs no SIGINT / SIGTERM handler (only the CLI does)', async () => {
     const before = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
-    const index = new FlatIndex(new CpuBackend(), { dim: 2 });
+    const index = new FlatIndex(cpuBackend(), { dim: 2 });
     await index.add(new Float32Array([1, 2, 3, 4]));
     await index.save(join(mkdtempSync(join(tmpdir(), 'webgpu-knn-sig-')), 'i.idx'));
     expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);

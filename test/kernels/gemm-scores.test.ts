@@ -2,9 +2,8 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
-import { padRows, paddedDim } from '../../src/gpu/gpu-backend.js';
+import { padRows, paddedDim } from '../../src/device.js';
 import { type GemmVariant, encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
-import { Kernels } from '../../src/gpu/kernels/kernels.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -23,7 +22,7 @@ const shapes: number[][] = [
   [9, 1030, 5, 0, 9, 3, 1027, 1027],
 ];
 
-const variants = gpu ? gemmVariants(new Kernels(gpu.ctx)) : [];
+const variants = gpu ? gemmVariants(gpu.device.kernels) : [];
 
 /**
  * Scores one tile of `shape` ([nq, nb, d, q0, rows, col0, cols, ldc]) of `xq` against `xb` with
@@ -55,15 +54,15 @@ async function scoreTile(
 
 describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
   it('offers the portable variant everywhere, and the subgroup one exactly where subgroups have >= 8 lanes', () => {
-    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${gpu!.ctx.hasSubgroups8})`);
-    expect(variants).toEqual(gpu!.ctx.hasSubgroups8 ? ['subgroup', 'portable'] : ['portable']);
+    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${gpu!.device.ctx.hasSubgroups8})`);
+    expect(variants).toEqual(gpu!.device.ctx.hasSubgroups8 ? ['subgroup', 'portable'] : ['portable']);
   });
 
-  const noSub = !gpu?.ctx.hasSubgroups8;
+  const noSub = !gpu?.device.ctx.hasSubgroups8;
   it.skipIf(noSub)(
     `the subgroup variant is the default, runs gemm-scores.wgsl and equals the cpu twin${noSub ? ' [skipped: the adapter has no subgroups of >= 8 lanes]' : ''}`,
     async () => {
-      expect(gpu!.ctx.device.features.has('subgroups'), 'the device was created with the subgroups feature').toBe(true);
+      expect(gpu!.device.ctx.device.features.has('subgroups'), 'the device was created with the subgroups feature').toBe(true);
       const shape = [21, 130, 17, 4, 13, 9, 121, 125];
       const [nq, nb, d, , rows, , cols, ldc] = shape;
       for (const chosen of [undefined, 'subgroup', 'portable'] as const) {

@@ -1,18 +1,18 @@
 /** Runs one GPU kernel on host arrays: upload, encode, submit, read back. */
-import type { GpuBackend } from '../../src/gpu/gpu-backend.js';
-import { Kernels } from '../../src/gpu/kernels/kernels.js';
-import { STORAGE, createBuffer, readBuffer } from '../../src/gpu/recorder.js';
+import type { Kernels } from '../../src/gpu/kernels/kernels.js';
+import { STORAGE, createBuffer } from '../../src/gpu/recorder.js';
+import type { GpuBackend } from '../helpers/gpu.js';
 
 export class KernelHarness {
   readonly kernels: Kernels;
   private readonly buffers: GPUBuffer[] = [];
 
   constructor(readonly backend: GpuBackend) {
-    this.kernels = new Kernels(backend.ctx, backend.pipelines);
+    this.kernels = backend.device.kernels;
   }
 
   upload(data: Float32Array | Uint32Array, label = 'in'): GPUBuffer {
-    const b = createBuffer(this.backend.ctx.device, label, data.byteLength, STORAGE(), data);
+    const b = createBuffer(this.backend.device.ctx.device, label, data.byteLength, STORAGE(), data);
     this.buffers.push(b);
     return b;
   }
@@ -27,11 +27,26 @@ export class KernelHarness {
   }
 
   async readF32(b: GPUBuffer, len: number): Promise<Float32Array> {
-    return new Float32Array(await readBuffer(this.backend.ctx, b, 0, len * 4));
+    return new Float32Array(await this.read(b, len * 4));
   }
 
   async readU32(b: GPUBuffer, len: number): Promise<Uint32Array> {
-    return new Uint32Array(await readBuffer(this.backend.ctx, b, 0, len * 4));
+    return new Uint32Array(await this.read(b, len * 4));
+  }
+
+  private async read(src: GPUBuffer, size: number): Promise<ArrayBuffer> {
+    const { device } = this.backend.device.ctx;
+    const bytes = Math.max(16, Math.ceil(size / 4) * 4);
+    const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    try {
+      const enc = device.createCommandEncoder();
+      enc.copyBufferToBuffer(src, 0, staging, 0, Math.ceil(size / 4) * 4);
+      device.queue.submit([enc.finish()]);
+      await staging.mapAsync(GPUMapMode.READ);
+      return staging.getMappedRange().slice(0, size);
+    } finally {
+      staging.destroy();
+    }
   }
 
   dispose(): void {

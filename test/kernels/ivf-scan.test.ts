@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import { ivfScan } from '../../src/cpu/ivf-scan.js';
 import { PAD_ID } from '../../src/kernel-facts.js';
-import { paddedDim } from '../../src/gpu/gpu-backend.js';
+import { paddedDim } from '../../src/device.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
 import { IvfLists } from '../../src/ivf-lists.js';
 import { randomFloats, randomSmallInts, rng } from '../../src/random.js';
@@ -48,13 +48,13 @@ describe.skipIf(!gpu)('gpu ivf-scan vs cpu twin', () => {
           const rows = Math.max(1, nq - 1);
           const q0 = nq - rows;
           encodeIvfScan(h.kernels, {
-            metric, xq: h.upload(qpad), probes: h.upload(probes), offsets: h.upload(dev.offsets), xb: h.upload(dev.xb),
+            metric, xq: h.upload(qpad), probes: h.upload(probes), ranges: h.upload(toRanges(dev.offsets)), xb: h.upload(dev.xb),
             xnorm: h.upload(dev.xnorm), ids: h.upload(dev.ids), outS, outI, rows, k, nprobe, nseg, dpad, q0, row0: q0,
           });
           await h.run();
           const wS = new Float32Array(rows * nprobe * nseg * k);
           const wI = new Uint32Array(rows * nprobe * nseg * k);
-          ivfScan(metric, xq, q0, rows, probes, q0, nprobe, nseg, host.offsets, host.xb, host.xnorm, host.ids, d, k, wS, wI);
+          ivfScan(metric, xq, q0, rows, probes, q0, nprobe, nseg, toRanges(host.offsets), host.xb, host.xnorm, host.ids, d, k, wS, wI);
           const gS = await h.readF32(outS, wS.length);
           const gI = await h.readU32(outI, wI.length);
           if (kind === 'int') {
@@ -149,7 +149,7 @@ describe('ivf-scan: hand-written ties', () => {
       const len = nprobe * c.nseg * c.k;
       const outS = new Float32Array(len);
       const outI = new Uint32Array(len);
-      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, offsets, xb, xnorm, ids, d, c.k, outS, outI);
+      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, xnorm, ids, d, c.k, outS, outI);
       expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), name);
     });
 
@@ -165,7 +165,7 @@ describe('ivf-scan: hand-written ties', () => {
       const outS = h.output(len, POISON);
       const outI = h.output(len, POISON);
       encodeIvfScan(h.kernels, {
-        metric: c.metric, xq: h.upload(pad(xq, 1)), probes: h.upload(probes), offsets: h.upload(offsets), xb: h.upload(pad(xb, ids.length)),
+        metric: c.metric, xq: h.upload(pad(xq, 1)), probes: h.upload(probes), ranges: h.upload(toRanges(offsets)), xb: h.upload(pad(xb, ids.length)),
         xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: c.k, nprobe, nseg: c.nseg, dpad, q0: 0, row0: 0,
       });
       await h.run();
@@ -175,3 +175,13 @@ describe('ivf-scan: hand-written ties', () => {
     });
   }
 });
+
+/** CSR offsets (nlist + 1) as the per-list [start, end) ranges ivf-scan reads. */
+function toRanges(offsets: Uint32Array): Uint32Array {
+  const r = new Uint32Array(2 * (offsets.length - 1));
+  for (let l = 0; l + 1 < offsets.length; l++) {
+    r[2 * l] = offsets[l];
+    r[2 * l + 1] = offsets[l + 1];
+  }
+  return r;
+}

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { kmeansBlocks, kmeansPartial, kmeansReduce } from '../../src/cpu/kmeans-update.js';
-import { padRows, paddedDim } from '../../src/gpu/gpu-backend.js';
+import { padRows, paddedDim } from '../../src/device.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from '../../src/gpu/kernels/kmeans-update.js';
 import { randomFloats, rng } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -22,23 +22,29 @@ describe.skipIf(!gpu)('gpu kmeans-partial and kmeans-reduce vs cpu twins', () =>
       const score = Float32Array.from({ length: n }, () => -r());
       const xnorm = Float32Array.from({ length: n }, () => 2 * r());
       const dpad = paddedDim(d);
-      const { block, nblocks } = kmeansBlocks(n, nc, d);
-      const sums = h.output(nblocks * nc * dpad, POISON);
-      const counts = h.output(nblocks * nc, POISON);
-      const obj = h.output(nblocks, POISON);
+      const { block, nblocks } = kmeansBlocks(n, nc, dpad);
+      const sums = h.upload(new Float32Array(nblocks * nc * dpad));
+      const counts = h.upload(new Uint32Array(nblocks * nc));
+      const obj = h.upload(new Float32Array(nblocks));
       const start = randomFloats(nc * d, 5);
       const centroids = h.upload(padRows(start, nc, d, dpad));
       const outCounts = h.output(nc, POISON);
-      encodeKmeansPartial(h.kernels, {
-        x: h.upload(padRows(x, n, d, dpad)), xnorm: h.upload(xnorm), score: h.upload(score), label: h.upload(label),
-        sums, counts, obj, n, dpad, nc, block, nblocks,
-      });
+      // The points in two chunks, split inside a block: the kernel adds each chunk to the blocks
+      // it touches, in point order, so the sums are those of one pass over all points.
+      const split = Math.min(n - 1, Math.floor(block / 2) + 1);
+      for (const [p0, m] of [[0, split], [split, n - split]]) {
+        encodeKmeansPartial(h.kernels, {
+          x: h.upload(padRows(x.subarray(p0 * d), m, d, dpad)), xnorm: h.upload(xnorm.subarray(p0, p0 + m)),
+          score: h.upload(score.subarray(p0, p0 + m)), label: h.upload(label.subarray(p0, p0 + m)),
+          sums, counts, obj, n: m, p0, dpad, nc, block,
+        });
+      }
       encodeKmeansReduce(h.kernels, { sums, counts, centroids, outCounts, nc, dpad, nblocks });
       await h.run();
       const wSums = new Float32Array(nblocks * nc * d);
       const wCounts = new Uint32Array(nblocks * nc);
       const wObj = new Float32Array(nblocks);
-      kmeansPartial(x, xnorm, score, label, n, d, nc, block, nblocks, wSums, wCounts, wObj);
+      kmeansPartial(x, xnorm, score, label, n, 0, d, nc, block, wSums, wCounts, wObj);
       const wCentroids = start.slice();
       const wOut = new Uint32Array(nc);
       kmeansReduce(wSums, wCounts, nc, d, nblocks, wCentroids, wOut);

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { norms } from '../../src/cpu/norms.js';
-import { padRows, paddedDim } from '../../src/gpu/gpu-backend.js';
+import { padRows, paddedDim } from '../../src/device.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';

@@ -2,28 +2,12 @@
  * Dispatch of shaders/gemm-scores.wgsl, or of gemm-scores-portable.wgsl on devices without
  * subgroups of at least 8 lanes (CPU twin of both: src/cpu/gemm-scores.ts).
  */
-import type { KernelMetric } from '../../kernel-facts.js';
+import type { GemmScoresArgs } from '../../device.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;
 /** Queries per workgroup (the shader's QB). */
 const QB = 8;
-
-export interface GemmScoresArgs {
-  metric: KernelMetric;
-  xq: GPUBuffer;
-  xb: GPUBuffer;
-  xnorm: GPUBuffer;
-  scores: GPUBuffer;
-  /** Queries q0 .. q0 + rows - 1 against base rows col0 .. col0 + cols - 1. */
-  q0: number;
-  rows: number;
-  col0: number;
-  cols: number;
-  dpad: number;
-  /** Row stride of `scores`. */
-  ldc: number;
-}
 
 export type GemmVariant = 'subgroup' | 'portable';
 
@@ -32,7 +16,7 @@ export function gemmVariants(kernels: Kernels): GemmVariant[] {
   return kernels.ctx.hasSubgroups8 ? ['subgroup', 'portable'] : ['portable'];
 }
 
-export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs, variant: GemmVariant = gemmVariants(kernels)[0]): void {
+export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs<GPUBuffer>, variant: GemmVariant = gemmVariants(kernels)[0]): void {
   const gx = Math.ceil(a.cols / (4 * WG));
   const gy = Math.ceil(a.rows / QB);
   const max = kernels.maxGroups;

@@ -2,49 +2,25 @@
  * Dispatch of shaders/kmeans-partial.wgsl and shaders/kmeans-reduce.wgsl
  * (CPU twins: kmeansPartial and kmeansReduce in src/cpu/kmeans-update.ts).
  */
+import type { KmeansPartialArgs, KmeansReduceArgs } from '../../device.js';
+import { kmeansChunkBlocks } from '../../cpu/kmeans-update.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;
 
-export interface KmeansPartialArgs {
-  x: GPUBuffer;
-  xnorm: GPUBuffer;
-  score: GPUBuffer;
-  label: GPUBuffer;
-  /** Zeroed here before the dispatch. */
-  sums: GPUBuffer;
-  counts: GPUBuffer;
-  obj: GPUBuffer;
-  n: number;
-  dpad: number;
-  nc: number;
-  block: number;
-  nblocks: number;
-}
-
-export function encodeKmeansPartial(kernels: Kernels, a: KmeansPartialArgs): void {
-  kernels.recorder.clear(a.sums);
-  kernels.recorder.clear(a.counts);
+export function encodeKmeansPartial(kernels: Kernels, a: KmeansPartialArgs<GPUBuffer>): void {
+  if (a.n === 0) return;
+  const { b0, nb } = kmeansChunkBlocks(a.p0, a.n, a.block);
   kernels.recorder.dispatch(
     'kmeans-partial',
     kernels.pipelines.get('kmeans-partial', { WG }),
-    [a.n, a.dpad, a.nc, a.block, a.nblocks],
+    [a.n, a.p0, a.dpad, a.nc, a.block, b0, nb],
     [a.x, a.xnorm, a.score, a.label, a.sums, a.counts, a.obj],
-    kernels.fold(a.nblocks * a.dpad, WG),
+    kernels.fold(nb * a.dpad, WG),
   );
 }
 
-export interface KmeansReduceArgs {
-  sums: GPUBuffer;
-  counts: GPUBuffer;
-  centroids: GPUBuffer;
-  outCounts: GPUBuffer;
-  nc: number;
-  dpad: number;
-  nblocks: number;
-}
-
-export function encodeKmeansReduce(kernels: Kernels, a: KmeansReduceArgs): void {
+export function encodeKmeansReduce(kernels: Kernels, a: KmeansReduceArgs<GPUBuffer>): void {
   kernels.recorder.dispatch(
     'kmeans-reduce',
     kernels.pipelines.get('kmeans-reduce', { WG }),

@@ -1,19 +1,10 @@
 /** Dispatch of shaders/norms.wgsl (CPU twin: src/cpu/norms.ts). */
+import type { NormsArgs } from '../../device.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;
 
-export interface NormsArgs {
-  /** Rows of `dpad` floats (dpad a multiple of 4). */
-  x: GPUBuffer;
-  out: GPUBuffer;
-  n: number;
-  dpad: number;
-  row0: number;
-  out0: number;
-}
-
-export function encodeNorms(kernels: Kernels, a: NormsArgs): void {
+export function encodeNorms(kernels: Kernels, a: NormsArgs<GPUBuffer>): void {
   kernels.recorder.dispatch(
     'norms',
     kernels.pipelines.get('norms', { WG }),

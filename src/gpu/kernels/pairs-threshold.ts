@@ -1,32 +1,11 @@
 /** Dispatch of shaders/pairs-threshold.wgsl (CPU twin: src/cpu/pairs-threshold.ts). */
-import type { KernelMetric } from '../../kernel-facts.js';
+import type { PairsThresholdArgs } from '../../device.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;
 const f32bits = (v: number): number => new Uint32Array(new Float32Array([v]).buffer)[0];
 
-export interface PairsThresholdArgs {
-  metric: KernelMetric;
-  scores: GPUBuffer;
-  xnormQ: GPUBuffer;
-  xnormB: GPUBuffer;
-  count: GPUBuffer;
-  pairs: GPUBuffer;
-  rows: number;
-  cols: number;
-  ldc: number;
-  q0: number;
-  id0: number;
-  limit: number;
-  rel: number;
-  capacity: number;
-  /** First element of xnormQ for the tile's row 0. */
-  qn0: number;
-  /** First element of xnormB for the tile's column 0. */
-  cn0: number;
-}
-
-export function encodePairsThreshold(kernels: Kernels, a: PairsThresholdArgs): void {
+export function encodePairsThreshold(kernels: Kernels, a: PairsThresholdArgs<GPUBuffer>): void {
   kernels.recorder.dispatch(
     'pairs-threshold',
     kernels.pipelines.get('pairs-threshold', { WG, METRIC: a.metric === 'l2' ? 0 : 1 }),

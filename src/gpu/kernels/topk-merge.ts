@@ -1,4 +1,5 @@
 /** Dispatch of shaders/topk-merge.wgsl (CPU twin: src/cpu/topk-merge.ts). */
+import type { TopkMergeArgs } from '../../device.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;
@@ -8,26 +9,7 @@ import { MERGE_ROUND } from '../../kernel-facts.js';
 /** Most partial lists one merge takes per row (the shader's MAX_SEG). */
 export const MERGE_MAX_SEG = MERGE_ROUND;
 
-export interface TopkMergeArgs {
-  partS: GPUBuffer;
-  partI: GPUBuffer;
-  /** Running lists in; ignored when `first` (there is none yet), but must still be bound. */
-  runInS: GPUBuffer;
-  runInI: GPUBuffer;
-  runOutS: GPUBuffer;
-  runOutI: GPUBuffer;
-  rows: number;
-  k: number;
-  nseg: number;
-  first: boolean;
-  /** First row of the running lists. */
-  row0: number;
-  /** Partial lists per row in partS/partI (default nseg) and the first one to merge (default 0). */
-  stride?: number;
-  seg0?: number;
-}
-
-export function encodeTopkMerge(kernels: Kernels, a: TopkMergeArgs): void {
+export function encodeTopkMerge(kernels: Kernels, a: TopkMergeArgs<GPUBuffer>): void {
   if (a.nseg < 1 || a.nseg > MERGE_MAX_SEG) throw new Error(`topk-merge: nseg must be in [1, ${MERGE_MAX_SEG}]; got ${a.nseg}`);
   kernels.recorder.dispatch(
     'topk-merge',

@@ -1,4 +1,5 @@
 /** Dispatch of shaders/topk.wgsl (CPU twin: src/cpu/topk.ts). */
+import type { TopkArgs } from '../../device.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;
@@ -13,22 +14,7 @@ export function kBucket(k: number): number {
   return cap;
 }
 
-export interface TopkArgs {
-  scores: GPUBuffer;
-  outS: GPUBuffer;
-  outI: GPUBuffer;
-  rows: number;
-  cols: number;
-  ldc: number;
-  k: number;
-  nseg: number;
-  segLen: number;
-  id0: number;
-  /** The running lists whose k-th entries bound each row (see the shader), or null on the first tile. */
-  bound: { s: GPUBuffer; i: GPUBuffer; row0: number } | null;
-}
-
-export function encodeTopk(kernels: Kernels, a: TopkArgs): void {
+export function encodeTopk(kernels: Kernels, a: TopkArgs<GPUBuffer>): void {
   kernels.recorder.dispatch(
     'topk',
     kernels.pipelines.get('topk', { WG, K_CAP: kBucket(a.k) }),

@@ -1,0 +1,149 @@
+/**
+ * The CPU device (see src/device.ts): buffers are ArrayBuffers and each kernel call runs its twin at
+ * once, in call order. Never imports webgpu. It honours the same binding limit as the GPU device
+ * (1 GiB unless lowered), so plans split data here exactly as they do on the GPU.
+ */
+import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
+import { checkMaxBindingBytes } from '../device.js';
+import { PairList } from '../pairs.js';
+import type { SearchTimings } from '../types.js';
+import { InvalidArgumentError } from '../types.js';
+import { gemmScores } from './gemm-scores.js';
+import { ivfScan } from './ivf-scan.js';
+import { kmeansPartial, kmeansReduce } from './kmeans-update.js';
+import { norms } from './norms.js';
+import { pairsThreshold } from './pairs-threshold.js';
+import { topk } from './topk.js';
+import { topkMerge } from './topk-merge.js';
+
+/** The CPU has no device limit on k; this bounds memory per search (nq * k pairs). */
+export const CPU_MAX_K = 1 << 20;
+/** Largest CPU "binding": chunks of stores and tiles stay below it. */
+const CPU_MAX_BINDING = 1 << 30;
+
+class CpuBuffer implements DeviceBuffer {
+  readonly f32: Float32Array;
+  readonly u32: Uint32Array;
+  constructor(
+    readonly label: string,
+    readonly size: number,
+  ) {
+    const bytes = new ArrayBuffer(size);
+    this.f32 = new Float32Array(bytes);
+    this.u32 = new Uint32Array(bytes);
+  }
+}
+
+export class CpuDevice implements Device {
+  readonly kind = 'cpu' as const;
+  readonly description = 'cpu (TypeScript twins, single thread)';
+  readonly limits: DeviceLimits;
+  readonly tuning: Required<DeviceTuning>;
+
+  constructor(options: DeviceOptions = {}) {
+    checkMaxBindingBytes(options.maxBindingBytes);
+    this.limits = { maxBindingBytes: Math.min(CPU_MAX_BINDING, options.maxBindingBytes ?? Infinity), maxK: CPU_MAX_K };
+    // Small tiles: a 64 x 4096 score tile (1 MiB) stays in cache.
+    this.tuning = {
+      tileCols: options.tileCols ?? 4096,
+      scoreTileBytes: options.scoreTileBytes ?? 1 << 20,
+      queryBatch: options.queryBatch ?? Infinity,
+      chunkRows: options.chunkRows ?? Infinity,
+      selectInvocations: options.selectInvocations ?? 1,
+      pairCapacity: options.pairCapacity ?? 1 << 20,
+    };
+  }
+
+  buffer(label: string, bytes: number): DeviceBuffer {
+    if (bytes > this.limits.maxBindingBytes) {
+      throw new InvalidArgumentError(`${label}: ${bytes} bytes exceed one binding (${this.limits.maxBindingBytes}); a plan must split it`);
+    }
+    return new CpuBuffer(label, Math.max(16, Math.ceil(bytes / 4) * 4));
+  }
+
+  release(): void {}
+
+  upload(buffer: DeviceBuffer, byteOffset: number, data: ArrayBufferView): void {
+    new Uint8Array(cpuOf(buffer).f32.buffer, byteOffset, data.byteLength).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  }
+
+  clear(buffer: DeviceBuffer): void {
+    cpuOf(buffer).u32.fill(0);
+  }
+
+  copy(src: DeviceBuffer, srcOffset: number, dst: DeviceBuffer, dstOffset: number, bytes: number): void {
+    new Uint8Array(cpuOf(dst).f32.buffer, dstOffset, bytes).set(new Uint8Array(cpuOf(src).f32.buffer, srcOffset, bytes));
+  }
+
+  dispatch(c: KernelCall): void {
+    const f = (b: DeviceBuffer): Float32Array => cpuOf(b).f32;
+    const u = (b: DeviceBuffer): Uint32Array => cpuOf(b).u32;
+    switch (c.kernel) {
+      case 'norms':
+        norms(f(c.x).subarray(c.row0 * c.dpad), c.n, c.dpad, f(c.out).subarray(c.out0));
+        return;
+      case 'gemm-scores':
+        gemmScores(c.metric, f(c.xq), c.q0, c.rows, f(c.xb), f(c.xnorm), c.col0, c.cols, c.dpad, f(c.scores), c.ldc);
+        return;
+      case 'topk':
+        topk(f(c.scores), c.ldc, c.rows, c.cols, c.id0, c.k, c.nseg, c.segLen, f(c.outS), u(c.outI),
+          c.bound ? { s: f(c.bound.s), i: u(c.bound.i), row0: c.bound.row0 } : null);
+        return;
+      case 'topk-merge': {
+        const at = c.row0 * c.k;
+        const len = c.rows * c.k;
+        topkMerge(f(c.partS), u(c.partI), c.rows, c.nseg, c.k,
+          c.first ? null : f(c.runInS).subarray(at, at + len), c.first ? null : u(c.runInI).subarray(at, at + len),
+          f(c.runOutS).subarray(at, at + len), u(c.runOutI).subarray(at, at + len), c.stride ?? c.nseg, c.seg0 ?? 0);
+        return;
+      }
+      case 'ivf-scan':
+        ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.probes), c.row0, c.nprobe, c.nseg, u(c.ranges), f(c.xb), f(c.xnorm), u(c.ids),
+          c.dpad, c.k, f(c.outS), u(c.outI));
+        return;
+      case 'pairs-threshold': {
+        const found = new PairList();
+        pairsThreshold(c.metric, f(c.scores), c.ldc, c.rows, c.cols, c.q0, c.id0, f(c.xnormQ).subarray(c.qn0), f(c.xnormB).subarray(c.cn0),
+          c.limit, c.rel, found);
+        // As the shader: the count goes on past capacity; pairs beyond it are dropped.
+        const count = u(c.count);
+        const pairs = u(c.pairs);
+        const list = found.view();
+        for (let p = 0; p < found.length; p++, count[0]++) {
+          if (count[0] < c.capacity) {
+            pairs[2 * count[0]] = list[2 * p];
+            pairs[2 * count[0] + 1] = list[2 * p + 1];
+          }
+        }
+        return;
+      }
+      case 'kmeans-partial':
+        kmeansPartial(f(c.x), f(c.xnorm), f(c.score), u(c.label), c.n, c.p0, c.dpad, c.nc, c.block, f(c.sums), u(c.counts), f(c.obj));
+        return;
+      case 'kmeans-reduce':
+        kmeansReduce(f(c.sums), u(c.counts), c.nc, c.dpad, c.nblocks, f(c.centroids), u(c.outCounts));
+        return;
+    }
+  }
+
+  async read(ranges: { buffer: DeviceBuffer; offset: number; bytes: number }[], timings?: SearchTimings): Promise<ArrayBuffer[]> {
+    void timings; // the work already ran: the plan's own clock covers it
+    await yieldToEvents();
+    return ranges.map((r) => (cpuOf(r.buffer).f32.buffer as ArrayBuffer).slice(r.offset, r.offset + r.bytes));
+  }
+
+  async flush(): Promise<void> {
+    await yieldToEvents();
+  }
+
+  dispose(): void {}
+}
+
+function cpuOf(buffer: DeviceBuffer): CpuBuffer {
+  return buffer as CpuBuffer;
+}
+
+/** Lets progress output and other work through between plan steps (the kernels run synchronously). */
+function yieldToEvents(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
+}

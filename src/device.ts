@@ -1,0 +1,269 @@
+/**
+ * The kernel contract: what a plan (src/plans) may ask of a device. A device owns buffers, runs one
+ * kernel at a time in call order, and reports its limits; it knows nothing of searches, indexes or
+ * tiles. The GPU device (src/gpu/gpu-device.ts) records each call as a WGSL dispatch and submits
+ * them together; the CPU device (src/cpu/cpu-device.ts) runs each kernel's twin on typed arrays at
+ * once. A plan written over `Device` is therefore one orchestration for both, and the CPU runs the
+ * very tiling the GPU runs.
+ *
+ * Buffers hold 32-bit words (f32 or u32). Rows of vectors are stored `dpad` floats long (d rounded
+ * up to a multiple of 4, zero-padded) on every device, so kernels use vec4 loads on the GPU and the
+ * twins see the same layout.
+ */
+import type { KernelMetric } from './kernel-facts.js';
+import { InvalidArgumentError, type SearchTimings } from './types.js';
+
+export type DeviceKind = 'webgpu' | 'cpu';
+
+/** A buffer owned by a device; opaque to plans. Its contents are undefined until written. */
+export interface DeviceBuffer {
+  readonly label: string;
+  /** Bytes usable (at least what was asked for). */
+  readonly size: number;
+}
+
+export interface DeviceLimits {
+  /** Most bytes one kernel may bind from one buffer: every buffer a plan creates fits it. */
+  readonly maxBindingBytes: number;
+  /** Largest k (and nprobe) the selection kernels support. */
+  readonly maxK: number;
+}
+
+/**
+ * How plans tile work on this device (defaults differ per device; tests set them to drive every
+ * split on small data). Results never depend on them: only speed does.
+ */
+export interface DeviceTuning {
+  /** Base vectors per score tile (default 16384 on the GPU, 4096 on the CPU). */
+  tileCols?: number;
+  /** Bytes of one score tile (default 64 MiB on the GPU, 1 MiB on the CPU; capped by the binding limit). */
+  scoreTileBytes?: number;
+  /** Most queries per search batch (default: as many as fit one binding). */
+  queryBatch?: number;
+  /** Most rows per chunk of a vector store (default: as many as fit one binding). */
+  chunkRows?: number;
+  /**
+   * Selection invocations to aim for per tile (rows x segments). Default: 512 on the CPU and on a
+   * CPU-emulated adapter, whose few cores are busy with a few hundred, 65536 on a real GPU.
+   */
+  selectInvocations?: number;
+  /** Candidate pairs the self-join's pair buffer holds before a tile is re-run (default 2^20). */
+  pairCapacity?: number;
+}
+
+/** Options every device takes (createBackend passes them on). */
+export interface DeviceOptions extends DeviceTuning {
+  /**
+   * Most bytes bound at once (default: the device's own limit). Lower it, on either device, to drive
+   * on small data the splits that large data needs; at least 256.
+   */
+  maxBindingBytes?: number;
+}
+
+// One argument record per kernel; `B` is the buffer type (DeviceBuffer for plans, GPUBuffer for the
+// WGSL encoders). Each shader's header comment says what its parameters mean.
+
+export interface NormsArgs<B = DeviceBuffer> {
+  /** Rows of `dpad` floats. */
+  x: B;
+  out: B;
+  n: number;
+  dpad: number;
+  row0: number;
+  out0: number;
+}
+
+export interface GemmScoresArgs<B = DeviceBuffer> {
+  metric: KernelMetric;
+  xq: B;
+  xb: B;
+  xnorm: B;
+  scores: B;
+  /** Queries q0 .. q0 + rows - 1 against base rows col0 .. col0 + cols - 1. */
+  q0: number;
+  rows: number;
+  col0: number;
+  cols: number;
+  dpad: number;
+  /** Row stride of `scores`. */
+  ldc: number;
+}
+
+export interface TopkArgs<B = DeviceBuffer> {
+  scores: B;
+  outS: B;
+  outI: B;
+  rows: number;
+  cols: number;
+  ldc: number;
+  k: number;
+  nseg: number;
+  segLen: number;
+  id0: number;
+  /** The running lists whose k-th entries bound each row (see the shader), or null on the first tile. */
+  bound: { s: B; i: B; row0: number } | null;
+}
+
+export interface TopkMergeArgs<B = DeviceBuffer> {
+  partS: B;
+  partI: B;
+  /** Running lists in; ignored when `first` (there is none yet), but must still be bound. */
+  runInS: B;
+  runInI: B;
+  runOutS: B;
+  runOutI: B;
+  rows: number;
+  k: number;
+  nseg: number;
+  first: boolean;
+  /** First row of the running lists. */
+  row0: number;
+  /** Partial lists per row in partS/partI (default nseg) and the first one to merge (default 0). */
+  stride?: number;
+  seg0?: number;
+}
+
+export interface IvfScanArgs<B = DeviceBuffer> {
+  metric: KernelMetric;
+  xq: B;
+  probes: B;
+  /** `ranges[2L], ranges[2L + 1]`: list L's rows in this chunk, [start, end). */
+  ranges: B;
+  xb: B;
+  xnorm: B;
+  ids: B;
+  outS: B;
+  outI: B;
+  rows: number;
+  k: number;
+  nprobe: number;
+  nseg: number;
+  dpad: number;
+  q0: number;
+  row0: number;
+}
+
+export interface PairsThresholdArgs<B = DeviceBuffer> {
+  metric: KernelMetric;
+  scores: B;
+  xnormQ: B;
+  xnormB: B;
+  /** One u32: pairs found so far (counts past `capacity` too). */
+  count: B;
+  /** Room for `capacity` pairs (i, j). */
+  pairs: B;
+  rows: number;
+  cols: number;
+  ldc: number;
+  q0: number;
+  id0: number;
+  limit: number;
+  rel: number;
+  capacity: number;
+  /** First element of xnormQ for the tile's row 0. */
+  qn0: number;
+  /** First element of xnormB for the tile's column 0. */
+  cn0: number;
+}
+
+export interface KmeansPartialArgs<B = DeviceBuffer> {
+  /** This chunk's points: global points p0 .. p0 + n - 1, rows of dpad. */
+  x: B;
+  xnorm: B;
+  score: B;
+  label: B;
+  /** Accumulated into (zero them before the first chunk of an iteration). */
+  sums: B;
+  counts: B;
+  obj: B;
+  n: number;
+  p0: number;
+  dpad: number;
+  nc: number;
+  /** Points per block (blocks are global: block b is points [b * block, (b + 1) * block)). */
+  block: number;
+}
+
+export interface KmeansReduceArgs<B = DeviceBuffer> {
+  sums: B;
+  counts: B;
+  centroids: B;
+  outCounts: B;
+  nc: number;
+  dpad: number;
+  nblocks: number;
+}
+
+/** One kernel call: the kernel's name and its arguments. */
+export type KernelCall<B = DeviceBuffer> =
+  | ({ kernel: 'norms' } & NormsArgs<B>)
+  | ({ kernel: 'gemm-scores' } & GemmScoresArgs<B>)
+  | ({ kernel: 'topk' } & TopkArgs<B>)
+  | ({ kernel: 'topk-merge' } & TopkMergeArgs<B>)
+  | ({ kernel: 'ivf-scan' } & IvfScanArgs<B>)
+  | ({ kernel: 'pairs-threshold' } & PairsThresholdArgs<B>)
+  | ({ kernel: 'kmeans-partial' } & KmeansPartialArgs<B>)
+  | ({ kernel: 'kmeans-reduce' } & KmeansReduceArgs<B>);
+
+export type KernelName = KernelCall['kernel'];
+
+export interface Device {
+  readonly kind: DeviceKind;
+  /** One line: the device, and for WebGPU the adapter (vendor, architecture, device). */
+  readonly description: string;
+  readonly limits: DeviceLimits;
+  readonly tuning: Required<DeviceTuning>;
+  /**
+   * A buffer of at least `bytes` bytes (from the pool where the device has one), at most
+   * `limits.maxBindingBytes`. Contents are undefined. Throws WebGpuUnavailableError when the device
+   * is out of memory.
+   */
+  buffer(label: string, bytes: number): DeviceBuffer;
+  /** Returns a buffer to the device; work already called that uses it still sees it. */
+  release(buffer: DeviceBuffer): void;
+  /** Writes `data` at `byteOffset`, after every call made before it. */
+  upload(buffer: DeviceBuffer, byteOffset: number, data: ArrayBufferView): void;
+  /** Zero-fills the whole buffer. */
+  clear(buffer: DeviceBuffer): void;
+  copy(src: DeviceBuffer, srcOffset: number, dst: DeviceBuffer, dstOffset: number, bytes: number): void;
+  /** Runs one kernel after every call made before it. */
+  dispatch(call: KernelCall): void;
+  /**
+   * Runs everything called so far and reads the given byte ranges back, in one submit and one
+   * readback. With `timings`, adds compute and readback milliseconds (and per-kernel GPU times
+   * where the device measures them).
+   */
+  read(ranges: { buffer: DeviceBuffer; offset: number; bytes: number }[], timings?: SearchTimings): Promise<ArrayBuffer[]>;
+  /** Runs everything called so far and waits for it (errors surface here). */
+  flush(): Promise<void>;
+  /** Frees every buffer and the device itself; for WebGPU this is what lets the process exit. */
+  dispose(): void;
+}
+
+/** Rounds d up to the vec4 row length every device stores. */
+export function paddedDim(d: number): number {
+  return Math.ceil(d / 4) * 4;
+}
+
+/** Copies `n` rows of `d` floats into rows of `dpad` floats (zero padding); no copy when d == dpad. */
+export function padRows(x: Float32Array, n: number, d: number, dpad: number): Float32Array {
+  if (d === dpad) return x.length === n * d ? x : x.subarray(0, n * d);
+  const out = new Float32Array(n * dpad);
+  for (let i = 0; i < n; i++) out.set(x.subarray(i * d, (i + 1) * d), i * dpad);
+  return out;
+}
+
+/** The inverse of padRows: `n` rows of `dpad` floats back to rows of `d`. */
+export function unpadRows(x: Float32Array, n: number, d: number, dpad: number): Float32Array {
+  if (d === dpad) return x.slice(0, n * d);
+  const out = new Float32Array(n * d);
+  for (let i = 0; i < n; i++) out.set(x.subarray(i * dpad, i * dpad + d), i * d);
+  return out;
+}
+
+/** Checks a caller's maxBindingBytes (either device). */
+export function checkMaxBindingBytes(m: unknown): void {
+  if (m !== undefined && !(typeof m === 'number' && Number.isInteger(m) && m >= 256)) {
+    throw new InvalidArgumentError(`maxBindingBytes must be an integer >= 256; got ${String(m)}`);
+  }
+}

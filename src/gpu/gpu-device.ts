@@ -1,0 +1,229 @@
+/**
+ * The WebGPU device (see src/device.ts): buffers from a pool, kernel calls recorded as WGSL
+ * dispatches and submitted together at the next read or flush (one submit, one readback per plan
+ * step), bind groups cached by the recorder.
+ */
+import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
+import { checkMaxBindingBytes } from '../device.js';
+import type { SearchTimings } from '../types.js';
+import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
+import { BufferPool, type PoolStats } from './buffer-pool.js';
+import { GpuContext } from './context.js';
+import { encodeGemmScores } from './kernels/gemm-scores.js';
+import { encodeIvfScan } from './kernels/ivf-scan.js';
+import { Kernels } from './kernels/kernels.js';
+import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
+import { encodeNorms } from './kernels/norms.js';
+import { encodePairsThreshold } from './kernels/pairs-threshold.js';
+import { TOPK_MAX_K, encodeTopk } from './kernels/topk.js';
+import { encodeTopkMerge } from './kernels/topk-merge.js';
+import { PipelineCache } from './pipelines.js';
+import { Recorder, STORAGE } from './recorder.js';
+
+export interface GpuDeviceOptions extends DeviceOptions {
+  /** Time each kernel with GPU timestamp queries, where the adapter has them (default false). */
+  timeKernels?: boolean;
+  /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
+  dawnFlags?: string[];
+}
+
+class GpuDeviceBuffer implements DeviceBuffer {
+  constructor(
+    readonly label: string,
+    readonly size: number,
+    readonly gpu: GPUBuffer,
+  ) {}
+}
+
+const STAGING = (): number => GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
+
+export class GpuDevice implements Device {
+  readonly kind = 'webgpu' as const;
+  readonly limits: DeviceLimits;
+  readonly tuning: Required<DeviceTuning>;
+  readonly pipelines: PipelineCache;
+  readonly kernels: Kernels;
+  private readonly pool: BufferPool;
+  private readonly recorder: Recorder;
+  /** Submitted work and allocation checks not yet waited for; `settle` surfaces their errors. */
+  private inFlight: Promise<unknown>[] = [];
+
+  private constructor(
+    readonly ctx: GpuContext,
+    private readonly options: GpuDeviceOptions,
+  ) {
+    this.pipelines = new PipelineCache(ctx);
+    this.pool = new BufferPool(ctx.device, ctx.maxBinding);
+    this.recorder = new Recorder(ctx, this.pool);
+    this.kernels = new Kernels(ctx, this.pipelines, this.recorder);
+    this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: TOPK_MAX_K };
+    const fallback = ctx.adapterInfo.isFallbackAdapter;
+    this.tuning = {
+      tileCols: options.tileCols ?? 16384,
+      scoreTileBytes: options.scoreTileBytes ?? 64 << 20,
+      queryBatch: options.queryBatch ?? Infinity,
+      chunkRows: options.chunkRows ?? Infinity,
+      selectInvocations: options.selectInvocations ?? (fallback ? 512 : 65536),
+      pairCapacity: options.pairCapacity ?? 1 << 20,
+    };
+  }
+
+  /** Null when there is no adapter. */
+  static async create(options: GpuDeviceOptions = {}): Promise<GpuDevice | null> {
+    checkMaxBindingBytes(options.maxBindingBytes);
+    const ctx = await GpuContext.create(options.dawnFlags ?? []);
+    return ctx ? new GpuDevice(ctx, options) : null;
+  }
+
+  get description(): string {
+    return this.ctx.describe();
+  }
+
+  /** Buffers created and reused so far (for tests and benchmarks of the pool). */
+  poolStats(): PoolStats {
+    return this.pool.snapshot();
+  }
+
+  buffer(label: string, bytes: number): DeviceBuffer {
+    this.ctx.check();
+    if (bytes > this.limits.maxBindingBytes) {
+      throw new InvalidArgumentError(`${label}: ${bytes} bytes exceed one binding (${this.limits.maxBindingBytes}); a plan must split it`);
+    }
+    const { device } = this.ctx;
+    device.pushErrorScope('out-of-memory');
+    const gpu = this.pool.acquire(label, bytes, STORAGE());
+    this.track(
+      device.popErrorScope().then((e) => {
+        if (e) throw new WebGpuUnavailableError(`allocating ${bytes} bytes for ${label} ran out of GPU memory: ${e.message}`);
+      }),
+    );
+    return new GpuDeviceBuffer(label, gpu.size, gpu);
+  }
+
+  release(buffer: DeviceBuffer): void {
+    this.pool.release(gpuOf(buffer));
+  }
+
+  upload(buffer: DeviceBuffer, byteOffset: number, data: ArrayBufferView): void {
+    // Queue writes run before commands not yet submitted: submit what was called before.
+    this.submitPending();
+    this.ctx.device.queue.writeBuffer(gpuOf(buffer), byteOffset, data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  clear(buffer: DeviceBuffer): void {
+    this.recorder.clear(gpuOf(buffer));
+  }
+
+  copy(src: DeviceBuffer, srcOffset: number, dst: DeviceBuffer, dstOffset: number, bytes: number): void {
+    this.recorder.copy(gpuOf(src), srcOffset, gpuOf(dst), dstOffset, bytes);
+  }
+
+  dispatch(call: KernelCall): void {
+    const k = this.kernels;
+    const b = gpuOf;
+    switch (call.kernel) {
+      case 'norms':
+        return encodeNorms(k, { ...call, x: b(call.x), out: b(call.out) });
+      case 'gemm-scores':
+        return encodeGemmScores(k, { ...call, xq: b(call.xq), xb: b(call.xb), xnorm: b(call.xnorm), scores: b(call.scores) });
+      case 'topk':
+        return encodeTopk(k, {
+          ...call, scores: b(call.scores), outS: b(call.outS), outI: b(call.outI),
+          bound: call.bound ? { s: b(call.bound.s), i: b(call.bound.i), row0: call.bound.row0 } : null,
+        });
+      case 'topk-merge':
+        return encodeTopkMerge(k, {
+          ...call, partS: b(call.partS), partI: b(call.partI), runInS: b(call.runInS), runInI: b(call.runInI),
+          runOutS: b(call.runOutS), runOutI: b(call.runOutI),
+        });
+      case 'ivf-scan':
+        return encodeIvfScan(k, {
+          ...call, xq: b(call.xq), probes: b(call.probes), ranges: b(call.ranges), xb: b(call.xb), xnorm: b(call.xnorm),
+          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI),
+        });
+      case 'pairs-threshold':
+        return encodePairsThreshold(k, {
+          ...call, scores: b(call.scores), xnormQ: b(call.xnormQ), xnormB: b(call.xnormB), count: b(call.count), pairs: b(call.pairs),
+        });
+      case 'kmeans-partial':
+        return encodeKmeansPartial(k, {
+          ...call, x: b(call.x), xnorm: b(call.xnorm), score: b(call.score), label: b(call.label), sums: b(call.sums),
+          counts: b(call.counts), obj: b(call.obj),
+        });
+      case 'kmeans-reduce':
+        return encodeKmeansReduce(k, { ...call, sums: b(call.sums), counts: b(call.counts), centroids: b(call.centroids), outCounts: b(call.outCounts) });
+    }
+  }
+
+  async read(ranges: { buffer: DeviceBuffer; offset: number; bytes: number }[], timings?: SearchTimings): Promise<ArrayBuffer[]> {
+    const padded = ranges.map((r) => Math.ceil(r.bytes / 4) * 4);
+    const total = padded.reduce((a, b) => a + b, 0);
+    const staging = this.pool.acquire('readback', Math.max(16, total), STAGING());
+    try {
+      let at = 0;
+      ranges.forEach((r, i) => {
+        this.recorder.copy(gpuOf(r.buffer), r.offset, staging, at, padded[i]);
+        at += padded[i];
+      });
+      const t1 = performance.now();
+      const kernelMs = await this.submitPending(Boolean(timings) && this.options.timeKernels === true);
+      await this.settle();
+      const t2 = performance.now();
+      await staging.mapAsync(GPUMapMode.READ, 0, Math.max(16, total));
+      this.ctx.check();
+      const bytes = staging.getMappedRange(0, Math.max(16, total)).slice(0);
+      staging.unmap();
+      if (timings) {
+        timings.computeMs += t2 - t1;
+        timings.readbackMs += performance.now() - t2;
+        if (kernelMs) {
+          timings.kernelMs ??= {};
+          for (const [name, ms] of Object.entries(kernelMs)) timings.kernelMs[name] = (timings.kernelMs[name] ?? 0) + ms;
+        }
+      }
+      at = 0;
+      return ranges.map((r, i) => {
+        const out = bytes.slice(at, at + r.bytes);
+        at += padded[i];
+        return out;
+      });
+    } finally {
+      this.pool.release(staging);
+    }
+  }
+
+  async flush(): Promise<void> {
+    this.submitPending();
+    await this.settle();
+  }
+
+  dispose(): void {
+    this.pool.destroyAll();
+    this.ctx.dispose();
+  }
+
+  /** Submits what is recorded (if anything); the promise settles when the GPU has run it. */
+  private submitPending(timed = false): Promise<Record<string, number> | null> {
+    if (!this.recorder.pending) return Promise.resolve(null);
+    const done = this.recorder.submit(timed);
+    this.track(done);
+    return done;
+  }
+
+  private track(p: Promise<unknown>): void {
+    p.catch(() => {}); // reported by settle(), not as an unhandled rejection
+    this.inFlight.push(p);
+  }
+
+  /** Waits for everything submitted; throws the first error among them. */
+  private async settle(): Promise<void> {
+    const all = this.inFlight;
+    this.inFlight = [];
+    const results = await Promise.allSettled(all);
+    for (const r of results) if (r.status === 'rejected') throw r.reason;
+  }
+}
+
+function gpuOf(buffer: DeviceBuffer): GPUBuffer {
+  return (buffer as GpuDeviceBuffer).gpu;
+}

@@ -1,0 +1,161 @@
+/**
+ * Exact k-NN against a code store, written once for every device:
+ *
+ *   for each batch of queries (each fits one binding):
+ *     for each query tile (queryTile queries), for each chunk, for each column tile (tileCols rows):
+ *       gemm-scores  -> scores[queryTile x tileCols]   (the nq x n matrix is never materialised)
+ *       topk         -> nseg partial lists per query row
+ *       topk-merge   -> the row's running list of the k best (ping-pong between two buffers)
+ *     one readback of the batch's lists
+ *
+ * `flatLists` records the inner part for queries already on the device; the IVF plan (coarse
+ * search) and the k-means step (assignment) use it too.
+ */
+import type { Device, DeviceBuffer } from '../device.js';
+import { padRows } from '../device.js';
+import { type KernelMetric, PAD_ID } from '../kernel-facts.js';
+import { finalizeResults } from '../results.js';
+import type { CodeStore } from '../stores/code-store.js';
+import type { SearchResult, SearchTimings } from '../types.js';
+import { norms as hostNorms } from '../cpu/norms.js';
+import { checkResultRow, queryBatch, scoreTiles, selectSegments } from './tiling.js';
+
+/** Per-row lists of (score, id) on the device: `s` f32 and `i` u32, row r at `r * k`. */
+export interface RunLists {
+  s: DeviceBuffer;
+  i: DeviceBuffer;
+}
+
+/** Buffers a recorded plan step uses; release them once its results are read. */
+export class Scratch {
+  private readonly held: DeviceBuffer[] = [];
+  constructor(readonly device: Device) {}
+
+  buffer(label: string, bytes: number): DeviceBuffer {
+    const b = this.device.buffer(label, bytes);
+    this.held.push(b);
+    return b;
+  }
+
+  lists(len: number): RunLists {
+    return { s: this.buffer('run_s', len * 4), i: this.buffer('run_i', len * 4) };
+  }
+
+  release(): void {
+    for (const b of this.held.splice(0)) this.device.release(b);
+  }
+}
+
+/**
+ * Records a flat search of `nq` queries (rows of `xq` from `q0`, padded to base.dpad) against
+ * `base` and returns the lists holding each query's k best (score, id), best first, `nq * k`.
+ * `nq * k` results must fit one binding (queryBatch sizes batches so).
+ */
+export function flatLists(
+  scratch: Scratch,
+  base: CodeStore,
+  xq: DeviceBuffer,
+  q0: number,
+  nq: number,
+  k: number,
+  metric: KernelMetric,
+): RunLists {
+  const { device } = scratch;
+  const { dpad } = base;
+  checkResultRow(device, k);
+  const { tileCols, queryTile } = scoreTiles(device, nq, base.ntotal, base.chunkRows);
+  const nseg = selectSegments(device, queryTile, tileCols, k);
+  const segLen = Math.ceil(tileCols / nseg);
+  const scores = scratch.buffer('scores', queryTile * tileCols * 4);
+  const partS = scratch.buffer('part_s', queryTile * nseg * k * 4);
+  const partI = scratch.buffer('part_i', queryTile * nseg * k * 4);
+  const run = [scratch.lists(nq * k), scratch.lists(nq * k)];
+  let tiles = 0;
+  for (let r0 = 0; r0 < nq; r0 += queryTile) {
+    const rows = Math.min(queryTile, nq - r0);
+    tiles = 0;
+    let id0 = 0;
+    for (const c of base.chunks) {
+      for (let col0 = 0; col0 < c.rows; col0 += tileCols) {
+        const cols = Math.min(tileCols, c.rows - col0);
+        const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
+        device.dispatch({ kernel: 'gemm-scores', metric, xq, xb: c.xb, xnorm: c.xnorm, scores, q0: q0 + r0, rows, col0, cols, dpad, ldc: tileCols });
+        device.dispatch({
+          kernel: 'topk', scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: id0 + col0,
+          bound: tiles === 0 ? null : { s: src.s, i: src.i, row0: r0 },
+        });
+        device.dispatch({
+          kernel: 'topk-merge', partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
+          rows, k, nseg, first: tiles === 0, row0: r0,
+        });
+        tiles++;
+      }
+      id0 += c.rows;
+    }
+  }
+  return run[tiles % 2];
+}
+
+/** Uploads `nq` queries (`nq * d`) padded to `dpad` into a scratch buffer. */
+export function uploadQueries(scratch: Scratch, xq: Float32Array, nq: number, d: number, dpad: number): DeviceBuffer {
+  const buf = scratch.buffer('xq', nq * dpad * 4);
+  scratch.device.upload(buf, 0, padRows(xq, nq, d, dpad));
+  return buf;
+}
+
+/**
+ * Runs a search in batches of at most `batch` queries: for each, uploads its queries (padded to
+ * `dpad`), lets `record` record the plan into scratch buffers, reads the lists it returns back in
+ * one readback, and finally turns the (score, id) lists into distances and labels. `batch` 0 means
+ * there is nothing to search (an empty index): every row is padding.
+ */
+export async function searchInBatches(
+  device: Device,
+  xq: Float32Array,
+  nq: number,
+  d: number,
+  dpad: number,
+  k: number,
+  batch: number,
+  metric: KernelMetric,
+  timings: SearchTimings | undefined,
+  record: (scratch: Scratch, xq: DeviceBuffer, rows: number) => RunLists,
+): Promise<SearchResult> {
+  const runS = new Float32Array(nq * k).fill(Infinity);
+  const runI = new Uint32Array(nq * k).fill(PAD_ID);
+  for (let b0 = 0; batch > 0 && b0 < nq; b0 += batch) {
+    const rows = Math.min(batch, nq - b0);
+    const scratch = new Scratch(device);
+    try {
+      const xqBuf = uploadQueries(scratch, xq.subarray(b0 * d, (b0 + rows) * d), rows, d, dpad);
+      const lists = record(scratch, xqBuf, rows);
+      const bytes = rows * k * 4;
+      const [s, i] = await device.read([{ buffer: lists.s, offset: 0, bytes }, { buffer: lists.i, offset: 0, bytes }], timings);
+      runS.set(new Float32Array(s), b0 * k);
+      runI.set(new Uint32Array(i), b0 * k);
+    } finally {
+      scratch.release();
+    }
+  }
+  return finalizeResults(metric, runS, runI, nq, k, metric === 'l2' ? hostNorms(xq, nq, d) : null);
+}
+
+/**
+ * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `base`. Returns distances
+ * (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each `nq * k`, best first,
+ * padded with -1 and +-Infinity.
+ */
+export function searchFlat(
+  device: Device,
+  base: CodeStore,
+  xq: Float32Array,
+  nq: number,
+  k: number,
+  metric: KernelMetric,
+  timings?: SearchTimings,
+): Promise<SearchResult> {
+  const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
+  return searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) =>
+    flatLists(scratch, base, xqBuf, 0, rows, k, metric),
+  );
+}

@@ -1,0 +1,85 @@
+/**
+ * One place that sizes every buffer a plan makes against the device's limits and tuning. Each
+ * function returns sizes whose buffers fit `limits.maxBindingBytes`, or throws an
+ * InvalidArgumentError saying which single item cannot fit (one row, one list of k results), so a
+ * lowered limit in a test drives exactly the splits that large data needs on a real device.
+ */
+import type { Device } from '../device.js';
+import { MERGE_ROUND } from '../kernel-facts.js';
+import { InvalidArgumentError } from '../types.js';
+
+/** Rows of `rowBytes` that fit one binding, capped by `cap`; throws if not even one does. */
+export function rowsPerBinding(device: Device, rowBytes: number, what: string, cap = Infinity): number {
+  const fit = Math.floor(device.limits.maxBindingBytes / rowBytes);
+  if (fit < 1) {
+    throw new InvalidArgumentError(
+      `one ${what} takes ${rowBytes} bytes; this device binds at most ${device.limits.maxBindingBytes} bytes at once (maxBindingBytes)`,
+    );
+  }
+  return Math.max(1, Math.min(fit, cap));
+}
+
+/** Rows per chunk of a store with rows of `rowBytes` (vectors, ids, norms each in their own buffer). */
+export function chunkRows(device: Device, rowBytes: number): number {
+  return rowsPerBinding(device, rowBytes, 'stored row', device.tuning.chunkRows);
+}
+
+/**
+ * Queries per batch of a search: the batch's queries (rows of dpad floats), its running lists (k
+ * per query) and its probe lists (nprobe per query, IVF) each fit one binding.
+ */
+export function queryBatch(device: Device, nq: number, dpad: number, k: number, nprobe = 0): number {
+  const perRow = Math.max(dpad, k, nprobe) * 4;
+  return Math.min(Math.max(1, nq), rowsPerBinding(device, perRow, 'query with its k results', device.tuning.queryBatch));
+}
+
+export interface ScoreTiles {
+  /** Base vectors per score tile. */
+  tileCols: number;
+  /** Query rows per score tile. */
+  queryTile: number;
+}
+
+/**
+ * Score tiles against a base of `ntotal` rows stored `chunkRows` per chunk: `tileCols` columns by
+ * `queryTile` rows within the score budget and one binding; no wider than the data, so a small base
+ * (centroids) leaves room for more rows. At most 65535 rows: the pairs-threshold dispatch has one
+ * workgroup row per query row.
+ */
+export function scoreTiles(device: Device, nq: number, ntotal: number, chunkRowsOfBase: number): ScoreTiles {
+  const { tuning, limits } = device;
+  const budget = Math.min(limits.maxBindingBytes, tuning.scoreTileBytes);
+  const tileCols = Math.max(1, Math.min(tuning.tileCols, chunkRowsOfBase, Math.ceil(Math.max(1, ntotal) / 4) * 4, Math.floor(budget / 4)));
+  return { tileCols, queryTile: Math.max(1, Math.min(nq, 65535, Math.floor(budget / (tileCols * 4)))) };
+}
+
+/**
+ * Segments per query row of a score tile for the selection: enough parallel work in total
+ * (`tuning.selectInvocations`), but each segment costs a heap of k, so no more than needed; few
+ * enough for large k; and the partial lists (rows x nseg x k) within one binding.
+ */
+export function selectSegments(device: Device, queryTile: number, tileCols: number, k: number): number {
+  const bySelect = Math.ceil(device.tuning.selectInvocations / queryTile);
+  const byWidth = Math.floor(tileCols / Math.max(256, 4 * k));
+  const byBinding = Math.floor(device.limits.maxBindingBytes / (queryTile * k * 4));
+  return Math.max(1, Math.min(MERGE_ROUND, bySelect, byWidth, byBinding));
+}
+
+/** Bytes one query row's k results take; throws when even one row's list does not fit a binding. */
+export function checkResultRow(device: Device, k: number): void {
+  rowsPerBinding(device, k * 4, `list of k = ${k} results`);
+}
+
+/**
+ * Query tiles of an IVF list scan: each tile's partial lists (rows x nprobe x nseg x k) within the
+ * score budget and one binding; nseg segments per (query, probe) for parallel work (at most 8).
+ */
+export function scanTiles(device: Device, nq: number, nprobe: number, k: number): { rowsPerTile: number; nseg: number } {
+  const budget = Math.min(device.limits.maxBindingBytes, device.tuning.scoreTileBytes);
+  const perRow = nprobe * k * 4;
+  rowsPerBinding(device, perRow, `query's ${nprobe} probed lists of k = ${k}`);
+  const rowsPerTile = Math.max(1, Math.min(nq, Math.floor(budget / perRow)));
+  const bySelect = Math.ceil(device.tuning.selectInvocations / (rowsPerTile * nprobe));
+  const nseg = Math.max(1, Math.min(8, bySelect, Math.floor(budget / (rowsPerTile * perRow))));
+  return { rowsPerTile, nseg };
+}

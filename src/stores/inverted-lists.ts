@@ -1,0 +1,242 @@
+/**
+ * IVF inverted lists on a device. Lists live in chunks (each chunk's vectors within one binding);
+ * a list is one or more extents, at most one per chunk, each a run of rows [start, start + size)
+ * with spare room up to `cap`. Each chunk has a table `ranges[2L], ranges[2L + 1]`: list L's rows in
+ * that chunk (empty when L has none there), which is what ivf-scan reads.
+ *
+ * Why lists may span chunks (rather than chunks holding whole lists): a list can be larger than
+ * one binding (skewed data, or a lowered maxBindingBytes), and appending to a list must not move
+ * the rows already on the device. An add fills the spare room of each list's last extent, grows
+ * that extent in place when it ends the chunk's used rows, or else opens a new extent in the last
+ * chunk (or a new chunk) with room for as many rows as the list already has, so a list's extents
+ * grow geometrically and an add uploads only its own rows, their ids and the changed tables.
+ * Spare room costs at most about the list's own size; space behind extents that could not grow is
+ * not reclaimed until `reset` (a compaction would be the next step if that ever matters).
+ */
+import type { Device, DeviceBuffer } from '../device.js';
+import { padRows, paddedDim } from '../device.js';
+import { chunkRows, rowsPerBinding } from '../plans/tiling.js';
+
+export interface ListChunk {
+  xb: DeviceBuffer;
+  xnorm: DeviceBuffer;
+  ids: DeviceBuffer;
+  /** Rows the buffers hold. */
+  capacity: number;
+  /** Rows reserved by extents (the first free row). */
+  used: number;
+  /** Host mirror of the device table (2 * nlist u32). */
+  ranges: Uint32Array;
+  rangesBuf: DeviceBuffer;
+}
+
+interface Extent {
+  chunk: number;
+  start: number;
+  size: number;
+  cap: number;
+}
+
+/** Smallest extent opened for a list. */
+const MIN_EXTENT = 8;
+
+export class DeviceLists {
+  readonly dpad: number;
+  readonly chunkRows: number;
+  chunks: ListChunk[] = [];
+  private extents = new Map<number, Extent[]>();
+  ntotal = 0;
+
+  constructor(
+    readonly device: Device,
+    readonly d: number,
+    readonly nlist: number,
+  ) {
+    this.dpad = paddedDim(d);
+    this.chunkRows = chunkRows(device, this.dpad * 4);
+    rowsPerBinding(device, 8 * nlist, `list table (8 bytes for each of nlist = ${nlist} lists)`);
+  }
+
+  /**
+   * Appends `n` rows of `x` (`n * d`, already prepared) to lists `listOf[i]`, with ids `ids[i]`.
+   * If it throws, the lists are as they were.
+   */
+  async add(x: Float32Array, n: number, listOf: Uint32Array, ids: Uint32Array): Promise<void> {
+    if (n === 0) return;
+    // Rows grouped by list (a counting sort, stable), lists in ascending order.
+    const count = new Map<number, number>();
+    for (let i = 0; i < n; i++) count.set(listOf[i], (count.get(listOf[i]) ?? 0) + 1);
+    const order = [...count.keys()].sort((a, b) => a - b);
+    const at = new Map<number, number>();
+    let o = 0;
+    for (const l of order) {
+      at.set(l, o);
+      o += count.get(l)!;
+    }
+    const rows = new Uint32Array(n);
+    for (let i = 0; i < n; i++) {
+      const l = listOf[i];
+      const p = at.get(l)!;
+      rows[p] = i;
+      at.set(l, p + 1);
+    }
+    const saved = this.snapshot();
+    const oldChunks = this.chunks.length;
+    const grown = new Map<number, ListChunk>();
+    try {
+      // Placement: which rows go where (host bookkeeping only).
+      const writes: { chunk: number; at: number; from: number; rows: number; list: number }[] = [];
+      let from = 0;
+      for (const l of order) {
+        let m = count.get(l)!;
+        while (m > 0) {
+          const e = this.extentFor(l, m);
+          const t = Math.min(m, e.cap - e.size);
+          writes.push({ chunk: e.chunk, at: e.start + e.size, from, rows: t, list: l });
+          e.size += t;
+          from += t;
+          m -= t;
+        }
+      }
+      // Buffers: new chunks and chunks whose reserved rows outgrew their buffers.
+      for (let c = 0; c < this.chunks.length; c++) {
+        const ch = this.chunks[c];
+        if (ch.used <= ch.capacity) continue;
+        const capacity = Math.min(this.chunkRows, Math.max(ch.used, 2 * ch.capacity));
+        grown.set(c, this.allocate(capacity, ch.ranges));
+      }
+      await this.device.flush();
+      // Commit: move grown chunks' rows, then write the new rows, their ids and norms.
+      for (const [c, g] of grown) {
+        const old = this.chunks[c];
+        if (old.capacity > 0) {
+          this.device.copy(old.xb, 0, g.xb, 0, old.capacity * this.dpad * 4);
+          this.device.copy(old.xnorm, 0, g.xnorm, 0, old.capacity * 4);
+          this.device.copy(old.ids, 0, g.ids, 0, old.capacity * 4);
+        }
+        g.used = old.used;
+      }
+      for (const [c, g] of grown) {
+        const old = this.chunks[c];
+        this.free(old);
+        this.chunks[c] = g;
+      }
+      grown.clear();
+      const touched = new Set<number>();
+      for (const w of writes) {
+        const ch = this.chunks[w.chunk];
+        const pick = rows.subarray(w.from, w.from + w.rows);
+        const xs = new Float32Array(w.rows * this.d);
+        const is = new Uint32Array(w.rows);
+        pick.forEach((r, j) => {
+          xs.set(x.subarray(r * this.d, (r + 1) * this.d), j * this.d);
+          is[j] = ids[r];
+        });
+        this.device.upload(ch.xb, w.at * this.dpad * 4, padRows(xs, w.rows, this.d, this.dpad));
+        this.device.upload(ch.ids, w.at * 4, is);
+        this.device.dispatch({ kernel: 'norms', x: ch.xb, out: ch.xnorm, n: w.rows, dpad: this.dpad, row0: w.at, out0: w.at });
+        touched.add(w.chunk);
+      }
+      for (const [l, exts] of this.extents) {
+        for (const e of exts) {
+          const r = this.chunks[e.chunk].ranges;
+          if (r[2 * l] !== e.start || r[2 * l + 1] !== e.start + e.size) {
+            r[2 * l] = e.start;
+            r[2 * l + 1] = e.start + e.size;
+            touched.add(e.chunk);
+          }
+        }
+      }
+      for (const c of touched) this.device.upload(this.chunks[c].rangesBuf, 0, this.chunks[c].ranges);
+      await this.device.flush();
+      this.ntotal += n;
+    } catch (err) {
+      for (const g of grown.values()) this.free(g);
+      for (const ch of this.chunks.splice(oldChunks)) this.free(ch);
+      this.restore(saved);
+      throw err;
+    }
+  }
+
+  /**
+   * The extent the next rows of list `l` go to (`m` of them waiting): its last extent if it has
+   * room or can grow in place, else a new one in the last chunk or a new chunk.
+   */
+  private extentFor(l: number, m: number): Extent {
+    let exts = this.extents.get(l);
+    if (!exts) this.extents.set(l, (exts = []));
+    const last = exts[exts.length - 1];
+    if (last && last.size < last.cap) return last;
+    const listSize = exts.reduce((a, e) => a + e.size, 0);
+    if (last) {
+      const ch = this.chunks[last.chunk];
+      const room = this.chunkRows - ch.used;
+      if (ch.used === last.start + last.cap && room > 0) {
+        const extra = Math.min(room, Math.max(m, last.cap));
+        ch.used += extra;
+        last.cap += extra;
+        return last;
+      }
+    }
+    let c = this.chunks.length - 1;
+    if (c < 0 || this.chunks[c].used === this.chunkRows || last?.chunk === c) c = this.newChunk();
+    const ch = this.chunks[c];
+    const cap = Math.min(this.chunkRows - ch.used, Math.max(m, MIN_EXTENT, listSize));
+    const e = { chunk: c, start: ch.used, size: 0, cap };
+    ch.used += cap;
+    exts.push(e);
+    return e;
+  }
+
+  /** Opens an empty chunk (buffers come when rows are reserved in it) and returns its number. */
+  private newChunk(): number {
+    this.chunks.push(this.allocate(0, new Uint32Array(2 * this.nlist)));
+    return this.chunks.length - 1;
+  }
+
+  private allocate(capacity: number, ranges: Uint32Array): ListChunk {
+    const rows = Math.max(1, capacity);
+    const ch: ListChunk = {
+      xb: this.device.buffer('ivf_xb', rows * this.dpad * 4),
+      xnorm: this.device.buffer('ivf_xnorm', rows * 4),
+      ids: this.device.buffer('ivf_ids', rows * 4),
+      capacity,
+      used: 0,
+      ranges: ranges.slice(),
+      rangesBuf: this.device.buffer('ivf_ranges', 8 * this.nlist),
+    };
+    this.device.upload(ch.rangesBuf, 0, ch.ranges);
+    return ch;
+  }
+
+  private snapshot(): { extents: Map<number, Extent[]>; chunks: { used: number; ranges: Uint32Array }[]; ntotal: number } {
+    return {
+      extents: new Map([...this.extents].map(([l, es]) => [l, es.map((e) => ({ ...e }))])),
+      chunks: this.chunks.map((c) => ({ used: c.used, ranges: c.ranges.slice() })),
+      ntotal: this.ntotal,
+    };
+  }
+
+  private restore(s: ReturnType<DeviceLists['snapshot']>): void {
+    this.extents = s.extents;
+    this.ntotal = s.ntotal;
+    s.chunks.forEach((c, i) => {
+      const ch = this.chunks[i];
+      ch.used = c.used;
+      ch.ranges = c.ranges;
+      this.device.upload(ch.rangesBuf, 0, ch.ranges);
+    });
+  }
+
+  /** Frees every chunk; the lists are empty. */
+  reset(): void {
+    for (const ch of this.chunks) this.free(ch);
+    this.chunks = [];
+    this.extents.clear();
+    this.ntotal = 0;
+  }
+
+  private free(ch: ListChunk): void {
+    for (const b of [ch.xb, ch.xnorm, ch.ids, ch.rangesBuf]) this.device.release(b);
+  }
+}
