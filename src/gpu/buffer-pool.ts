@@ -47,16 +47,24 @@ export class BufferPool {
     private readonly maxIdleBytes = 256 * MIB,
   ) {}
 
+  /** An idle buffer of the bucket for `bytes`, else a new one. */
   acquire(label: string, bytes: number, usage: number): GPUBuffer {
+    return this.reuse(bytes, usage) ?? this.create(label, bytes, usage);
+  }
+
+  /** An idle buffer of the bucket for `bytes` and `usage`, or null. */
+  reuse(bytes: number, usage: number): GPUBuffer | null {
     const size = bucketSize(bytes, this.maxBufferBytes);
-    const key = `${usage}:${size}`;
-    const free = this.idle.get(key);
-    const hit = free?.pop();
-    if (hit) {
-      this.stats.reused++;
-      this.stats.idleBytes -= hit.size;
-      return hit;
-    }
+    const hit = this.idle.get(`${usage}:${size}`)?.pop();
+    if (!hit) return null;
+    this.stats.reused++;
+    this.stats.idleBytes -= hit.size;
+    return hit;
+  }
+
+  /** A new buffer of the bucket size for `bytes`. */
+  create(label: string, bytes: number, usage: number): GPUBuffer {
+    const size = bucketSize(bytes, this.maxBufferBytes);
     const buffer = this.device.createBuffer({ label, size, usage });
     this.stats.created++;
     this.stats.liveBytes += size;

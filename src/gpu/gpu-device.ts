@@ -89,9 +89,12 @@ export class GpuDevice implements Device {
     if (bytes > this.limits.maxBindingBytes) {
       throw new InvalidArgumentError(`${label}: ${bytes} bytes exceed one binding (${this.limits.maxBindingBytes}); a plan must split it`);
     }
+    const reused = this.pool.reuse(bytes, STORAGE());
+    if (reused) return new GpuDeviceBuffer(label, reused.size, reused);
+    // A new buffer: out-of-memory surfaces at the next flush or read (Dawn reports it asynchronously).
     const { device } = this.ctx;
     device.pushErrorScope('out-of-memory');
-    const gpu = this.pool.acquire(label, bytes, STORAGE());
+    const gpu = this.pool.create(label, bytes, STORAGE());
     this.track(
       device.popErrorScope().then((e) => {
         if (e) throw new WebGpuUnavailableError(`allocating ${bytes} bytes for ${label} ran out of GPU memory: ${e.message}`);

@@ -134,8 +134,12 @@ export class DeviceLists {
         });
         this.device.upload(ch.xb, w.at * this.dpad * 4, padRows(xs, w.rows, this.d, this.dpad));
         this.device.upload(ch.ids, w.at * 4, is);
-        this.device.dispatch({ kernel: 'norms', x: ch.xb, out: ch.xnorm, n: w.rows, dpad: this.dpad, row0: w.at, out0: w.at });
         touched.add(w.chunk);
+      }
+      // Norms after every upload: an upload after a recorded call would cost a submit each.
+      for (const w of writes) {
+        const ch = this.chunks[w.chunk];
+        this.device.dispatch({ kernel: 'norms', x: ch.xb, out: ch.xnorm, n: w.rows, dpad: this.dpad, row0: w.at, out0: w.at });
       }
       for (const [l, exts] of this.extents) {
         for (const e of exts) {
