@@ -1,8 +1,9 @@
 /**
  * Inverted lists on the host: per list, its vectors (rows of d), their squared norms and their ids,
- * appended in add order. `csr()` lays them out as the kernels read them: one array of vectors
- * grouped by list, one of norms, one of ids, and `offsets[nlist + 1]` (list L is
- * `[offsets[L], offsets[L + 1])`). Both backends scan this same layout.
+ * appended in add order. This is an IVF index's host copy (`save` and the exact re-score read it);
+ * searches scan the device's copy (src/stores/inverted-lists.ts). `csr()` lays the lists out as the
+ * index file stores them: one array of vectors grouped by list, one of norms, one of ids, and
+ * `offsets[nlist + 1]` (list L is `[offsets[L], offsets[L + 1])`).
  */
 import { norms } from './cpu/norms.js';
 import type { HostRows } from './rescore.js';
@@ -31,8 +32,6 @@ export class IvfLists {
    */
   private lists = new Map<number, List>();
   ntotal = 0;
-  /** Bumped by every change, so that device copies know when they are stale. */
-  version = 0;
   private cache = new Map<number, IvfCsr>();
   /** Each id's row in the CSR layout (see hostRows); cleared with the cache. */
   private rowOfId: Uint32Array | null = null;
@@ -73,7 +72,6 @@ export class IvfLists {
       list.ids[at] = typeof id0 === 'number' ? id0 + i : id0[i];
     }
     this.ntotal += n;
-    this.version++;
     this.cache.clear();
     this.rowOfId = null;
   }
@@ -125,7 +123,6 @@ export class IvfLists {
   reset(): void {
     this.lists.clear();
     this.ntotal = 0;
-    this.version++;
     this.cache.clear();
     this.rowOfId = null;
   }

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { loadIndex } from '../../src/io/load-index.js';
 import { readVectors, writeVectors } from '../../src/io/vectors.js';
 import { randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -102,6 +104,24 @@ describe('webgpu-knn CLI', () => {
     expect(cli('build', '--input', 'x.fvecs', '--out', 'ivf.idx', '--type', 'IVF4,Flat', '--nprobe', '4', '--backend', 'cpu').code).toBe(0);
     expect(cli('search', '--index', 'ivf.idx', '--queries', 'q.npy', '--k', '5', '--out', 'nn2.ivecs', '--backend', 'cpu').code).toBe(0);
     expect(Array.from(readVectors(join(dir, 'nn2.ivecs')).data)).toEqual(Array.from(want.labels));
+  });
+
+  it('build --train-sample trains IVF on a seeded sample, as the library does', async () => {
+    const r = cli('build', '--input', 'x.fvecs', '--out', 'sampled.idx', '--type', 'IVF4,Flat', '--train-sample', '60', '--backend', 'cpu');
+    expect(r.code, r.err).toBe(0);
+    const saved = (await loadIndex(cpuBackend(), join(dir, 'sampled.idx'))) as IvfFlatIndex;
+    const want = new IvfFlatIndex(cpuBackend(), { dim: d, nlist: 4 });
+    await want.train(x, { maxPoints: 60 });
+    expect(Array.from(saved.centroids!)).toEqual(Array.from(want.centroids!));
+    const all = new IvfFlatIndex(cpuBackend(), { dim: d, nlist: 4 });
+    await all.train(x);
+    expect(Array.from(saved.centroids!)).not.toEqual(Array.from(all.centroids!));
+    const few = cli('build', '--input', 'x.fvecs', '--out', 's2.idx', '--type', 'IVF4,Flat', '--train-sample', '3', '--backend', 'cpu');
+    expect(few.code).toBe(2);
+    expect(few.err).toMatch(/--train-sample must be an integer in \[4, /);
+    const flat = cli('build', '--input', 'x.fvecs', '--out', 's3.idx', '--train-sample', '100', '--backend', 'cpu');
+    expect(flat.code).toBe(2);
+    expect(flat.err).toMatch(/--train-sample applies to IVF indexes only/);
   });
 
   it('knn-graph excludes each row itself', () => {

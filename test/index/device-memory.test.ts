@@ -1,0 +1,132 @@
+/**
+ * Indexes own their device memory: IVF lists on the device upload only what an add brings, and
+ * reset / dispose hand every buffer back. On the GPU the buffer pool serves a repeated small search
+ * without creating a buffer.
+ */
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import type { Backend } from '../../src/backend.js';
+import type { DeviceBuffer } from '../../src/device.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { KMeans } from '../../src/kmeans.js';
+import { clusteredFloats } from '../../src/random.js';
+import { cpuBackend } from '../helpers/cpu.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+const gpu = await gpuBackend();
+afterAll(disposeGpuBackends);
+const backends: [string, Backend | null][] = [['cpu', cpuBackend()], ['webgpu', gpu]];
+
+const d = 32;
+const n = 20_000;
+const x = clusteredFloats(n, d, 64, 3);
+
+/** Counts bytes uploaded, and buffers handed out and handed back, while `run` runs. */
+async function watch(backend: Backend, run: () => Promise<void>): Promise<{ uploaded: number; taken: number; released: number }> {
+  const { device } = backend;
+  const up = vi.spyOn(device, 'upload');
+  const buf = vi.spyOn(device, 'buffer');
+  const rel = vi.spyOn(device, 'release');
+  try {
+    await run();
+    const held = new Set(buf.mock.results.map((r) => r.value as DeviceBuffer));
+    return {
+      uploaded: up.mock.calls.reduce((a, c) => a + c[2].byteLength, 0),
+      taken: held.size,
+      released: rel.mock.calls.filter((c) => held.has(c[0])).length,
+    };
+  } finally {
+    up.mockRestore();
+    buf.mockRestore();
+    rel.mockRestore();
+  }
+}
+
+describe('IVF lists on the device', () => {
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: adding 10 vectors to ${n} uploads those 10 rows, not the lists`, async () => {
+      const index = new IvfFlatIndex(backend!, { dim: d, nlist: 64, nprobe: 64 });
+      await index.train(x.subarray(0, 4096 * d));
+      await index.add(x);
+      const extra = clusteredFloats(10, d, 64, 4);
+      const w = await watch(backend!, () => index.add(extra));
+      // 10 rows (queries of the coarse assignment and the rows themselves, 128 bytes each), their ids
+      // and the list tables of the chunks they touched (8 bytes a list): never the 2.5 MB of lists.
+      expect(w.uploaded).toBeLessThan(10 * d * 4 * 2 + 10 * 4 + 4 * 8 * 64);
+      expect(w.uploaded).toBeGreaterThanOrEqual(10 * d * 4);
+      // And the index still equals Flat at nprobe = nlist.
+      const flat = new FlatIndex(backend!, { dim: d });
+      await flat.add(x);
+      await flat.add(extra);
+      const q = clusteredFloats(20, d, 64, 5);
+      const a = await index.search(q, 5);
+      const b = await flat.search(q, 5);
+      expect(Array.from(a.labels)).toEqual(Array.from(b.labels));
+      await index.dispose();
+      await flat.dispose();
+    });
+
+    it.skipIf(!backend)(`${name}: reset and dispose give back every buffer the lists took`, async () => {
+      const index = new IvfFlatIndex(backend!, { dim: d, nlist: 16 });
+      await index.train(x.subarray(0, 2000 * d));
+      let w = await watch(backend!, async () => {
+        await index.add(x.subarray(0, 5000 * d));
+        await index.reset();
+      });
+      expect(w.taken).toBeGreaterThan(0);
+      expect(w.released).toBe(w.taken);
+      w = await watch(backend!, async () => {
+        await index.add(x.subarray(0, 5000 * d));
+        await index.search(x.subarray(0, 3 * d), 4);
+        await index.dispose();
+      });
+      expect(w.released).toBe(w.taken);
+    });
+  }
+});
+
+describe.skipIf(!gpu)('buffer pool (webgpu)', () => {
+  it('a repeated small search creates no new buffers, and the flat and IVF searches share them', async () => {
+    const device = gpu!.device;
+    const flat = new FlatIndex(gpu!, { dim: d });
+    await flat.add(x.subarray(0, 3000 * d));
+    const ivf = new IvfFlatIndex(gpu!, { dim: d, nlist: 16, nprobe: 4 });
+    await ivf.train(x.subarray(0, 3000 * d));
+    await ivf.add(x.subarray(0, 3000 * d));
+    const q = x.subarray(0, 10 * d);
+    await flat.search(q, 10);
+    await ivf.search(q, 10);
+    const warm = device.poolStats();
+    for (let i = 0; i < 5; i++) {
+      await flat.search(q, 10);
+      await ivf.search(q, 10);
+    }
+    const after = device.poolStats();
+    expect(after.created).toBe(warm.created);
+    expect(after.reused).toBeGreaterThan(warm.reused);
+    await flat.dispose();
+    await ivf.dispose();
+  });
+
+  it('k-means iterations reuse their scratch too', async () => {
+    const device = gpu!.device;
+    await new KMeans(gpu!, { dim: d }).train(x.subarray(0, 4000 * d), { k: 16, niter: 1 });
+    const warm = device.poolStats();
+    await new KMeans(gpu!, { dim: d }).train(x.subarray(0, 4000 * d), { k: 16, niter: 5 });
+    expect(device.poolStats().created).toBe(warm.created);
+  });
+});
+
+describe('training on a sample, as Faiss', () => {
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: at most maxPointsPerCentroid per centroid, and at most maxPoints`, async () => {
+      const km = new KMeans(backend!, { dim: d });
+      expect((await km.train(x, { k: 8, niter: 1 })).n).toBe(8 * 256);
+      expect((await km.train(x, { k: 8, niter: 1, maxPointsPerCentroid: 1000 })).n).toBe(8000);
+      expect((await km.train(x, { k: 8, niter: 1, maxPoints: 500 })).n).toBe(500);
+      expect((await km.train(x.subarray(0, 100 * d), { k: 8, niter: 1 })).n).toBe(100);
+      await expect(km.train(x, { k: 8, maxPoints: 7 })).rejects.toThrow('maxPoints must be an integer >= k = 8; got 7');
+      await expect(km.train(x, { k: 8, maxPointsPerCentroid: 0 })).rejects.toThrow('maxPointsPerCentroid must be an integer >= 1; got 0');
+    });
+  }
+});
