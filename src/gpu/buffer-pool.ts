@@ -85,12 +85,6 @@ export class BufferPool {
     this.stats.idleBytes += buffer.size;
   }
 
-  /** Destroys the idle buffers (keeps those in use). */
-  trim(): void {
-    for (const free of this.idle.values()) for (const b of free.splice(0)) this.destroy(b);
-    this.stats.idleBytes = 0;
-  }
-
   /** Destroys every buffer, in use or idle. */
   destroyAll(): void {
     for (const b of this.live) b.destroy();

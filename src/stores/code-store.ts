@@ -9,7 +9,7 @@
  */
 import type { BaseStore, BaseStoreOptions } from '../backend.js';
 import type { Device, DeviceBuffer } from '../device.js';
-import { padRows, paddedDim, unpadRows } from '../device.js';
+import { padRows, paddedDim } from '../device.js';
 import { chunkRows } from '../plans/tiling.js';
 import { RowBuffer } from '../row-buffer.js';
 
@@ -157,18 +157,6 @@ export class CodeStore implements BaseStore {
   rows(): Float32Array {
     if (!this.host) throw new Error('this store was made without a host copy (hostCopy: false)');
     return this.host.view();
-  }
-
-  /** Reads the rows back from the device (`ntotal * d`), for stores without a host copy. */
-  async readRows(): Promise<Float32Array> {
-    const parts = await this.device.read(this.chunks.map((c) => ({ buffer: c.xb, offset: 0, bytes: c.rows * this.dpad * 4 })));
-    const out = new Float32Array(this.ntotal * this.d);
-    let at = 0;
-    this.chunks.forEach((c, i) => {
-      out.set(unpadRows(new Float32Array(parts[i]), c.rows, this.d, this.dpad), at);
-      at += c.rows * this.d;
-    });
-    return out;
   }
 
   reset(): void {

@@ -60,7 +60,7 @@ devices.forEach(([name, make], di) => {
       store.dispose();
     });
 
-    it.skipIf(skip)('Flat: one row per chunk, two queries per batch', async () => {
+    it.skipIf(skip)('Flat: chunks of 4 rows, score tiles of 4 columns, two queries per batch', async () => {
       const limit = tightest(dpad * 4, kc * 4);
       const narrow = (await make(limit))!;
       // 150 rows and 9 queries: one chunk per row makes thousands of dispatches on the GPU.
