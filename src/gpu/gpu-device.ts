@@ -79,9 +79,9 @@ export class GpuDevice implements Device {
     return this.ctx.describe();
   }
 
-  /** Buffers created and reused so far (for tests and benchmarks of the pool). */
-  poolStats(): PoolStats {
-    return this.pool.snapshot();
+  /** Buffers created and reused, and bind groups created, so far (for tests and benchmarks of the pool). */
+  poolStats(): PoolStats & { bindGroups: number } {
+    return { ...this.pool.snapshot(), bindGroups: this.recorder.bindGroupsCreated };
   }
 
   buffer(label: string, bytes: number): DeviceBuffer {

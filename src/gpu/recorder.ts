@@ -42,6 +42,14 @@ export class Recorder {
    * (entries may name buffers since destroyed; they are never looked up again).
    */
   private readonly bindGroups = new Map<string, GPUBindGroup>();
+  /** Bind groups created so far (a warm search creates none). */
+  bindGroupsCreated = 0;
+  /**
+   * The dispatches' parameters, one 256-byte slot each. One buffer, kept and grown, so bind groups
+   * stay valid from submit to submit. Rewriting it for the next submit is safe: queue writes are
+   * ordered after the command buffers submitted before them.
+   */
+  private uniforms: GPUBuffer | null = null;
 
   constructor(
     private readonly ctx: GpuContext,
@@ -82,7 +90,7 @@ export class Recorder {
     const stride = Math.max(256, device.limits.minUniformBufferOffsetAlignment);
     const paramBytes = 64;
     const uniformBytes = Math.max(stride, dispatches.length * stride);
-    const uniforms = this.pool.acquire('params', uniformBytes, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+    const uniforms = this.uniformBuffer(uniformBytes);
     const data = new Uint32Array(uniformBytes / 4);
     dispatches.forEach((op, i) => {
       if (op.params.length * 4 > paramBytes) throw new Error(`${op.kernel}: too many parameters`);
@@ -155,11 +163,19 @@ export class Recorder {
       }
       return perKernel;
     } finally {
-      this.pool.release(uniforms);
       querySet?.destroy();
       resolve?.destroy();
       staging?.destroy();
     }
+  }
+
+  private uniformBuffer(bytes: number): GPUBuffer {
+    if (!this.uniforms || this.uniforms.size < bytes) {
+      // The old one may still be read by submitted work: it goes back to the pool, not destroyed.
+      if (this.uniforms) this.pool.release(this.uniforms);
+      this.uniforms = this.pool.acquire('params', bytes, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+    }
+    return this.uniforms;
   }
 
   private bindGroup(op: DispatchOp, uniforms: GPUBuffer, offset: number, size: number): GPUBindGroup {
@@ -175,6 +191,7 @@ export class Recorder {
         ],
       });
       this.bindGroups.set(key, group);
+      this.bindGroupsCreated++;
     }
     return group;
   }

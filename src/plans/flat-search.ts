@@ -41,8 +41,9 @@ export class Scratch {
     return { s: this.buffer('run_s', len * 4), i: this.buffer('run_i', len * 4) };
   }
 
+  /** Hands every buffer back, last first, so that the next plan of the same shape gets the same buffers (and cached bind groups). */
   release(): void {
-    for (const b of this.held.splice(0)) this.device.release(b);
+    for (const b of this.held.splice(0).reverse()) this.device.release(b);
   }
 }
 
