@@ -13,7 +13,8 @@ import { type KernelMetric, MERGE_ROUND } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import type { SearchResult, SearchTimings } from '../types.js';
-import { type RunLists, type Scratch, flatLists, searchInBatches } from './flat-search.js';
+import { flatLists, searchInBatches } from './flat-search.js';
+import type { RunLists, Scratch } from './scratch.js';
 import { queryBatch, scanTiles } from './tiling.js';
 
 export function searchIvf(

@@ -20,7 +20,8 @@ import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
 import { CodeStore } from '../stores/code-store.js';
 import { InvalidArgumentError } from '../types.js';
-import { Scratch, flatLists } from './flat-search.js';
+import { flatLists } from './flat-search.js';
+import { Scratch } from './scratch.js';
 
 export class DeviceKMeans implements KMeansWorkspace {
   private readonly centroidStore: CodeStore;
