@@ -38,6 +38,16 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
 @group(0) @binding(8) var<storage, read_write> out_i: array<u32>;
 
+// Scores row v from its dot product's four lane sums and offers it to the heap of m entries.
+fn offer_dot(v: u32, acc: vec4<f32>, m: u32, k: u32) -> u32 {
+  let dot_qx = (acc.x + acc.y) + (acc.z + acc.w);
+  var s = -dot_qx;
+  if (METRIC == 0u) {
+    s = xnorm[v] - 2.0 * dot_qx;
+  }
+  return heap_offer(s, ids[v], m, k);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let inv = gid.x + gid.y * nwg.x * WG;
@@ -57,19 +67,35 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let lo = start + min(len, seg * seg_len);
     let hi_end = start + min(len, (seg + 1u) * seg_len);
     let qb = (p.q0 + r) * p.dpad4;
-    for (var v = lo; v < hi_end; v++) {
+    // Four vectors per pass: each query load feeds four dot products (on a software adapter the
+    // loads, not the multiply-adds, bound this loop). Every dot product still adds its vec4 lanes
+    // in j order, so scores are those of one vector at a time.
+    var v = lo;
+    for (; v + 4u <= hi_end; v += 4u) {
+      var a0 = vec4<f32>(0.0);
+      var a1 = vec4<f32>(0.0);
+      var a2 = vec4<f32>(0.0);
+      var a3 = vec4<f32>(0.0);
+      let x0 = v * p.dpad4;
+      for (var j = 0u; j < p.dpad4; j++) {
+        let q = xq[qb + j];
+        a0 += q * xb[x0 + j];
+        a1 += q * xb[x0 + p.dpad4 + j];
+        a2 += q * xb[x0 + 2u * p.dpad4 + j];
+        a3 += q * xb[x0 + 3u * p.dpad4 + j];
+      }
+      m = offer_dot(v, a0, m, k);
+      m = offer_dot(v + 1u, a1, m, k);
+      m = offer_dot(v + 2u, a2, m, k);
+      m = offer_dot(v + 3u, a3, m, k);
+    }
+    for (; v < hi_end; v++) {
       var acc = vec4<f32>(0.0);
       let xv = v * p.dpad4;
       for (var j = 0u; j < p.dpad4; j++) {
         acc += xq[qb + j] * xb[xv + j];
       }
-      let dot_qx = (acc.x + acc.y) + (acc.z + acc.w);
-      var s = -dot_qx;
-      if (METRIC == 0u) {
-        s = xnorm[v] - 2.0 * dot_qx;
-      }
-      let id = ids[v];
-      m = heap_offer(s, id, m, k);
+      m = offer_dot(v, acc, m, k);
     }
   }
   heap_sort(m);
