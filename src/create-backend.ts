@@ -35,6 +35,11 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   if (choice !== 'auto' && choice !== 'webgpu' && choice !== 'cpu') {
     throw new InvalidArgumentError(`backend must be one of auto, webgpu, cpu; got ${String(choice)}`);
   }
+  const known = ['backend', 'maxBindingBytes', 'tuning', 'timeKernels', 'dawnFlags', 'warn'];
+  const unknown = Object.keys(options).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    throw new InvalidArgumentError(`createBackend: unknown option ${unknown.join(', ')}; expected ${known.join(', ')} (tile sizes are under tuning)`);
+  }
   checkMaxBindingBytes(options.maxBindingBytes);
   const deviceOptions = { ...options.tuning, maxBindingBytes: options.maxBindingBytes };
   const cpu = async (): Promise<Backend> => {

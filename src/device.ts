@@ -49,6 +49,12 @@ export interface DeviceTuning {
   selectInvocations?: number;
   /** Candidate pairs the self-join's pair buffer holds before a tile is re-run (default 2^20). */
   pairCapacity?: number;
+  /**
+   * How IVF lists are scored (src/plans/ivf-search.ts): `scan` (one query against one list per
+   * invocation), `gemm` (each list against all the batch's queries that probe it), or `auto`
+   * (default: GEMM once lists have, on average, a query or more each).
+   */
+  ivfStrategy?: 'auto' | 'scan' | 'gemm';
 }
 
 /** Options every device takes (createBackend passes them on). */
@@ -236,6 +242,12 @@ export interface Device {
   read(ranges: { buffer: DeviceBuffer; offset: number; bytes: number }[], timings?: SearchTimings): Promise<ArrayBuffer[]>;
   /** Runs everything called so far and waits for it (errors surface here). */
   flush(): Promise<void>;
+  /**
+   * Drops the calls made since the last read or flush, for a plan that fails while making them.
+   * Plans make their calls without awaiting anything in between, and read or flush before they
+   * await, so the calls dropped are the failing plan's own.
+   */
+  discard(): void;
   /** Frees every buffer and the device itself; for WebGPU this is what lets the process exit. */
   dispose(): void;
 }

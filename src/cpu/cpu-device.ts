@@ -51,6 +51,7 @@ export class CpuDevice implements Device {
       chunkRows: options.chunkRows ?? Infinity,
       selectInvocations: options.selectInvocations ?? 1,
       pairCapacity: options.pairCapacity ?? 1 << 20,
+      ivfStrategy: options.ivfStrategy ?? 'auto',
     };
   }
 
@@ -135,6 +136,9 @@ export class CpuDevice implements Device {
   async flush(): Promise<void> {
     await yieldToEvents();
   }
+
+  /** The calls already ran: nothing waits to be dropped. */
+  discard(): void {}
 
   dispose(): void {}
 }

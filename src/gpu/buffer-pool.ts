@@ -5,7 +5,8 @@
  *
  * Sizes are rounded up to a bucket: the next power of two up to 1 MiB, then the next eighth of a
  * power of two (at most 12.5% spare), never past the device's largest buffer. Released buffers wait
- * in their bucket; past `maxIdleBytes` of idle buffers, a released one is destroyed instead.
+ * in their bucket; past `maxIdleBytes` of idle buffers, a released one is destroyed instead (by the
+ * device, once no recorded work uses it).
  */
 
 export interface PoolStats {
@@ -44,19 +45,20 @@ export class BufferPool {
   constructor(
     private readonly device: GPUDevice,
     private readonly maxBufferBytes: number,
-    private readonly maxIdleBytes = 256 * MIB,
+    readonly maxIdleBytes = 256 * MIB,
   ) {}
 
   /** An idle buffer of the bucket for `bytes`, else a new one. */
   acquire(label: string, bytes: number, usage: number): GPUBuffer {
-    return this.reuse(bytes, usage) ?? this.create(label, bytes, usage);
+    return this.reuse(label, bytes, usage) ?? this.create(label, bytes, usage);
   }
 
   /** An idle buffer of the bucket for `bytes` and `usage`, or null. */
-  reuse(bytes: number, usage: number): GPUBuffer | null {
+  reuse(label: string, bytes: number, usage: number): GPUBuffer | null {
     const size = bucketSize(bytes, this.maxBufferBytes);
     const hit = this.idle.get(`${usage}:${size}`)?.pop();
     if (!hit) return null;
+    hit.label = label;
     this.stats.reused++;
     this.stats.idleBytes -= hit.size;
     return hit;
@@ -72,17 +74,26 @@ export class BufferPool {
     return buffer;
   }
 
-  release(buffer: GPUBuffer): void {
-    if (!this.live.has(buffer)) return; // destroyed already (the pool was cleared)
-    if (this.stats.idleBytes + buffer.size > this.maxIdleBytes) {
-      this.destroy(buffer);
-      return;
-    }
+  /**
+   * Keeps `buffer` for reuse and returns true, or, past `maxIdleBytes` of idle buffers, returns
+   * false: the caller then destroys it with `discard`, once no recorded work still uses it.
+   */
+  release(buffer: GPUBuffer): boolean {
+    if (!this.live.has(buffer)) return true; // discarded already (out of memory, or the pool was cleared)
+    if (this.stats.idleBytes + buffer.size > this.maxIdleBytes) return false;
     const key = `${buffer.usage}:${buffer.size}`;
     let free = this.idle.get(key);
     if (!free) this.idle.set(key, (free = []));
     free.push(buffer);
     this.stats.idleBytes += buffer.size;
+    return true;
+  }
+
+  /** Destroys a buffer that is not idle (released and not kept, or never valid) and forgets it. */
+  discard(buffer: GPUBuffer): void {
+    if (!this.live.delete(buffer)) return;
+    this.stats.liveBytes -= buffer.size;
+    buffer.destroy();
   }
 
   /** Destroys every buffer, in use or idle. */
@@ -96,11 +107,5 @@ export class BufferPool {
 
   snapshot(): PoolStats {
     return { ...this.stats };
-  }
-
-  private destroy(buffer: GPUBuffer): void {
-    this.live.delete(buffer);
-    this.stats.liveBytes -= buffer.size;
-    buffer.destroy();
   }
 }

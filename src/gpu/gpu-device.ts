@@ -25,6 +25,8 @@ export interface GpuDeviceOptions extends DeviceOptions {
   timeKernels?: boolean;
   /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
   dawnFlags?: string[];
+  /** Bytes of released buffers the pool keeps for reuse (default 256 MiB); beyond, they are destroyed. */
+  poolIdleBytes?: number;
 }
 
 class GpuDeviceBuffer implements DeviceBuffer {
@@ -47,13 +49,15 @@ export class GpuDevice implements Device {
   private readonly recorder: Recorder;
   /** Submitted work and allocation checks not yet waited for; `settle` surfaces their errors. */
   private inFlight: Promise<unknown>[] = [];
+  /** Released buffers the pool did not keep, to destroy once the calls recorded so far are submitted. */
+  private toDestroy: GPUBuffer[] = [];
 
   private constructor(
     readonly ctx: GpuContext,
     private readonly options: GpuDeviceOptions,
   ) {
     this.pipelines = new PipelineCache(ctx);
-    this.pool = new BufferPool(ctx.device, ctx.maxBinding);
+    this.pool = new BufferPool(ctx.device, ctx.maxBinding, options.poolIdleBytes);
     this.recorder = new Recorder(ctx, this.pool);
     this.kernels = new Kernels(ctx, this.pipelines, this.recorder);
     this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: TOPK_MAX_K };
@@ -65,6 +69,7 @@ export class GpuDevice implements Device {
       chunkRows: options.chunkRows ?? Infinity,
       selectInvocations: options.selectInvocations ?? (fallback ? 512 : 65536),
       pairCapacity: options.pairCapacity ?? 1 << 20,
+      ivfStrategy: options.ivfStrategy ?? 'auto',
     };
   }
 
@@ -89,7 +94,7 @@ export class GpuDevice implements Device {
     if (bytes > this.limits.maxBindingBytes) {
       throw new InvalidArgumentError(`${label}: ${bytes} bytes exceed one binding (${this.limits.maxBindingBytes}); a plan must split it`);
     }
-    const reused = this.pool.reuse(bytes, STORAGE());
+    const reused = this.pool.reuse(label, bytes, STORAGE());
     if (reused) return new GpuDeviceBuffer(label, reused.size, reused);
     // A new buffer: out-of-memory surfaces at the next flush or read (Dawn reports it asynchronously).
     const { device } = this.ctx;
@@ -97,14 +102,25 @@ export class GpuDevice implements Device {
     const gpu = this.pool.create(label, bytes, STORAGE());
     this.track(
       device.popErrorScope().then((e) => {
-        if (e) throw new WebGpuUnavailableError(`allocating ${bytes} bytes for ${label} ran out of GPU memory: ${e.message}`);
+        if (!e) return;
+        this.pool.discard(gpu); // never handed out again
+        throw new WebGpuUnavailableError(`allocating ${bytes} bytes for ${label} ran out of GPU memory: ${e.message}`);
       }),
     );
     return new GpuDeviceBuffer(label, gpu.size, gpu);
   }
 
   release(buffer: DeviceBuffer): void {
-    this.pool.release(gpuOf(buffer));
+    const gpu = gpuOf(buffer);
+    if (this.pool.release(gpu)) return; // reused by later calls, which run after the recorded ones
+    // Not kept: destroy it, but not before the calls already recorded that use it are submitted.
+    if (this.recorder.pending) this.toDestroy.push(gpu);
+    else this.pool.discard(gpu);
+  }
+
+  discard(): void {
+    this.recorder.discard();
+    this.destroyReleased();
   }
 
   upload(buffer: DeviceBuffer, byteOffset: number, data: ArrayBufferView): void {
@@ -169,8 +185,9 @@ export class GpuDevice implements Device {
         at += padded[i];
       });
       const t1 = performance.now();
-      const kernelMs = await this.submitPending(Boolean(timings) && this.options.timeKernels === true);
-      await this.settle();
+      const done = this.submitPending(Boolean(timings) && this.options.timeKernels === true);
+      await this.settle(); // throws the submit's error too, and leaves nothing behind for the next read
+      const kernelMs = await done;
       const t2 = performance.now();
       await staging.mapAsync(GPUMapMode.READ, 0, Math.max(16, total));
       this.ctx.check();
@@ -210,7 +227,13 @@ export class GpuDevice implements Device {
     if (!this.recorder.pending) return Promise.resolve(null);
     const done = this.recorder.submit(timed);
     this.track(done);
+    this.destroyReleased();
     return done;
+  }
+
+  /** Destroys released buffers once nothing recorded and unsubmitted uses them (submitted work keeps them alive). */
+  private destroyReleased(): void {
+    for (const b of this.toDestroy.splice(0)) this.pool.discard(b);
   }
 
   private track(p: Promise<unknown>): void {

@@ -61,6 +61,11 @@ export class Recorder {
     return this.ops.length > 0;
   }
 
+  /** Drops everything recorded and not submitted (a plan that failed while recording). */
+  discard(): void {
+    this.ops.length = 0;
+  }
+
   /** Records a dispatch: binding 0 is the uniform `params` (u32s), bindings 1.. are `buffers`. */
   dispatch(kernel: string, pipeline: GPUComputePipeline, params: number[], buffers: GPUBuffer[], groups: [number, number]): void {
     if (groups[0] === 0 || groups[1] === 0) return;

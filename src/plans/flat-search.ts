@@ -78,11 +78,24 @@ export function uploadQueries(scratch: Scratch, xq: Float32Array, nq: number, d:
   return buf;
 }
 
+/** Reads `len` entries of each of `lists` back (one submit, one readback). */
+export async function readLists(device: Device, lists: RunLists, len: number, timings?: SearchTimings): Promise<HostLists> {
+  const [s, i] = await device.read([{ buffer: lists.s, offset: 0, bytes: len * 4 }, { buffer: lists.i, offset: 0, bytes: len * 4 }], timings);
+  return { s: new Float32Array(s), i: new Uint32Array(i) };
+}
+
+/** Each query's k best (score, id), best first, on the host: row r at `r * k`. */
+export interface HostLists {
+  s: Float32Array;
+  i: Uint32Array;
+}
+
 /**
  * Runs a search in batches of at most `batch` queries: for each, uploads its queries (padded to
- * `dpad`), lets `record` record the plan into scratch buffers, reads the lists it returns back in
- * one readback, and finally turns the (score, id) lists into distances and labels. `batch` 0 means
- * there is nothing to search (an empty index): every row is padding.
+ * `dpad`) into scratch memory and lets `run` produce the batch's lists (`rows * k`; it also gets the
+ * batch's queries on the host); finally turns
+ * the (score, id) lists into distances and labels. `batch` 0 means there is nothing to search (an
+ * empty index): every row is padding.
  */
 export async function searchInBatches(
   device: Device,
@@ -93,8 +106,7 @@ export async function searchInBatches(
   k: number,
   batch: number,
   metric: KernelMetric,
-  timings: SearchTimings | undefined,
-  record: (scratch: Scratch, xq: DeviceBuffer, rows: number) => RunLists,
+  run: (scratch: Scratch, xq: DeviceBuffer, rows: number, hostQueries: Float32Array) => Promise<HostLists>,
 ): Promise<SearchResult> {
   const runS = new Float32Array(nq * k).fill(Infinity);
   const runI = new Uint32Array(nq * k).fill(PAD_ID);
@@ -102,12 +114,13 @@ export async function searchInBatches(
     const rows = Math.min(batch, nq - b0);
     const scratch = new Scratch(device);
     try {
-      const xqBuf = uploadQueries(scratch, xq.subarray(b0 * d, (b0 + rows) * d), rows, d, dpad);
-      const lists = record(scratch, xqBuf, rows);
-      const bytes = rows * k * 4;
-      const [s, i] = await device.read([{ buffer: lists.s, offset: 0, bytes }, { buffer: lists.i, offset: 0, bytes }], timings);
-      runS.set(new Float32Array(s), b0 * k);
-      runI.set(new Uint32Array(i), b0 * k);
+      const queries = xq.subarray(b0 * d, (b0 + rows) * d);
+      const out = await run(scratch, uploadQueries(scratch, queries, rows, d, dpad), rows, queries);
+      runS.set(out.s.subarray(0, rows * k), b0 * k);
+      runI.set(out.i.subarray(0, rows * k), b0 * k);
+    } catch (err) {
+      device.discard();
+      throw err;
     } finally {
       scratch.release();
     }
@@ -130,7 +143,7 @@ export function searchFlat(
   timings?: SearchTimings,
 ): Promise<SearchResult> {
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
-  return searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) =>
-    flatLists(scratch, base, xqBuf, 0, rows, k, metric),
+  return searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, (scratch, xqBuf, rows) =>
+    readLists(device, flatLists(scratch, base, xqBuf, 0, rows, k, metric), rows * k, timings),
   );
 }

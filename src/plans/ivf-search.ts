@@ -1,21 +1,47 @@
 /**
- * IVF search, written once for every device:
+ * IVF search, written once for every device, with two strategies:
  *
+ * scan (few queries per list):
  *   for each batch of queries (queries, probes and running lists each fit one binding):
  *     coarse: flatLists against the centroids, k = nprobe  -> probes[rows x nprobe] on the device
  *     for each query tile (its partial lists fit one binding), for each chunk of the lists:
  *       ivf-scan    -> per (query, probe, segment) the k best of that list's rows in the chunk
  *       topk-merge  -> into the row's running list, MERGE_ROUND lists at a time
  *     one readback of the batch's lists
+ *
+ * gemm (many queries per list; Faiss's big-batch search does the same on the CPU):
+ *   for each batch: the coarse search as above, its probes read back; on the host the (query,
+ *   probe) pairs are grouped by list and the queries copied into one row per pair, list after list
+ *   (`grouped`); then for each probed list, for each of its runs of rows in a chunk:
+ *       gemm-scores -> the list's queries against the run, in score tiles, as a flat search
+ *       topk, topk-merge -> each pair's k best rows of the list (by row position)
+ *   one readback; on the host each query's nprobe lists become its k best by (score, id).
+ * A scan invocation scores one query against a list with one load per multiply-add; the GEMM
+ * reuses every load across 8 queries x 4 rows, which wins as soon as lists have a few queries.
  */
 import type { Device, DeviceBuffer } from '../device.js';
-import { type KernelMetric, MERGE_ROUND } from '../kernel-facts.js';
+import { padRows } from '../device.js';
+import { type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import type { SearchResult, SearchTimings } from '../types.js';
-import { flatLists, searchInBatches } from './flat-search.js';
+import { type HostLists, flatLists, readLists, searchInBatches } from './flat-search.js';
 import type { RunLists, Scratch } from './scratch.js';
-import { queryBatch, scanTiles } from './tiling.js';
+import { checkResultRow, queryBatch, scanTiles, scoreTiles, selectSegments } from './tiling.js';
+
+export type IvfStrategy = 'scan' | 'gemm';
+
+/**
+ * The strategy for a batch of `rows` queries: GEMM once the probed lists have, on average, at
+ * least `GEMM_MIN_QUERIES_PER_LIST` queries each (see the README for the measured crossover).
+ */
+export function chooseIvfStrategy(device: Device, rows: number, nprobe: number, nlist: number): IvfStrategy {
+  const forced = device.tuning.ivfStrategy;
+  if (forced !== 'auto') return forced;
+  return (rows * nprobe) / nlist >= GEMM_MIN_QUERIES_PER_LIST ? 'gemm' : 'scan';
+}
+
+export const GEMM_MIN_QUERIES_PER_LIST = 1;
 
 export function searchIvf(
   device: Device,
@@ -28,10 +54,23 @@ export function searchIvf(
   metric: KernelMetric,
   timings?: SearchTimings,
 ): Promise<SearchResult> {
-  const batch = lists.ntotal > 0 ? queryBatch(device, nq, coarse.dpad, k, nprobe) : 0;
-  return searchInBatches(device, xq, nq, coarse.d, coarse.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) => {
+  const { dpad } = coarse;
+  const batch = lists.ntotal > 0 ? queryBatch(device, nq, dpad, k, nprobe) : 0;
+  // The GEMM strategy holds one copy of each query per probe, and k results per copy: batches of
+  // `grouped` queries. Where even one query's copies exceed a binding, the scan does the batch.
+  const perQuery = nprobe * Math.max(dpad, k) * 4;
+  const grouped = Math.min(batch, Math.floor(device.limits.maxBindingBytes / perQuery));
+  const strategy = grouped >= 1 ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist) : 'scan';
+  // Every size check before the first call is recorded (a check failing later would leave calls behind).
+  if (batch > 0) {
+    if (strategy === 'scan') scanTiles(device, Math.min(nq, batch), nprobe, k);
+    else checkResultRow(device, k);
+  }
+  return searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, async (scratch, xqBuf, rows, queries) => {
     const probes = flatLists(scratch, coarse, xqBuf, 0, rows, nprobe, metric).i;
-    return scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric);
+    if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric), rows * k, timings);
+    const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);
+    return gemmLists(scratch, lists, queries, coarse.d, new Uint32Array(hostProbes), rows, k, nprobe, metric, timings);
   });
 }
 
@@ -71,4 +110,125 @@ function scanLists(
     }
   }
   return run[rounds % 2];
+}
+
+/**
+ * The GEMM strategy for one batch (see the file comment): `probes` (`rows * nprobe`, on the host)
+ * say which lists each query probes; `queries` (`rows * d`) are the batch's queries. Returns each
+ * query's k best (score, id), best first.
+ */
+async function gemmLists(
+  scratch: Scratch,
+  lists: DeviceLists,
+  queries: Float32Array,
+  d: number,
+  probes: Uint32Array,
+  rows: number,
+  k: number,
+  nprobe: number,
+  metric: KernelMetric,
+  timings?: SearchTimings,
+): Promise<HostLists> {
+  const { device } = scratch;
+  const { dpad } = lists;
+  checkResultRow(device, k);
+  // Group the (query, probe) pairs by list (a counting sort; lists ascending, queries ascending).
+  const count = new Map<number, number>();
+  for (const l of probes) if (l !== PAD_ID) count.set(l, (count.get(l) ?? 0) + 1);
+  const order = [...count.keys()].sort((a, b) => a - b);
+  const first = new Map<number, number>();
+  let npairs = 0;
+  let widest = 1;
+  for (const l of order) {
+    first.set(l, npairs);
+    npairs += count.get(l)!;
+    widest = Math.max(widest, count.get(l)!);
+  }
+  const next = new Map(first);
+  const pairOf = new Int32Array(rows * nprobe).fill(-1); // (query, probe) -> its row among the pairs
+  const grouped = new Float32Array(npairs * d);
+  for (let q = 0; q < rows; q++) {
+    for (let p = 0; p < nprobe; p++) {
+      const l = probes[q * nprobe + p];
+      if (l === PAD_ID) continue;
+      const t = next.get(l)!;
+      next.set(l, t + 1);
+      pairOf[q * nprobe + p] = t;
+      grouped.set(queries.subarray(q * d, (q + 1) * d), t * d);
+    }
+  }
+  const out: HostLists = { s: new Float32Array(rows * k).fill(Infinity), i: new Uint32Array(rows * k).fill(PAD_ID) };
+  if (npairs === 0) return out;
+  const xg = scratch.buffer('xq_grouped', npairs * dpad * 4);
+  device.upload(xg, 0, padRows(grouped, npairs, d, dpad));
+  const { tileCols, queryTile } = scoreTiles(device, widest, lists.chunkRows, lists.chunkRows);
+  const nseg = selectSegments(device, queryTile, tileCols, k);
+  const segLen = Math.ceil(tileCols / nseg);
+  const scores = scratch.buffer('scores', queryTile * tileCols * 4);
+  const partS = scratch.buffer('part_s', queryTile * nseg * k * 4);
+  const partI = scratch.buffer('part_i', queryTile * nseg * k * 4);
+  const run = [scratch.lists(npairs * k), scratch.lists(npairs * k)];
+  // Which of the two running buffers holds each list's final lists (the ping-pong's parity).
+  const final = new Map<number, number>();
+  for (const l of order) {
+    const o = first.get(l)!;
+    const cnt = count.get(l)!;
+    let tiles = 0;
+    for (let r0 = 0; r0 < cnt; r0 += queryTile) {
+      const rowsT = Math.min(queryTile, cnt - r0);
+      tiles = 0;
+      for (const e of lists.extentsOf(l)) {
+        const ch = lists.chunks[e.chunk];
+        for (let c0 = 0; c0 < e.size; c0 += tileCols) {
+          const cols = Math.min(tileCols, e.size - c0);
+          const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
+          device.dispatch({ kernel: 'gemm-scores', metric, xq: xg, xb: ch.xb, xnorm: ch.xnorm, scores, q0: o + r0, rows: rowsT, col0: e.start + c0, cols, dpad, ldc: tileCols });
+          device.dispatch({
+            kernel: 'topk', scores, outS: partS, outI: partI, rows: rowsT, cols, ldc: tileCols, k, nseg, segLen,
+            id0: lists.position(e.chunk, e.start + c0), bound: tiles === 0 ? null : { s: src.s, i: src.i, row0: o + r0 },
+          });
+          device.dispatch({
+            kernel: 'topk-merge', partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
+            rows: rowsT, k, nseg, first: tiles === 0, row0: o + r0,
+          });
+          tiles++;
+        }
+      }
+    }
+    if (tiles > 0) final.set(l, tiles % 2);
+  }
+  const bytes = npairs * k * 4;
+  const [s0, i0, s1, i1] = await device.read(
+    [run[0].s, run[0].i, run[1].s, run[1].i].map((buffer) => ({ buffer, offset: 0, bytes })),
+    timings,
+  );
+  const host = [
+    { s: new Float32Array(s0), i: new Uint32Array(i0) },
+    { s: new Float32Array(s1), i: new Uint32Array(i1) },
+  ];
+  // Each query's nprobe lists (rows by position) become its k best by (score, id).
+  const candS = new Float32Array(nprobe * k);
+  const candI = new Uint32Array(nprobe * k);
+  const idx = new Uint32Array(nprobe * k);
+  for (let q = 0; q < rows; q++) {
+    let m = 0;
+    for (let p = 0; p < nprobe; p++) {
+      const t = pairOf[q * nprobe + p];
+      const which = t < 0 ? undefined : final.get(probes[q * nprobe + p]);
+      if (which === undefined) continue;
+      const src = host[which];
+      for (let j = t * k; j < (t + 1) * k && src.i[j] !== PAD_ID; j++) {
+        candS[m] = src.s[j];
+        candI[m] = lists.idAt(src.i[j]);
+        idx[m] = m;
+        m++;
+      }
+    }
+    const best = Array.from(idx.subarray(0, m)).sort((a, b) => candS[a] - candS[b] || candI[a] - candI[b]);
+    for (let j = 0; j < Math.min(k, m); j++) {
+      out.s[q * k + j] = candS[best[j]];
+      out.i[q * k + j] = candI[best[j]];
+    }
+  }
+  return out;
 }

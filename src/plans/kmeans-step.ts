@@ -10,9 +10,10 @@
  *   read the counts and the per-block objective
  *
  * Blocks are global and a block split between chunks is summed in point order (see
- * shaders/kmeans-partial.wgsl), so the centroids do not depend on the chunking: a lowered binding
- * limit gives the same centroids bit for bit. The centroids and one block's sums (nc rows each)
- * must fit one binding.
+ * shaders/kmeans-partial.wgsl), so the centroids do not depend on how the points are chunked. The
+ * number of blocks does depend on the partial sums fitting one binding (nblocks * nc * dpad floats,
+ * at most 64 MiB): a limit lowered below that means fewer blocks, and float sums rounded
+ * differently. The centroids and one block's sums (nc rows each) must fit one binding.
  */
 import type { KMeansWorkspace } from '../backend.js';
 import type { Device, DeviceBuffer } from '../device.js';
@@ -41,8 +42,11 @@ export class DeviceKMeans implements KMeansWorkspace {
     const n = points.ntotal;
     this.centroidStore = new CodeStore(device, d, { hostCopy: false });
     if (this.centroidStore.chunkRows < nc) {
+      const bytes = nc * dpad * 4;
       throw new InvalidArgumentError(
-        `k-means keeps its ${nc} centroids in one binding (${nc * dpad * 4} bytes); this device binds at most ${device.limits.maxBindingBytes}`,
+        bytes > device.limits.maxBindingBytes
+          ? `k-means keeps its ${nc} centroids in one binding (${bytes} bytes); this device binds at most ${device.limits.maxBindingBytes}`
+          : `k-means keeps its ${nc} centroids in one chunk; tuning.chunkRows = ${device.tuning.chunkRows} is smaller`,
       );
     }
     ({ block: this.block, nblocks: this.nblocks } = kmeansBlocks(n, nc, dpad, Math.min(64 << 20, device.limits.maxBindingBytes)));
@@ -70,6 +74,16 @@ export class DeviceKMeans implements KMeansWorkspace {
   }
 
   async iterate(): Promise<{ objective: number; counts: Uint32Array }> {
+    try {
+      return await this.record();
+    } catch (err) {
+      this.device.discard();
+      throw err;
+    }
+  }
+
+  /** Records one iteration and reads its counts and objective back. */
+  private async record(): Promise<{ objective: number; counts: Uint32Array }> {
     const { device, nc, nblocks, points } = this;
     const { dpad } = points;
     const centroids = this.centroidStore.chunks[0];

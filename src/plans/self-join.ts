@@ -88,6 +88,9 @@ export async function selfJoinCandidates(
         options.onPairs(sortTilePairs(block, q0, rows, false), rowsDone);
       }
     }
+  } catch (err) {
+    device.discard();
+    throw err;
   } finally {
     device.release(scores);
     device.release(count);

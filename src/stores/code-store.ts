@@ -81,6 +81,7 @@ export class CodeStore implements BaseStore {
       }
       await this.device.flush();
     } catch (err) {
+      this.device.discard();
       for (const c of grown.values()) this.free(c);
       throw err;
     }
@@ -99,6 +100,7 @@ export class CodeStore implements BaseStore {
     try {
       await this.commit(x, n, plan, grown);
     } catch (err) {
+      this.device.discard();
       this.host?.truncate(hostRows);
       for (const c of grown.values()) if (!this.chunks.includes(c)) this.free(c);
       if (chunkCount > 0) this.chunks[chunkCount - 1].rows = lastRows;

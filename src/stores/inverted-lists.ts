@@ -16,6 +16,7 @@
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows, paddedDim } from '../device.js';
 import { chunkRows, rowsPerBinding } from '../plans/tiling.js';
+import { InvalidArgumentError } from '../types.js';
 
 export interface ListChunk {
   xb: DeviceBuffer;
@@ -28,6 +29,8 @@ export interface ListChunk {
   /** Host mirror of the device table (2 * nlist u32). */
   ranges: Uint32Array;
   rangesBuf: DeviceBuffer;
+  /** Host mirror of `ids` (the GEMM strategy maps the rows it selects to ids on the host). */
+  hostIds: Uint32Array;
 }
 
 interface Extent {
@@ -113,16 +116,18 @@ export class DeviceLists {
           this.device.copy(old.xb, 0, g.xb, 0, old.capacity * this.dpad * 4);
           this.device.copy(old.xnorm, 0, g.xnorm, 0, old.capacity * 4);
           this.device.copy(old.ids, 0, g.ids, 0, old.capacity * 4);
+          g.hostIds.set(old.hostIds.subarray(0, old.capacity));
         }
         g.used = old.used;
       }
+      // The copies run before the old buffers go back: nothing after this point can drop them.
+      await this.device.flush();
       for (const [c, g] of grown) {
         const old = this.chunks[c];
         this.free(old);
         this.chunks[c] = g;
       }
       grown.clear();
-      const touched = new Set<number>();
       for (const w of writes) {
         const ch = this.chunks[w.chunk];
         const pick = rows.subarray(w.from, w.from + w.rows);
@@ -134,27 +139,36 @@ export class DeviceLists {
         });
         this.device.upload(ch.xb, w.at * this.dpad * 4, padRows(xs, w.rows, this.d, this.dpad));
         this.device.upload(ch.ids, w.at * 4, is);
-        touched.add(w.chunk);
+        ch.hostIds.set(is, w.at);
       }
       // Norms after every upload: an upload after a recorded call would cost a submit each.
       for (const w of writes) {
         const ch = this.chunks[w.chunk];
         this.device.dispatch({ kernel: 'norms', x: ch.xb, out: ch.xnorm, n: w.rows, dpad: this.dpad, row0: w.at, out0: w.at });
       }
-      for (const [l, exts] of this.extents) {
-        for (const e of exts) {
+      // The tables: only the entries of the lists this add touched (each is 8 bytes; a whole
+      // table is 8 * nlist), or the whole table of a chunk where most entries changed.
+      const changed = new Map<number, number[]>();
+      for (const l of order) {
+        for (const e of this.extents.get(l)!) {
           const r = this.chunks[e.chunk].ranges;
-          if (r[2 * l] !== e.start || r[2 * l + 1] !== e.start + e.size) {
-            r[2 * l] = e.start;
-            r[2 * l + 1] = e.start + e.size;
-            touched.add(e.chunk);
-          }
+          if (r[2 * l] === e.start && r[2 * l + 1] === e.start + e.size) continue;
+          r[2 * l] = e.start;
+          r[2 * l + 1] = e.start + e.size;
+          let ls = changed.get(e.chunk);
+          if (!ls) changed.set(e.chunk, (ls = []));
+          ls.push(l);
         }
       }
-      for (const c of touched) this.device.upload(this.chunks[c].rangesBuf, 0, this.chunks[c].ranges);
+      for (const [c, ls] of changed) {
+        const ch = this.chunks[c];
+        if (ls.length > 64) this.device.upload(ch.rangesBuf, 0, ch.ranges);
+        else for (const l of ls) this.device.upload(ch.rangesBuf, 8 * l, ch.ranges.subarray(2 * l, 2 * l + 2));
+      }
       await this.device.flush();
       this.ntotal += n;
     } catch (err) {
+      this.device.discard();
       for (const g of grown.values()) this.free(g);
       for (const ch of this.chunks.splice(oldChunks)) this.free(ch);
       this.restore(saved);
@@ -194,6 +208,8 @@ export class DeviceLists {
 
   /** Opens an empty chunk (buffers come when rows are reserved in it) and returns its number. */
   private newChunk(): number {
+    // Positions (chunk * chunkRows + row) are u32 on the device, below the padding id.
+    if ((this.chunks.length + 1) * this.chunkRows >= 0xffffffff) throw new InvalidArgumentError(`IVF lists hold at most ${0xffffffff - 1} rows`);
     this.chunks.push(this.allocate(0, new Uint32Array(2 * this.nlist)));
     return this.chunks.length - 1;
   }
@@ -208,6 +224,7 @@ export class DeviceLists {
       used: 0,
       ranges: ranges.slice(),
       rangesBuf: this.device.buffer('ivf_ranges', 8 * this.nlist),
+      hostIds: new Uint32Array(capacity),
     };
     this.device.upload(ch.rangesBuf, 0, ch.ranges);
     return ch;
@@ -230,6 +247,21 @@ export class DeviceLists {
       ch.ranges = c.ranges;
       this.device.upload(ch.rangesBuf, 0, ch.ranges);
     });
+  }
+
+  /** The runs of rows of list `l`, in chunk order: chunk, first row, rows. */
+  extentsOf(l: number): readonly { chunk: number; start: number; size: number }[] {
+    return this.extents.get(l) ?? [];
+  }
+
+  /** A row's position across chunks (`chunk * chunkRows + row`): what the GEMM strategy selects by. */
+  position(chunk: number, row: number): number {
+    return chunk * this.chunkRows + row;
+  }
+
+  /** The id stored at a position (see `position`). */
+  idAt(position: number): number {
+    return this.chunks[Math.floor(position / this.chunkRows)].hostIds[position % this.chunkRows];
   }
 
   /** Frees every chunk; the lists are empty. */

@@ -131,3 +131,57 @@ describe('training on a sample, as Faiss', () => {
     });
   }
 });
+
+describe.skipIf(!gpu)('the GPU device after failures and with no idle pool', async () => {
+  const noIdle = await gpuBackend({ poolIdleBytes: 0, chunkRows: 300 });
+  const narrow = await gpuBackend({ maxBindingBytes: 4096 });
+
+  it('released buffers that recorded work still uses are destroyed only after it is submitted', async () => {
+    // Store and list chunks grow (copy old -> new, release old) and k-means hands its scratch back
+    // while its calls wait: with no idle pool every release destroys.
+    const ivf = new IvfFlatIndex(noIdle!, { dim: d, nlist: 8, nprobe: 8 });
+    await ivf.train(x.subarray(0, 2000 * d));
+    const flat = new FlatIndex(noIdle!, { dim: d });
+    for (const [a, b] of [[0, 10], [10, 100], [100, 700], [700, 2000]]) {
+      await ivf.add(x.subarray(a * d, b * d));
+      await flat.add(x.subarray(a * d, b * d));
+    }
+    const q = x.subarray(0, 30 * d);
+    const r1 = await ivf.search(q, 5);
+    const r2 = await flat.search(q, 5);
+    expect(Array.from(r1.labels)).toEqual(Array.from(r2.labels));
+    await ivf.dispose();
+    await flat.dispose();
+  });
+
+  it('a search refused by a size check records nothing that a later operation would run', async () => {
+    // 64 centroids of 128 bytes exceed the binding for k-means: trained elsewhere.
+    const trained = new IvfFlatIndex(gpu!, { dim: d, nlist: 64 });
+    await trained.train(x.subarray(0, 3000 * d));
+    const ivf = new IvfFlatIndex(narrow!, { dim: d, nlist: 64, nprobe: 64 });
+    await ivf.setCentroids(trained.centroids!);
+    await trained.dispose();
+    await ivf.add(x.subarray(0, 3000 * d));
+    await expect(ivf.search(x.subarray(0, 2 * d), 10)).rejects.toThrow(/probed lists of k = 32 takes 8192 bytes; this device binds at most 4096/);
+    expect((narrow!.device as unknown as { recorder: { pending: boolean } }).recorder.pending).toBe(false);
+    await ivf.dispose();
+    const flat = new FlatIndex(narrow!, { dim: d });
+    await flat.add(x.subarray(0, 500 * d));
+    expect(Array.from((await flat.search(x.subarray(0, 3 * d), 1)).labels)).toEqual([0, 1, 2]);
+    await flat.dispose();
+  });
+
+  it('a failed read reports its error once; the next operation is not blamed for it', async () => {
+    const device = gpu!.device;
+    const a = device.buffer('doomed', 64);
+    const b = device.buffer('out', 64);
+    (a as unknown as { gpu: GPUBuffer }).gpu.destroy();
+    device.copy(a, 0, b, 0, 64);
+    await expect(device.read([{ buffer: b, offset: 0, bytes: 64 }])).rejects.toThrow(/destroyed/);
+    device.upload(b, 0, new Uint32Array(16).fill(7));
+    await device.flush();
+    const [back] = await device.read([{ buffer: b, offset: 0, bytes: 64 }]);
+    expect(Array.from(new Uint32Array(back))).toEqual(new Array(16).fill(7));
+    device.release(b);
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * The two IVF strategies (src/plans/ivf-search.ts) return the same results: the scan (one query
+ * against one list per invocation) and the GEMM (each list against all the queries that probe it),
+ * on both devices, whole and split across chunks, and both equal Flat at nprobe = nlist.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Backend } from '../../src/backend.js';
+import type { DeviceOptions } from '../../src/device.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { chooseIvfStrategy } from '../../src/plans/ivf-search.js';
+import { clusteredFloats, randomSmallInts } from '../../src/random.js';
+import { cpuBackend } from '../helpers/cpu.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+afterAll(disposeGpuBackends);
+
+const d = 10;
+const n = 1500;
+const nq = 40;
+const nlist = 24;
+const k = 7;
+
+type Maker = (o: DeviceOptions) => Promise<Backend | null>;
+const devices: [string, Maker][] = [
+  ['cpu', async (o) => cpuBackend(o)],
+  ['webgpu', async (o) => gpuBackend(o)],
+];
+const probeGpu = await gpuBackend();
+
+const data = [
+  ['small integers', randomSmallInts(n * d, 11, 6), randomSmallInts(nq * d, 12, 6)],
+  ['floats', clusteredFloats(n, d, 30, 13), clusteredFloats(nq, d, 30, 14)],
+] as const;
+
+for (const [name, make] of devices) {
+  const skip = name === 'webgpu' && !probeGpu;
+  describe(`${name}: scan and GEMM agree`, () => {
+    for (const [kind, xb, xq] of data) {
+      it.skipIf(skip)(`${kind}: every nprobe, whole and split; nprobe = nlist equals Flat`, async () => {
+        const make3 = async (o: DeviceOptions) => (await make(o))!;
+        const scan = await make3({ ivfStrategy: 'scan' });
+        const gemm = await make3({ ivfStrategy: 'gemm' });
+        // Chunks of 64 rows (3072 / 48 bytes) for lists of about 62 rows: most span chunks; the limit
+        // holds one query's 24 copies. Tiny score tiles: several column and row tiles per list.
+        const gemmSplit = await make3({ ivfStrategy: 'gemm', maxBindingBytes: 3072, tileCols: 8, scoreTileBytes: 8 * 4 * 3 });
+        const indexes: IvfFlatIndex[] = [];
+        let centroids: Float32Array | null = null;
+        for (const backend of [scan, gemm, gemmSplit]) {
+          const index = new IvfFlatIndex(backend, { dim: d, nlist });
+          if (centroids) await index.setCentroids(centroids);
+          else {
+            await index.train(xb);
+            centroids = index.centroids;
+          }
+          await index.add(xb.subarray(0, 700 * d));
+          await index.add(xb.subarray(700 * d));
+          indexes.push(index);
+        }
+        const flat = new FlatIndex(scan, { dim: d });
+        await flat.add(xb);
+        for (const nprobe of [1, 3, 8, nlist]) {
+          const [a, b, c] = await Promise.all(indexes.map((i) => i.search(xq, k, { nprobe })));
+          expect(Array.from(b.labels), `gemm nprobe ${nprobe}`).toEqual(Array.from(a.labels));
+          expect(Array.from(b.distances), `gemm nprobe ${nprobe}`).toEqual(Array.from(a.distances));
+          expect(Array.from(c.labels), `gemm split nprobe ${nprobe}`).toEqual(Array.from(a.labels));
+          expect(Array.from(c.distances), `gemm split nprobe ${nprobe}`).toEqual(Array.from(a.distances));
+        }
+        const f = await flat.search(xq, k);
+        const g = await indexes[1].search(xq, k, { nprobe: nlist });
+        expect(Array.from(g.labels)).toEqual(Array.from(f.labels));
+        expect(Array.from(g.distances)).toEqual(Array.from(f.distances));
+        for (const i of indexes) await i.dispose();
+        await flat.dispose();
+      });
+    }
+  });
+}
+
+describe('choosing the strategy', () => {
+  it('auto takes the GEMM once lists average a query each; a forced one is kept', () => {
+    const auto = cpuBackend().device;
+    expect(chooseIvfStrategy(auto, 1, 8, 1024)).toBe('scan');
+    expect(chooseIvfStrategy(auto, 1000, 8, 1024)).toBe('gemm');
+    expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'scan' }).device, 1000, 8, 1024)).toBe('scan');
+    expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'gemm' }).device, 1, 1, 1024)).toBe('gemm');
+  });
+});
