@@ -78,10 +78,11 @@ for (const [name, make] of devices) {
 }
 
 describe('choosing the strategy', () => {
-  it('auto takes the GEMM once lists average a query each; a forced one is kept', () => {
+  it('auto takes the GEMM once lists average three queries each; a forced one is kept', () => {
     const auto = cpuBackend().device;
     expect(chooseIvfStrategy(auto, 1, 8, 1024)).toBe('scan');
-    expect(chooseIvfStrategy(auto, 1000, 8, 1024)).toBe('gemm');
+    expect(chooseIvfStrategy(auto, 383, 8, 1024)).toBe('scan');
+    expect(chooseIvfStrategy(auto, 384, 8, 1024)).toBe('gemm');
     expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'scan' }).device, 1000, 8, 1024)).toBe('scan');
     expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'gemm' }).device, 1, 1, 1024)).toBe('gemm');
   });
