@@ -166,7 +166,10 @@ async function gemmLists(
   if (npairs === 0) return out;
   const xg = scratch.buffer('xq_grouped', npairs * dpad * 4);
   device.upload(xg, 0, padRows(grouped, npairs, d, dpad));
-  const { tileCols, queryTile } = scoreTiles(device, widest, lists.chunkRows, lists.chunkRows);
+  // Tiles as wide as the longest run of rows probed (lists are short: no empty segments to select).
+  let longest = 1;
+  for (const l of order) for (const e of lists.extentsOf(l)) longest = Math.max(longest, e.size);
+  const { tileCols, queryTile } = scoreTiles(device, widest, longest, lists.chunkRows);
   const nseg = selectSegments(device, queryTile, tileCols, k);
   const segLen = Math.ceil(tileCols / nseg);
   const scores = scratch.buffer('scores', queryTile * tileCols * 4);
