@@ -106,6 +106,7 @@ export async function searchInBatches(
   k: number,
   batch: number,
   metric: KernelMetric,
+  timings: SearchTimings | undefined,
   run: (scratch: Scratch, xq: DeviceBuffer, rows: number, hostQueries: Float32Array) => Promise<HostLists>,
 ): Promise<SearchResult> {
   const runS = new Float32Array(nq * k).fill(Infinity);
@@ -115,7 +116,14 @@ export async function searchInBatches(
     const scratch = new Scratch(device);
     try {
       const queries = xq.subarray(b0 * d, (b0 + rows) * d);
-      const out = await run(scratch, uploadQueries(scratch, queries, rows, d, dpad), rows, queries);
+      const t0 = performance.now();
+      const xqBuf = uploadQueries(scratch, queries, rows, d, dpad);
+      if (timings) {
+        // Timed on its own only when asked: waiting for the upload costs a round trip.
+        await device.flush();
+        timings.uploadMs += performance.now() - t0;
+      }
+      const out = await run(scratch, xqBuf, rows, queries);
       runS.set(out.s.subarray(0, rows * k), b0 * k);
       runI.set(out.i.subarray(0, rows * k), b0 * k);
     } catch (err) {
@@ -143,7 +151,7 @@ export function searchFlat(
   timings?: SearchTimings,
 ): Promise<SearchResult> {
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
-  return searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, (scratch, xqBuf, rows) =>
+  return searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) =>
     readLists(device, flatLists(scratch, base, xqBuf, 0, rows, k, metric), rows * k, timings),
   );
 }

@@ -71,7 +71,7 @@ export function searchIvf(
     if (strategy === 'scan') scanTiles(device, Math.min(nq, batch), nprobe, k);
     else checkResultRow(device, k);
   }
-  return searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, async (scratch, xqBuf, rows, queries) => {
+  return searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, timings, async (scratch, xqBuf, rows, queries) => {
     const probes = flatLists(scratch, coarse, xqBuf, 0, rows, nprobe, metric).i;
     if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric), rows * k, timings);
     const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);
