@@ -4,7 +4,7 @@
  */
 import { Backend, type BackendKind } from './backend.js';
 import type { DeviceTuning } from './device.js';
-import { checkMaxBindingBytes } from './device.js';
+import { checkMaxBindingBytes, checkTuning } from './device.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
 
 export interface BackendOptions {
@@ -41,6 +41,7 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
     throw new InvalidArgumentError(`createBackend: unknown option ${unknown.join(', ')}; expected ${known.join(', ')} (tile sizes are under tuning)`);
   }
   checkMaxBindingBytes(options.maxBindingBytes);
+  checkTuning(options.tuning ?? {});
   const deviceOptions = { ...options.tuning, maxBindingBytes: options.maxBindingBytes };
   const cpu = async (): Promise<Backend> => {
     const { CpuDevice } = await import('./cpu/cpu-device.js');

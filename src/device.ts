@@ -273,6 +273,22 @@ export function unpadRows(x: Float32Array, n: number, d: number, dpad: number): 
   return out;
 }
 
+/** Checks the tuning knobs a caller gave (either device): positive integers, a known strategy. */
+export function checkTuning(t: DeviceTuning, alsoKnown: string[] = []): void {
+  for (const key of ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity'] as const) {
+    const v = t[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v >= 1)) {
+      throw new InvalidArgumentError(`tuning.${key} must be an integer >= 1; got ${String(v)}`);
+    }
+  }
+  if (t.ivfStrategy !== undefined && !['auto', 'scan', 'gemm'].includes(t.ivfStrategy)) {
+    throw new InvalidArgumentError(`tuning.ivfStrategy must be auto, scan or gemm; got ${String(t.ivfStrategy)}`);
+  }
+  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'ivfStrategy'];
+  const unknown = Object.keys(t).filter((key) => !known.includes(key) && !alsoKnown.includes(key) && key !== 'maxBindingBytes');
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown tuning option ${unknown.join(', ')}; expected ${known.join(', ')}`);
+}
+
 /** Checks a caller's maxBindingBytes (either device). */
 export function checkMaxBindingBytes(m: unknown): void {
   if (m !== undefined && !(typeof m === 'number' && Number.isInteger(m) && m >= 256)) {

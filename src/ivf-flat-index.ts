@@ -227,11 +227,26 @@ export class IvfFlatIndex {
     this.queue.checkOpen('restoreLists');
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
-      const listOf = new Uint32Array(ids.length);
-      for (let l = 0; l < this.nlist; l++) listOf.fill(l, offsets[l], offsets[l + 1]);
+      const n = ids.length;
+      const d = this.dim;
+      // Each list's rows in ascending id order, so that position order is id order on the device
+      // (what the GEMM strategy needs; the order of rows within a list means nothing else).
+      const order = new Uint32Array(n);
+      for (let i = 0; i < n; i++) order[i] = i;
+      const listOf = new Uint32Array(n);
+      for (let l = 0; l < this.nlist; l++) {
+        listOf.fill(l, offsets[l], offsets[l + 1]);
+        order.subarray(offsets[l], offsets[l + 1]).sort((a, b) => ids[a] - ids[b]);
+      }
+      const sortedIds = new Uint32Array(n);
+      const sortedXb = new Float32Array(n * d);
+      for (let i = 0; i < n; i++) {
+        sortedIds[i] = ids[order[i]];
+        sortedXb.set(xb.subarray(order[i] * d, (order[i] + 1) * d), i * d);
+      }
       this.clearLists();
-      await this.deviceLists.add(xb, ids.length, listOf, ids);
-      this.lists.add(xb, ids.length, listOf, ids);
+      await this.deviceLists.add(sortedXb, n, listOf, sortedIds);
+      this.lists.add(sortedXb, n, listOf, sortedIds);
     });
   }
 

@@ -4,7 +4,7 @@
  * (1 GiB unless lowered), so plans split data here exactly as they do on the GPU.
  */
 import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
-import { checkMaxBindingBytes } from '../device.js';
+import { checkMaxBindingBytes, checkTuning } from '../device.js';
 import { PairList } from '../pairs.js';
 import type { SearchTimings } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
@@ -42,6 +42,7 @@ export class CpuDevice implements Device {
 
   constructor(options: DeviceOptions = {}) {
     checkMaxBindingBytes(options.maxBindingBytes);
+    checkTuning(options);
     this.limits = { maxBindingBytes: Math.min(CPU_MAX_BINDING, options.maxBindingBytes ?? Infinity), maxK: CPU_MAX_K };
     // Small tiles: a 64 x 4096 score tile (1 MiB) stays in cache.
     this.tuning = {

@@ -89,11 +89,23 @@ export class BufferPool {
     return true;
   }
 
-  /** Destroys a buffer that is not idle (released and not kept, or never valid) and forgets it. */
+  /** Destroys a buffer (released and not kept, or never valid) and forgets it. */
   discard(buffer: GPUBuffer): void {
     if (!this.live.delete(buffer)) return;
     this.stats.liveBytes -= buffer.size;
+    // Out of memory is reported late: the buffer may already wait in its bucket.
+    const free = this.idle.get(`${buffer.usage}:${buffer.size}`);
+    const at = free ? free.indexOf(buffer) : -1;
+    if (at >= 0) {
+      free!.splice(at, 1);
+      this.stats.idleBytes -= buffer.size;
+    }
     buffer.destroy();
+  }
+
+  /** Hands a buffer back that no recorded work uses any more: kept, or destroyed now. */
+  releaseNow(buffer: GPUBuffer): void {
+    if (!this.release(buffer)) this.discard(buffer);
   }
 
   /** Destroys every buffer, in use or idle. */

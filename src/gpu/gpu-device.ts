@@ -4,7 +4,7 @@
  * step), bind groups cached by the recorder.
  */
 import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
-import { checkMaxBindingBytes } from '../device.js';
+import { checkMaxBindingBytes, checkTuning } from '../device.js';
 import type { SearchTimings } from '../types.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { BufferPool, type PoolStats } from './buffer-pool.js';
@@ -76,6 +76,7 @@ export class GpuDevice implements Device {
   /** Null when there is no adapter. */
   static async create(options: GpuDeviceOptions = {}): Promise<GpuDevice | null> {
     checkMaxBindingBytes(options.maxBindingBytes);
+    checkTuning(options, ['timeKernels', 'dawnFlags', 'poolIdleBytes']);
     const ctx = await GpuContext.create(options.dawnFlags ?? []);
     return ctx ? new GpuDevice(ctx, options) : null;
   }
@@ -208,7 +209,7 @@ export class GpuDevice implements Device {
         return out;
       });
     } finally {
-      this.pool.release(staging);
+      this.pool.releaseNow(staging); // its copy has run
     }
   }
 

@@ -176,8 +176,8 @@ export class Recorder {
 
   private uniformBuffer(bytes: number): GPUBuffer {
     if (!this.uniforms || this.uniforms.size < bytes) {
-      // The old one may still be read by submitted work: it goes back to the pool, not destroyed.
-      if (this.uniforms) this.pool.release(this.uniforms);
+      // Only submitted work reads the old one, and destroying keeps it alive until that work is done.
+      if (this.uniforms) this.pool.releaseNow(this.uniforms);
       this.uniforms = this.pool.acquire('params', bytes, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
     }
     return this.uniforms;

@@ -65,7 +65,7 @@ export function searchIvf(
   // `grouped` queries. Where even one query's copies exceed a binding, the scan does the batch.
   const perQuery = nprobe * Math.max(dpad, k) * 4;
   const grouped = Math.min(batch, Math.floor(device.limits.maxBindingBytes / perQuery));
-  const strategy = grouped >= 1 ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist) : 'scan';
+  const strategy = grouped >= 1 && lists.idsInPositionOrder ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist) : 'scan';
   // Every size check before the first call is recorded (a check failing later would leave calls behind).
   if (batch > 0) {
     if (strategy === 'scan') scanTiles(device, Math.min(nq, batch), nprobe, k);

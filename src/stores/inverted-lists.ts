@@ -49,6 +49,14 @@ export class DeviceLists {
   chunks: ListChunk[] = [];
   private extents = new Map<number, Extent[]>();
   ntotal = 0;
+  /**
+   * Whether, in every list, ids increase with position (true for ids given in ascending order, as
+   * `add` and `loadIndex` give them). The GEMM strategy selects by position within a list, which
+   * is then the (score, id) order; without it, searches take the scan.
+   */
+  idsInPositionOrder = true;
+  /** The last id added to each list (for idsInPositionOrder). */
+  private lastId = new Map<number, number>();
 
   constructor(
     readonly device: Device,
@@ -84,6 +92,15 @@ export class DeviceLists {
       at.set(l, p + 1);
     }
     const saved = this.snapshot();
+    const lastBefore = new Map(this.lastId);
+    const orderedBefore = this.idsInPositionOrder;
+    for (let p = 0; p < n; p++) {
+      const l = listOf[rows[p]];
+      const id = ids[rows[p]];
+      const last = this.lastId.get(l);
+      if (last !== undefined && id <= last) this.idsInPositionOrder = false;
+      this.lastId.set(l, id);
+    }
     const oldChunks = this.chunks.length;
     const grown = new Map<number, ListChunk>();
     try {
@@ -172,6 +189,8 @@ export class DeviceLists {
       for (const g of grown.values()) this.free(g);
       for (const ch of this.chunks.splice(oldChunks)) this.free(ch);
       this.restore(saved);
+      this.lastId = lastBefore;
+      this.idsInPositionOrder = orderedBefore;
       throw err;
     }
   }
@@ -209,7 +228,9 @@ export class DeviceLists {
   /** Opens an empty chunk (buffers come when rows are reserved in it) and returns its number. */
   private newChunk(): number {
     // Positions (chunk * chunkRows + row) are u32 on the device, below the padding id.
-    if ((this.chunks.length + 1) * this.chunkRows >= 0xffffffff) throw new InvalidArgumentError(`IVF lists hold at most ${0xffffffff - 1} rows`);
+    if ((this.chunks.length + 1) * this.chunkRows >= 0xffffffff) {
+      throw new InvalidArgumentError(`IVF lists on this device hold at most ${Math.floor(0xfffffffe / this.chunkRows)} chunks of ${this.chunkRows} rows`);
+    }
     this.chunks.push(this.allocate(0, new Uint32Array(2 * this.nlist)));
     return this.chunks.length - 1;
   }
@@ -270,6 +291,8 @@ export class DeviceLists {
     this.chunks = [];
     this.extents.clear();
     this.ntotal = 0;
+    this.lastId.clear();
+    this.idsInPositionOrder = true;
   }
 
   private free(ch: ListChunk): void {

@@ -11,6 +11,13 @@ afterAll(disposeGpuBackends);
 const NO_ADAPTER = { dawnFlags: ['backend=no-such-backend'] };
 
 describe('createBackend', () => {
+  it('rejects unknown options and bad tuning, naming them', async () => {
+    await expect(createBackend({ backend: 'cpu', gpu: {} } as never)).rejects.toThrow(/unknown option gpu/);
+    await expect(createBackend({ backend: 'cpu', tuning: { ivfStrategy: 'SCAN' as never } })).rejects.toThrow('tuning.ivfStrategy must be auto, scan or gemm; got SCAN');
+    await expect(createBackend({ backend: 'cpu', tuning: { tileCols: 0 } })).rejects.toThrow('tuning.tileCols must be an integer >= 1; got 0');
+    await expect(createBackend({ backend: 'cpu', tuning: { tileCol: 4 } as never })).rejects.toThrow(/unknown tuning option tileCol/);
+  });
+
   it('cpu never touches WebGPU', async () => {
     const b = await createBackend({ backend: 'cpu' });
     expect(b.kind).toBe('cpu');

@@ -150,8 +150,15 @@ describe.skipIf(!gpu)('the GPU device after failures and with no idle pool', asy
     const r1 = await ivf.search(q, 5);
     const r2 = await flat.search(q, 5);
     expect(Array.from(r1.labels)).toEqual(Array.from(r2.labels));
+    // Nothing leaks: searches (their staging buffers too) and disposal leave no buffer behind.
+    const before = noIdle!.device.poolStats().liveBytes;
+    for (let i = 0; i < 5; i++) await flat.search(q, 5);
+    expect(noIdle!.device.poolStats().liveBytes).toBe(before);
     await ivf.dispose();
     await flat.dispose();
+    const { liveBytes, idleBytes } = noIdle!.device.poolStats();
+    // Only the recorder's uniform buffer stays.
+    expect(liveBytes - idleBytes).toBeLessThanOrEqual(64 << 10);
   });
 
   it('a search refused by a size check records nothing that a later operation would run', async () => {

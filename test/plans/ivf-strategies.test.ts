@@ -77,6 +77,45 @@ for (const [name, make] of devices) {
   });
 }
 
+describe('ids that do not increase with position', () => {
+  for (const [name, make] of devices) {
+    const skip = name === 'webgpu' && !probeGpu;
+    it.skipIf(skip)(`${name}: a restored index with ids in any order still orders ties by id`, async () => {
+      // 100 copies of one vector in one list, stored with ids 99 .. 0: every score ties.
+      const gemm = (await make({ ivfStrategy: 'gemm' }))!;
+      const scan = (await make({ ivfStrategy: 'scan' }))!;
+      const got: number[][] = [];
+      for (const backend of [gemm, scan]) {
+        const index = new IvfFlatIndex(backend, { dim: 2, nlist: 2, nprobe: 2 });
+        await index.setCentroids(new Float32Array([1, 1, -5, -5]));
+        const xb = new Float32Array(200).fill(1);
+        const ids = Uint32Array.from({ length: 100 }, (_, i) => 99 - i);
+        await index.restoreLists(new Uint32Array([0, 100, 100]), ids, xb);
+        got.push(Array.from((await index.search(new Float32Array([1, 1]), 5)).labels));
+        await index.dispose();
+      }
+      expect(got[0]).toEqual([0, 1, 2, 3, 4]);
+      expect(got[1]).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it.skipIf(skip)(`${name}: lists given ids out of order fall back to the scan, with the same results`, async () => {
+      const backend = (await make({ ivfStrategy: 'gemm' }))!;
+      const lists = backend.createLists(2, 1);
+      await lists.add(new Float32Array([1, 1, 1, 1]), 2, new Uint32Array([0, 0]), new Uint32Array([5, 6]));
+      expect(lists.idsInPositionOrder).toBe(true);
+      await lists.add(new Float32Array([1, 1]), 1, new Uint32Array([0]), new Uint32Array([3]));
+      expect(lists.idsInPositionOrder).toBe(false);
+      const coarse = backend.createBaseStore(2);
+      await coarse.add(new Float32Array([1, 1]), 1);
+      const r = await backend.searchIvf(coarse, lists, new Float32Array([1, 1]), 1, 3, 1, 'l2');
+      expect(Array.from(r.labels)).toEqual([3, 5, 6]);
+      lists.reset();
+      expect(lists.idsInPositionOrder).toBe(true);
+      coarse.dispose();
+    });
+  }
+});
+
 describe('choosing the strategy', () => {
   it('auto takes the GEMM once lists average three queries each; a forced one is kept', () => {
     const auto = cpuBackend().device;
