@@ -50,6 +50,12 @@ export interface DeviceTuning {
   /** Candidate pairs the self-join's pair buffer holds before a tile is re-run (default 2^20). */
   pairCapacity?: number;
   /**
+   * Segments the IVF scan splits each (query, list) into, where lists are long enough (8 rows or
+   * more a segment): default 8 on the GPU, whose SIMD lanes then scan one list together, 1 on the
+   * CPU, which gains nothing from them.
+   */
+  scanSegments?: number;
+  /**
    * How IVF lists are scored (src/plans/ivf-search.ts): `scan` (one query against one list per
    * invocation), `gemm` (each list against all the batch's queries that probe it), or `auto`
    * (default: GEMM once lists have, on average, three queries or more each).
@@ -275,7 +281,7 @@ export function unpadRows(x: Float32Array, n: number, d: number, dpad: number): 
 
 /** Checks the tuning knobs a caller gave (either device): positive integers, a known strategy. */
 export function checkTuning(t: DeviceTuning, alsoKnown: string[] = []): void {
-  for (const key of ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity'] as const) {
+  for (const key of ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments'] as const) {
     const v = t[key];
     if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v >= 1)) {
       throw new InvalidArgumentError(`tuning.${key} must be an integer >= 1; got ${String(v)}`);
@@ -284,7 +290,7 @@ export function checkTuning(t: DeviceTuning, alsoKnown: string[] = []): void {
   if (t.ivfStrategy !== undefined && !['auto', 'scan', 'gemm'].includes(t.ivfStrategy)) {
     throw new InvalidArgumentError(`tuning.ivfStrategy must be auto, scan or gemm; got ${String(t.ivfStrategy)}`);
   }
-  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'ivfStrategy'];
+  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy'];
   const unknown = Object.keys(t).filter((key) => !known.includes(key) && !alsoKnown.includes(key) && key !== 'maxBindingBytes');
   if (unknown.length > 0) throw new InvalidArgumentError(`unknown tuning option ${unknown.join(', ')}; expected ${known.join(', ')}`);
 }

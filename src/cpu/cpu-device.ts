@@ -52,6 +52,7 @@ export class CpuDevice implements Device {
       chunkRows: options.chunkRows ?? Infinity,
       selectInvocations: options.selectInvocations ?? 1,
       pairCapacity: options.pairCapacity ?? 1 << 20,
+      scanSegments: options.scanSegments ?? 1,
       ivfStrategy: options.ivfStrategy ?? 'auto',
     };
   }

@@ -69,6 +69,7 @@ export class GpuDevice implements Device {
       chunkRows: options.chunkRows ?? Infinity,
       selectInvocations: options.selectInvocations ?? (fallback ? 512 : 65536),
       pairCapacity: options.pairCapacity ?? 1 << 20,
+      scanSegments: options.scanSegments ?? 8,
       ivfStrategy: options.ivfStrategy ?? 'auto',
     };
   }

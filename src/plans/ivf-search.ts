@@ -91,7 +91,7 @@ function scanLists(
   metric: KernelMetric,
 ): RunLists {
   const { device } = scratch;
-  const { rowsPerTile, nseg } = scanTiles(device, nq, nprobe, k);
+  const { rowsPerTile, nseg } = scanTiles(device, nq, nprobe, k, lists.ntotal / lists.nlist);
   const nlists = nprobe * nseg;
   const partS = scratch.buffer('part_s', rowsPerTile * nlists * k * 4);
   const partI = scratch.buffer('part_i', rowsPerTile * nlists * k * 4);
