@@ -213,7 +213,7 @@ export class IvfFlatIndex {
     return this.queue.search(async () => {
       const centroids = this.trainedCentroids;
       if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
-      const csr = this.lists.csr(this.dim);
+      const csr = this.lists.csr();
       writeIndexFile(
         path,
         { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe },

@@ -1,26 +1,22 @@
 /**
- * Inverted lists on the host: per list, its vectors (rows of d), their squared norms and their ids,
- * appended in add order. This is an IVF index's host copy (`save` and the exact re-score read it);
- * searches scan the device's copy (src/stores/inverted-lists.ts). `csr()` lays the lists out as the
- * index file stores them: one array of vectors grouped by list, one of norms, one of ids, and
- * `offsets[nlist + 1]` (list L is `[offsets[L], offsets[L + 1])`).
+ * Inverted lists on the host: per list, its vectors (rows of d) and their ids, appended in add
+ * order. This is an IVF index's host copy (`save` and the exact re-score read it); searches scan
+ * the device's copy (src/stores/inverted-lists.ts), whose norms the device computes. `csr()` lays
+ * the lists out as the index file stores them: one array of vectors grouped by list, one of ids,
+ * and `offsets[nlist + 1]` (list L is `[offsets[L], offsets[L + 1])`).
  */
-import { norms } from './cpu/norms.js';
 import type { HostRows } from './rescore.js';
 
 export interface IvfCsr {
-  /** `ntotal * dpad` floats, rows zero-padded to `dpad`. */
+  /** `ntotal * d` floats. */
   xb: Float32Array;
-  xnorm: Float32Array;
   ids: Uint32Array;
   offsets: Uint32Array;
-  dpad: number;
 }
 
-/** One list's rows, norms and ids, with spare capacity; `size` of them are in use. */
+/** One list's rows and ids, with spare capacity; `size` of them are in use. */
 interface List {
   vectors: Float32Array;
-  norms: Float32Array;
   ids: Uint32Array;
   size: number;
 }
@@ -32,7 +28,7 @@ export class IvfLists {
    */
   private lists = new Map<number, List>();
   ntotal = 0;
-  private cache = new Map<number, IvfCsr>();
+  private cache: IvfCsr | null = null;
   /** Each id's row in the CSR layout (see hostRows); cleared with the cache. */
   private rowOfId: Uint32Array | null = null;
 
@@ -44,22 +40,18 @@ export class IvfLists {
   /** Appends rows of `x` (`n * d`) to the lists `listOf[i]`, with ids `id0 + i` or `ids[i]`. */
   add(x: Float32Array, n: number, listOf: Uint32Array, id0: number | Uint32Array): void {
     const d = this.d;
-    const xn = norms(x, n, d);
     const counts = new Map<number, number>();
     for (let i = 0; i < n; i++) counts.set(listOf[i], (counts.get(listOf[i]) ?? 0) + 1);
     for (const [l, count] of counts) {
-      const list = this.lists.get(l) ?? { vectors: new Float32Array(0), norms: new Float32Array(0), ids: new Uint32Array(0), size: 0 };
+      const list = this.lists.get(l) ?? { vectors: new Float32Array(0), ids: new Uint32Array(0), size: 0 };
       const need = list.size + count;
-      if (need > list.norms.length) {
-        const cap = Math.max(need, 2 * list.norms.length, 8);
+      if (need > list.ids.length) {
+        const cap = Math.max(need, 2 * list.ids.length, 8);
         const v = new Float32Array(cap * d);
         v.set(list.vectors.subarray(0, list.size * d));
-        const nn = new Float32Array(cap);
-        nn.set(list.norms.subarray(0, list.size));
         const ii = new Uint32Array(cap);
         ii.set(list.ids.subarray(0, list.size));
         list.vectors = v;
-        list.norms = nn;
         list.ids = ii;
       }
       this.lists.set(l, list);
@@ -68,11 +60,10 @@ export class IvfLists {
       const list = this.lists.get(listOf[i])!;
       const at = list.size++;
       list.vectors.set(x.subarray(i * d, (i + 1) * d), at * d);
-      list.norms[at] = xn[i];
       list.ids[at] = typeof id0 === 'number' ? id0 + i : id0[i];
     }
     this.ntotal += n;
-    this.cache.clear();
+    this.cache = null;
     this.rowOfId = null;
   }
 
@@ -83,36 +74,29 @@ export class IvfLists {
     return sizes;
   }
 
-  /** The CSR layout with rows padded to `dpad` floats (cached until the next add or reset). */
-  csr(dpad: number): IvfCsr {
-    const hit = this.cache.get(dpad);
-    if (hit) return hit;
+  /** The CSR layout (cached until the next add or reset). */
+  csr(): IvfCsr {
+    if (this.cache) return this.cache;
     const d = this.d;
     const sizes = this.listSizes();
     const offsets = new Uint32Array(this.nlist + 1);
     for (let l = 0; l < this.nlist; l++) offsets[l + 1] = offsets[l] + sizes[l];
-    const xb = new Float32Array(this.ntotal * dpad);
-    const xnorm = new Float32Array(this.ntotal);
+    const xb = new Float32Array(this.ntotal * d);
     const ids = new Uint32Array(this.ntotal);
     for (const [l, list] of this.lists) {
-      const o = offsets[l];
-      const size = list.size;
-      if (dpad === d) xb.set(list.vectors.subarray(0, size * d), o * d);
-      else for (let i = 0; i < size; i++) xb.set(list.vectors.subarray(i * d, (i + 1) * d), (o + i) * dpad);
-      xnorm.set(list.norms.subarray(0, size), o);
-      ids.set(list.ids.subarray(0, size), o);
+      xb.set(list.vectors.subarray(0, list.size * d), offsets[l] * d);
+      ids.set(list.ids.subarray(0, list.size), offsets[l]);
     }
-    const out = { xb, xnorm, ids, offsets, dpad };
-    this.cache.set(dpad, out);
-    return out;
+    this.cache = { xb, ids, offsets };
+    return this.cache;
   }
 
   /**
-   * The vectors by id, for the exact re-score (src/rescore.ts): the CSR rows (unpadded) and each
-   * id's row in them. Cached with the CSR layout.
+   * The vectors by id, for the exact re-score (src/rescore.ts): the CSR rows and each id's row in
+   * them. Cached with the CSR layout.
    */
   hostRows(): HostRows {
-    const csr = this.csr(this.d);
+    const csr = this.csr();
     if (!this.rowOfId) {
       this.rowOfId = new Uint32Array(this.ntotal);
       csr.ids.forEach((id, row) => (this.rowOfId![id] = row));
@@ -123,7 +107,7 @@ export class IvfLists {
   reset(): void {
     this.lists.clear();
     this.ntotal = 0;
-    this.cache.clear();
+    this.cache = null;
     this.rowOfId = null;
   }
 }

@@ -196,11 +196,26 @@ function trainSampleOf(v: Values, type: IndexType): number | undefined {
   return intFlag('train-sample', given, type.nlist, Number.MAX_SAFE_INTEGER);
 }
 
-async function buildIndex(backend: Backend, type: IndexType, metric: Metric, x: Float32Array, d: number, trainSample?: number): Promise<Index> {
-  const index = createIndex(backend, d, type, metric);
+/** The index flags build and knn-graph share: --type, --metric, --nprobe, --train-sample. */
+interface IndexSettings {
+  type: IndexType;
+  metric: Metric;
+  nprobe: number | undefined;
+  trainSample: number | undefined;
+}
+
+function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings {
+  const type = indexTypeOf(v);
+  return { type, metric: metricOf(v), nprobe: nprobeOf(v, type, defaultNprobe), trainSample: trainSampleOf(v, type) };
+}
+
+/** Builds the index `s` describes from `x` (`n * d`): trained (IVF), filled, its nprobe set. */
+async function buildIndex(backend: Backend, s: IndexSettings, x: Float32Array, d: number): Promise<Index> {
+  const index = createIndex(backend, d, s.type, s.metric);
   if (index instanceof IvfFlatIndex) {
     const p = new Progress('training');
-    await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: trainSample });
+    await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
+    if (s.nprobe !== undefined) index.nprobe = s.nprobe;
   }
   await index.add(x);
   return index;
@@ -211,18 +226,14 @@ export async function build(argv: string[]): Promise<void> {
   if (!v) return;
   const input = required(v, 'input');
   const out = required(v, 'out');
-  const type = indexTypeOf(v);
-  const metric = metricOf(v);
-  const nprobe = nprobeOf(v, type, 1);
-  const trainSample = trainSampleOf(v, type);
+  const settings = indexSettingsOf(v, 1);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input]));
   const file = readVectors(input);
-  checkNlist(type, file, input);
+  checkNlist(settings.type, file, input);
   const backend = await openBackend(choice);
   try {
-    const index = await buildIndex(backend, type, metric, file.data, file.d, trainSample);
-    if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
+    const index = await buildIndex(backend, settings, file.data, file.d);
     await index.save(out);
     process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.d}\n`);
   } finally {
@@ -368,21 +379,17 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
   const input = required(v, 'input');
   const queriesPath = text(v, 'queries');
-  const type = indexTypeOf(v);
-  const metric = metricOf(v);
-  const nprobe = nprobeOf(v, type, 8);
-  const trainSample = trainSampleOf(v, type);
+  const settings = indexSettingsOf(v, 8);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
   const file = readVectors(input);
-  checkNlist(type, file, input);
+  checkNlist(settings.type, file, input);
   const queries = queriesPath !== undefined ? readVectors(queriesPath) : null;
   if (queries && queries.d !== file.d) throw new UsageError(`the queries have dim ${queries.d}; the input has dim ${file.d}`);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
   try {
     const t0 = performance.now();
-    const index = await buildIndex(backend, type, metric, file.data, file.d, trainSample);
-    if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
+    const index = await buildIndex(backend, settings, file.data, file.d);
     await writeNeighbours(index, queries ? { queries: queries.data } : { self: file.data }, k, out, dist, 'knn-graph');
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
   } finally {

@@ -79,6 +79,15 @@ export class CpuDevice implements Device {
   }
 
   dispatch(c: KernelCall): void {
+    const t0 = performance.now();
+    this.runTwin(c);
+    this.busyMs += performance.now() - t0;
+  }
+
+  /** Milliseconds the twins ran since the last read or flush (what `read` reports as compute). */
+  private busyMs = 0;
+
+  private runTwin(c: KernelCall): void {
     const f = (b: DeviceBuffer): Float32Array => cpuOf(b).f32;
     const u = (b: DeviceBuffer): Uint32Array => cpuOf(b).u32;
     switch (c.kernel) {
@@ -130,12 +139,15 @@ export class CpuDevice implements Device {
   }
 
   async read(ranges: { buffer: DeviceBuffer; offset: number; bytes: number }[], timings?: SearchTimings): Promise<ArrayBuffer[]> {
-    void timings; // the work already ran: the plan's own clock covers it
+    // The calls already ran, at dispatch: their time is the compute; there is nothing to read back.
+    if (timings) timings.computeMs += this.busyMs;
+    this.busyMs = 0;
     await yieldToEvents();
     return ranges.map((r) => (cpuOf(r.buffer).f32.buffer as ArrayBuffer).slice(r.offset, r.offset + r.bytes));
   }
 
   async flush(): Promise<void> {
+    this.busyMs = 0;
     await yieldToEvents();
   }
 

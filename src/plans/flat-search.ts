@@ -21,6 +21,86 @@ import { norms as hostNorms } from '../cpu/norms.js';
 import { type RunLists, Scratch } from './scratch.js';
 import { checkResultRow, queryBatch, scoreTiles, selectSegments } from './tiling.js';
 
+/** Rows a flat scan visits: rows [start, start + rows) of a chunk's buffers, the first with id `id0`. */
+export interface RowRun {
+  xb: DeviceBuffer;
+  xnorm: DeviceBuffer;
+  start: number;
+  rows: number;
+  id0: number;
+}
+
+/** One flat scan's score tile, partial lists and two running lists (the ping-pong), with their sizes. */
+export interface ScoreScratch {
+  tileCols: number;
+  queryTile: number;
+  nseg: number;
+  segLen: number;
+  scores: DeviceBuffer;
+  partS: DeviceBuffer;
+  partI: DeviceBuffer;
+  run: [RunLists, RunLists];
+}
+
+/**
+ * Sizes and takes the buffers of a flat scan of up to `rows` queries at a time over rows stored
+ * `chunkRows` to a chunk, `width` of them at most in one run; the running lists hold `runRows` rows.
+ */
+export function scoreScratch(scratch: Scratch, k: number, rows: number, width: number, chunkRows: number, runRows: number): ScoreScratch {
+  const { device } = scratch;
+  checkResultRow(device, k);
+  const { tileCols, queryTile } = scoreTiles(device, rows, width, chunkRows);
+  const nseg = selectSegments(device, queryTile, tileCols, k);
+  return {
+    tileCols,
+    queryTile,
+    nseg,
+    segLen: Math.ceil(tileCols / nseg),
+    scores: scratch.buffer('scores', queryTile * tileCols * 4),
+    partS: scratch.buffer('part_s', queryTile * nseg * k * 4),
+    partI: scratch.buffer('part_i', queryTile * nseg * k * 4),
+    run: [scratch.lists(runRows * k), scratch.lists(runRows * k)],
+  };
+}
+
+/**
+ * Records, for `rows` queries (rows q0 .. of `xq`, padded to `dpad`; at most `t.queryTile`), the
+ * scan of `runs` in column tiles: gemm-scores, topk, and topk-merge into running-list rows
+ * [row0, row0 + rows). Returns the number of tiles: the final lists are in `t.run[tiles % 2]`.
+ */
+export function scoreRuns(
+  device: Device,
+  t: ScoreScratch,
+  xq: DeviceBuffer,
+  q0: number,
+  rows: number,
+  row0: number,
+  runs: readonly RowRun[],
+  k: number,
+  dpad: number,
+  metric: KernelMetric,
+): number {
+  const { tileCols, nseg, segLen, scores, partS, partI, run } = t;
+  let tiles = 0;
+  for (const r of runs) {
+    for (let c0 = 0; c0 < r.rows; c0 += tileCols) {
+      const cols = Math.min(tileCols, r.rows - c0);
+      const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
+      device.dispatch({ kernel: 'gemm-scores', metric, xq, xb: r.xb, xnorm: r.xnorm, scores, q0, rows, col0: r.start + c0, cols, dpad, ldc: tileCols });
+      device.dispatch({
+        kernel: 'topk', scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: r.id0 + c0,
+        bound: tiles === 0 ? null : { s: src.s, i: src.i, row0 },
+      });
+      device.dispatch({
+        kernel: 'topk-merge', partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
+        rows, k, nseg, first: tiles === 0, row0,
+      });
+      tiles++;
+    }
+  }
+  return tiles;
+}
+
 /**
  * Records a flat search of `nq` queries (rows of `xq` from `q0`, padded to base.dpad) against
  * `base` and returns the lists holding each query's k best (score, id), best first, `nq * k`.
@@ -35,40 +115,14 @@ export function flatLists(
   k: number,
   metric: KernelMetric,
 ): RunLists {
-  const { device } = scratch;
-  const { dpad } = base;
-  checkResultRow(device, k);
-  const { tileCols, queryTile } = scoreTiles(device, nq, base.ntotal, base.chunkRows);
-  const nseg = selectSegments(device, queryTile, tileCols, k);
-  const segLen = Math.ceil(tileCols / nseg);
-  const scores = scratch.buffer('scores', queryTile * tileCols * 4);
-  const partS = scratch.buffer('part_s', queryTile * nseg * k * 4);
-  const partI = scratch.buffer('part_i', queryTile * nseg * k * 4);
-  const run = [scratch.lists(nq * k), scratch.lists(nq * k)];
+  const t = scoreScratch(scratch, k, nq, base.ntotal, base.chunkRows, nq);
+  const starts = base.chunkStarts();
+  const runs = base.chunks.map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: c.rows, id0: starts[i] }));
   let tiles = 0;
-  for (let r0 = 0; r0 < nq; r0 += queryTile) {
-    const rows = Math.min(queryTile, nq - r0);
-    tiles = 0;
-    let id0 = 0;
-    for (const c of base.chunks) {
-      for (let col0 = 0; col0 < c.rows; col0 += tileCols) {
-        const cols = Math.min(tileCols, c.rows - col0);
-        const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
-        device.dispatch({ kernel: 'gemm-scores', metric, xq, xb: c.xb, xnorm: c.xnorm, scores, q0: q0 + r0, rows, col0, cols, dpad, ldc: tileCols });
-        device.dispatch({
-          kernel: 'topk', scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: id0 + col0,
-          bound: tiles === 0 ? null : { s: src.s, i: src.i, row0: r0 },
-        });
-        device.dispatch({
-          kernel: 'topk-merge', partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
-          rows, k, nseg, first: tiles === 0, row0: r0,
-        });
-        tiles++;
-      }
-      id0 += c.rows;
-    }
+  for (let r0 = 0; r0 < nq; r0 += t.queryTile) {
+    tiles = scoreRuns(scratch.device, t, xq, q0 + r0, Math.min(t.queryTile, nq - r0), r0, runs, k, base.dpad, metric);
   }
-  return run[tiles % 2];
+  return t.run[tiles % 2];
 }
 
 /** Uploads `nq` queries (`nq * d`) padded to `dpad` into a scratch buffer. */

@@ -25,9 +25,9 @@ import { type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import type { SearchResult, SearchTimings } from '../types.js';
-import { type HostLists, flatLists, readLists, searchInBatches } from './flat-search.js';
+import { type HostLists, type RowRun, flatLists, readLists, scoreRuns, scoreScratch, searchInBatches } from './flat-search.js';
 import type { RunLists, Scratch } from './scratch.js';
-import { checkResultRow, queryBatch, scanTiles, scoreTiles, selectSegments } from './tiling.js';
+import { checkResultRow, groupedBatch, queryBatch, scanTiles } from './tiling.js';
 
 export type IvfStrategy = 'scan' | 'gemm';
 
@@ -61,10 +61,8 @@ export function searchIvf(
 ): Promise<SearchResult> {
   const { dpad } = coarse;
   const batch = lists.ntotal > 0 ? queryBatch(device, nq, dpad, k, nprobe) : 0;
-  // The GEMM strategy holds one copy of each query per probe, and k results per copy: batches of
-  // `grouped` queries. Where even one query's copies exceed a binding, the scan does the batch.
-  const perQuery = nprobe * Math.max(dpad, k) * 4;
-  const grouped = Math.min(batch, Math.floor(device.limits.maxBindingBytes / perQuery));
+  // Where even one query's copies exceed a binding, the scan does the batch.
+  const grouped = groupedBatch(device, batch, dpad, k, nprobe);
   const strategy = grouped >= 1 && lists.idsInPositionOrder ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist) : 'scan';
   // Every size check before the first call is recorded (a check failing later would leave calls behind).
   if (batch > 0) {
@@ -167,41 +165,26 @@ async function gemmLists(
   const xg = scratch.buffer('xq_grouped', npairs * dpad * 4);
   device.upload(xg, 0, padRows(grouped, npairs, d, dpad));
   // Tiles as wide as the longest run of rows probed (lists are short: no empty segments to select).
+  const runsOf = new Map<number, RowRun[]>();
   let longest = 1;
-  for (const l of order) for (const e of lists.extentsOf(l)) longest = Math.max(longest, e.size);
-  const { tileCols, queryTile } = scoreTiles(device, widest, longest, lists.chunkRows);
-  const nseg = selectSegments(device, queryTile, tileCols, k);
-  const segLen = Math.ceil(tileCols / nseg);
-  const scores = scratch.buffer('scores', queryTile * tileCols * 4);
-  const partS = scratch.buffer('part_s', queryTile * nseg * k * 4);
-  const partI = scratch.buffer('part_i', queryTile * nseg * k * 4);
-  const run = [scratch.lists(npairs * k), scratch.lists(npairs * k)];
+  for (const l of order) {
+    const runs = lists.extentsOf(l).map((e) => {
+      const ch = lists.chunks[e.chunk];
+      longest = Math.max(longest, e.size);
+      return { xb: ch.xb, xnorm: ch.xnorm, start: e.start, rows: e.size, id0: lists.position(e.chunk, e.start) };
+    });
+    runsOf.set(l, runs);
+  }
+  const t = scoreScratch(scratch, k, widest, longest, lists.chunkRows, npairs);
+  const { run } = t;
   // Which of the two running buffers holds each list's final lists (the ping-pong's parity).
   const final = new Map<number, number>();
   for (const l of order) {
     const o = first.get(l)!;
     const cnt = count.get(l)!;
     let tiles = 0;
-    for (let r0 = 0; r0 < cnt; r0 += queryTile) {
-      const rowsT = Math.min(queryTile, cnt - r0);
-      tiles = 0;
-      for (const e of lists.extentsOf(l)) {
-        const ch = lists.chunks[e.chunk];
-        for (let c0 = 0; c0 < e.size; c0 += tileCols) {
-          const cols = Math.min(tileCols, e.size - c0);
-          const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
-          device.dispatch({ kernel: 'gemm-scores', metric, xq: xg, xb: ch.xb, xnorm: ch.xnorm, scores, q0: o + r0, rows: rowsT, col0: e.start + c0, cols, dpad, ldc: tileCols });
-          device.dispatch({
-            kernel: 'topk', scores, outS: partS, outI: partI, rows: rowsT, cols, ldc: tileCols, k, nseg, segLen,
-            id0: lists.position(e.chunk, e.start + c0), bound: tiles === 0 ? null : { s: src.s, i: src.i, row0: o + r0 },
-          });
-          device.dispatch({
-            kernel: 'topk-merge', partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
-            rows: rowsT, k, nseg, first: tiles === 0, row0: o + r0,
-          });
-          tiles++;
-        }
-      }
+    for (let r0 = 0; r0 < cnt; r0 += t.queryTile) {
+      tiles = scoreRuns(device, t, xg, o + r0, Math.min(t.queryTile, cnt - r0), o + r0, runsOf.get(l)!, k, dpad, metric);
     }
     if (tiles > 0) final.set(l, tiles % 2);
   }

@@ -33,6 +33,14 @@ export function queryBatch(device: Device, nq: number, dpad: number, k: number, 
   return Math.min(Math.max(1, nq), rowsPerBinding(device, perRow, 'query with its k results', device.tuning.queryBatch));
 }
 
+/**
+ * Queries per batch of the IVF GEMM strategy (at most `batch`), which holds one copy of each query
+ * per probe and k results per copy; 0 where even one query's copies exceed a binding.
+ */
+export function groupedBatch(device: Device, batch: number, dpad: number, k: number, nprobe: number): number {
+  return Math.min(batch, Math.floor(device.limits.maxBindingBytes / (nprobe * Math.max(dpad, k) * 4)));
+}
+
 export interface ScoreTiles {
   /** Base vectors per score tile. */
   tileCols: number;

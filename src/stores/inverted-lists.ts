@@ -91,9 +91,7 @@ export class DeviceLists {
       rows[p] = i;
       at.set(l, p + 1);
     }
-    const saved = this.snapshot();
-    const lastBefore = new Map(this.lastId);
-    const orderedBefore = this.idsInPositionOrder;
+    const saved = this.snapshot(order);
     for (let p = 0; p < n; p++) {
       const l = listOf[rows[p]];
       const id = ids[rows[p]];
@@ -189,8 +187,6 @@ export class DeviceLists {
       for (const g of grown.values()) this.free(g);
       for (const ch of this.chunks.splice(oldChunks)) this.free(ch);
       this.restore(saved);
-      this.lastId = lastBefore;
-      this.idsInPositionOrder = orderedBefore;
       throw err;
     }
   }
@@ -251,23 +247,34 @@ export class DeviceLists {
     return ch;
   }
 
-  private snapshot(): { extents: Map<number, Extent[]>; chunks: { used: number; ranges: Uint32Array }[]; ntotal: number } {
+  /** What an add of rows to `touched` lists may change, to put back if it fails. */
+  private snapshot(touched: number[]) {
     return {
-      extents: new Map([...this.extents].map(([l, es]) => [l, es.map((e) => ({ ...e }))])),
-      chunks: this.chunks.map((c) => ({ used: c.used, ranges: c.ranges.slice() })),
+      touched,
+      extents: touched.map((l) => this.extents.get(l)?.map((e) => ({ ...e }))),
+      lastId: touched.map((l) => this.lastId.get(l)),
+      used: this.chunks.map((c) => c.used),
       ntotal: this.ntotal,
+      ordered: this.idsInPositionOrder,
     };
   }
 
+  /** Puts back a snapshot; the chunks' tables are derived again from the restored extents. */
   private restore(s: ReturnType<DeviceLists['snapshot']>): void {
-    this.extents = s.extents;
-    this.ntotal = s.ntotal;
-    s.chunks.forEach((c, i) => {
-      const ch = this.chunks[i];
-      ch.used = c.used;
-      ch.ranges = c.ranges;
-      this.device.upload(ch.rangesBuf, 0, ch.ranges);
+    s.used.forEach((used, c) => (this.chunks[c].used = used));
+    s.touched.forEach((l, i) => {
+      for (const ch of this.chunks) ch.ranges.fill(0, 2 * l, 2 * l + 2);
+      const exts = s.extents[i];
+      if (exts) this.extents.set(l, exts);
+      else this.extents.delete(l);
+      for (const e of exts ?? []) this.chunks[e.chunk].ranges.set([e.start, e.start + e.size], 2 * l);
+      const last = s.lastId[i];
+      if (last === undefined) this.lastId.delete(l);
+      else this.lastId.set(l, last);
     });
+    for (const ch of this.chunks) this.device.upload(ch.rangesBuf, 0, ch.ranges);
+    this.ntotal = s.ntotal;
+    this.idsInPositionOrder = s.ordered;
   }
 
   /** The runs of rows of list `l`, in chunk order: chunk, first row, rows. */

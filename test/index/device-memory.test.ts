@@ -66,6 +66,28 @@ describe('IVF lists on the device', () => {
       await flat.dispose();
     });
 
+    it.skipIf(!backend)(`${name}: an IVF add that fails while writing the list tables leaves the lists as they were`, async () => {
+      const index = new IvfFlatIndex(backend!, { dim: d, nlist: 16, nprobe: 16 });
+      await index.train(x.subarray(0, 2000 * d));
+      await index.add(x.subarray(0, 300 * d));
+      const { device } = backend!;
+      const upload = device.upload.bind(device);
+      const spy = vi.spyOn(device, 'upload').mockImplementation((buffer, offset, data) => {
+        if (buffer.label === 'ivf_ranges') throw new Error('device lost while writing a table');
+        upload(buffer, offset, data);
+      });
+      await expect(index.add(x.subarray(300 * d, 2000 * d))).rejects.toThrow('device lost while writing a table');
+      spy.mockRestore();
+      expect(index.ntotal).toBe(300);
+      await index.add(x.subarray(300 * d, 2000 * d));
+      const flat = new FlatIndex(backend!, { dim: d });
+      await flat.add(x.subarray(0, 2000 * d));
+      const q = x.subarray(0, 40 * d);
+      expect(Array.from((await index.search(q, 5)).labels)).toEqual(Array.from((await flat.search(q, 5)).labels));
+      await index.dispose();
+      await flat.dispose();
+    });
+
     it.skipIf(!backend)(`${name}: reset and dispose give back every buffer the lists took`, async () => {
       const index = new IvfFlatIndex(backend!, { dim: d, nlist: 16 });
       await index.train(x.subarray(0, 2000 * d));
