@@ -38,7 +38,7 @@ export interface BenchData {
  * Real sets ignore n and d (they have their own); nq cuts their query set (default: all of it,
  * except Debian's Fashion-MNIST, whose 10,000 test images are cut to nq = 1000 by default).
  */
-export function loadBenchData(set: DataSet, n: number, d: number, nq: number | undefined, seed: number): BenchData {
+export async function loadBenchData(set: DataSet, n: number, d: number, nq: number | undefined, seed: number): Promise<BenchData> {
   if (set === 'clustered' || set === 'uniform') {
     const q = nq ?? 1000;
     if (set === 'uniform') {
@@ -65,14 +65,14 @@ export function loadBenchData(set: DataSet, n: number, d: number, nq: number | u
  * the base file (default 1000) are held out as queries. The ground truth is an .ivecs of neighbour
  * ids, one row per query, nearest first, by squared L2.
  */
-export function loadFileData(basePath: string, queryPath: string | undefined, gtPath: string | undefined, nq: number | undefined, name?: string): BenchData {
-  const base = readVectors(basePath);
+export async function loadFileData(basePath: string, queryPath: string | undefined, gtPath: string | undefined, nq: number | undefined, name?: string): Promise<BenchData> {
+  const base = await readVectors(basePath);
   let xb = base.data;
   let n = base.n;
   let xq: Float32Array;
   let q: number;
   if (queryPath) {
-    const query = readVectors(queryPath);
+    const query = await readVectors(queryPath);
     if (query.d !== base.d) throw new Error(`${queryPath}: queries have d = ${query.d}; the base ${basePath} has d = ${base.d}`);
     q = Math.min(nq ?? query.n, query.n);
     xq = query.data.subarray(0, q * base.d);
@@ -85,7 +85,7 @@ export function loadFileData(basePath: string, queryPath: string | undefined, gt
   }
   let groundTruth: BenchData['groundTruth'] = null;
   if (gtPath) {
-    const gt = readIvecs(gtPath);
+    const gt = await readIvecs(gtPath);
     if (gt.n < q) throw new Error(`${gtPath}: ${gt.n} ground-truth rows for ${q} queries`);
     for (let i = 0; i < q * gt.d; i++) {
       if (gt.data[i] < 0 || gt.data[i] >= n) throw new Error(`${gtPath}: id ${gt.data[i]} at row ${Math.floor(i / gt.d)} is outside the base (n = ${n})`);

@@ -59,7 +59,7 @@ export function bruteForcePairs(x: Float32Array, n: number, d: number, metric: D
 }
 
 export async function runDedupBench(o: DedupBenchOptions): Promise<void> {
-  const file = readVectors(o.input);
+  const file = await readVectors(o.input);
   o.log(`${o.input}: ${file.n} x ${file.d}`);
   const rows: string[][] = [];
   const found: Record<string, Uint32Array> = {};

@@ -229,7 +229,7 @@ export async function build(argv: string[]): Promise<void> {
   const settings = indexSettingsOf(v, 1);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input]));
-  const file = readVectors(input);
+  const file = await readVectors(input);
   checkNlist(settings.type, file, input);
   const backend = await openBackend(choice);
   try {
@@ -252,7 +252,7 @@ export async function search(argv: string[]): Promise<void> {
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath]));
   const header = readIndexHeader(indexPath);
   const nprobe = header.type === 'IVF' && v.nprobe !== undefined ? nprobeOf(v, { type: 'IVF', nlist: header.nlist }, 1) : undefined;
-  const queries = readVectors(queriesPath);
+  const queries = await readVectors(queriesPath);
   if (queries.d !== header.dim) throw new UsageError(`the queries have dim ${queries.d}; the index has dim ${header.dim}`);
   const backend = await openBackend(choice, k);
   try {
@@ -325,7 +325,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const clusters = text(v, 'clusters');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input]));
-  const file = readVectors(input);
+  const file = await readVectors(input);
   const backend = await openBackend(choice);
   try {
     const p = new Progress('dedup');
@@ -382,9 +382,9 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const settings = indexSettingsOf(v, 8);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
-  const file = readVectors(input);
+  const file = await readVectors(input);
   checkNlist(settings.type, file, input);
-  const queries = queriesPath !== undefined ? readVectors(queriesPath) : null;
+  const queries = queriesPath !== undefined ? await readVectors(queriesPath) : null;
   if (queries && queries.d !== file.d) throw new UsageError(`the queries have dim ${queries.d}; the input has dim ${file.d}`);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
   try {

@@ -10,7 +10,8 @@
  * contents) beside its output.
  *
  * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
- * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl.
+ * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl. It is the one vector writer (`writeVectors` in
+ * vectors.ts writes a whole array through it).
  */
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { extname } from 'node:path';
@@ -192,9 +193,15 @@ export function writeAtomically(path: string, bytes: Uint8Array | string): void 
 
 export const WRITE_FORMATS = ['.fvecs', '.ivecs', '.npy', '.jsonl', '.csv'];
 
+export interface VectorStreamWriterOptions {
+  /** The name of a .jsonl row's array: 'neighbors' (the default: result tables) or 'embedding' (vectors). */
+  jsonlField?: 'neighbors' | 'embedding';
+}
+
 export class VectorStreamWriter implements Output {
   private readonly file: AtomicFile;
   private readonly ext: string;
+  private readonly jsonlField: string;
   private rows = 0;
 
   constructor(
@@ -202,7 +209,9 @@ export class VectorStreamWriter implements Output {
     readonly n: number,
     readonly d: number,
     readonly kind: 'int' | 'float',
+    { jsonlField = 'neighbors' }: VectorStreamWriterOptions = {},
   ) {
+    this.jsonlField = jsonlField;
     this.ext = extname(path).toLowerCase();
     if (!WRITE_FORMATS.includes(this.ext)) {
       throw new InvalidArgumentError(`${path}: unknown output type '${this.ext}'; expected one of ${WRITE_FORMATS.join(', ')}`);
@@ -214,26 +223,27 @@ export class VectorStreamWriter implements Output {
     if (this.ext === '.npy') this.file.write(npyHeader(kind, n, d));
   }
 
-  /** Appends `rows` rows (`rows * d` values). */
-  write(block: Int32Array | Float32Array, rows: number): void {
+  /** Appends `rows` rows (`rows * d` values); .jsonl: with `ids` (default: the row numbers). */
+  write(block: Int32Array | Float32Array, rows: number, ids?: string[]): void {
     const d = this.d;
     if (this.ext === '.npy') {
       this.file.write(new Uint8Array(block.buffer, block.byteOffset, rows * d * 4));
     } else if (this.ext === '.ivecs' || this.ext === '.fvecs') {
-      const view = new DataView(new ArrayBuffer(rows * (4 + 4 * d)));
+      // Per row the dim, then the values (converted to the kind), by typed-array copies: the bytes
+      // are the host's, little-endian, as the format is (the readers assume so too).
+      const out = new ArrayBuffer(rows * (d + 1) * 4);
+      const dims = new Int32Array(out);
+      const values = this.kind === 'int' ? dims : new Float32Array(out);
       for (let i = 0; i < rows; i++) {
-        view.setInt32(i * (4 + 4 * d), d, true);
-        for (let j = 0; j < d; j++) {
-          if (this.kind === 'int') view.setInt32(i * (4 + 4 * d) + 4 + 4 * j, block[i * d + j], true);
-          else view.setFloat32(i * (4 + 4 * d) + 4 + 4 * j, block[i * d + j], true);
-        }
+        dims[i * (d + 1)] = d;
+        values.set(block.subarray(i * d, (i + 1) * d), i * (d + 1) + 1);
       }
-      this.file.write(new Uint8Array(view.buffer));
+      this.file.write(new Uint8Array(out));
     } else {
       const lines: string[] = [];
       for (let i = 0; i < rows; i++) {
         const row = Array.from(block.subarray(i * d, (i + 1) * d));
-        lines.push(this.ext === '.csv' ? row.join(',') : JSON.stringify({ id: this.rows + i, neighbors: row }));
+        lines.push(this.ext === '.csv' ? row.join(',') : JSON.stringify({ id: ids ? ids[i] : this.rows + i, [this.jsonlField]: row }));
       }
       this.file.write(lines.join('\n') + (rows ? '\n' : ''));
     }

@@ -99,11 +99,11 @@ describe('webgpu-knn CLI', () => {
     const index = new FlatIndex(cpuBackend(), { dim: d });
     await index.add(x);
     const want = await index.search(x.subarray(0, 10 * d), 5);
-    expect(Array.from(readVectors(join(dir, 'nn.ivecs')).data)).toEqual(Array.from(want.labels));
-    expect(Array.from(readVectors(join(dir, 'nn.fvecs')).data)).toEqual(Array.from(want.distances));
+    expect(Array.from((await readVectors(join(dir, 'nn.ivecs'))).data)).toEqual(Array.from(want.labels));
+    expect(Array.from((await readVectors(join(dir, 'nn.fvecs'))).data)).toEqual(Array.from(want.distances));
     expect(cli('build', '--input', 'x.fvecs', '--out', 'ivf.idx', '--type', 'IVF4,Flat', '--nprobe', '4', '--backend', 'cpu').code).toBe(0);
     expect(cli('search', '--index', 'ivf.idx', '--queries', 'q.npy', '--k', '5', '--out', 'nn2.ivecs', '--backend', 'cpu').code).toBe(0);
-    expect(Array.from(readVectors(join(dir, 'nn2.ivecs')).data)).toEqual(Array.from(want.labels));
+    expect(Array.from((await readVectors(join(dir, 'nn2.ivecs'))).data)).toEqual(Array.from(want.labels));
   });
 
   it('build --train-sample trains IVF on a seeded sample, as the library does', async () => {
@@ -124,10 +124,10 @@ describe('webgpu-knn CLI', () => {
     expect(flat.err).toMatch(/--train-sample applies to IVF indexes only/);
   });
 
-  it('knn-graph excludes each row itself', () => {
+  it('knn-graph excludes each row itself', async () => {
     const r = cli('knn-graph', '--input', 'x.fvecs', '--k', '3', '--out', 'g.npy', '--backend', 'cpu');
     expect(r.code, r.err).toBe(0);
-    const g = readVectors(join(dir, 'g.npy'));
+    const g = await readVectors(join(dir, 'g.npy'));
     expect([g.n, g.d]).toEqual([n, 3]);
     for (let i = 0; i < n; i++) expect(Array.from(g.data.subarray(i * 3, i * 3 + 3))).not.toContain(i);
     // Row 100 is a copy of row 0: its nearest other row is 0 at distance 0.

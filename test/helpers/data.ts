@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { readBvecs, readIvecs } from '../../src/io/texmex.js';
+import { readIvecs, readVectors } from '../../src/io/vector-reader.js';
 
 export const TEST_DATA = fileURLToPath(new URL('../data/', import.meta.url));
 
@@ -25,11 +25,24 @@ export interface RealSet {
   gtK: number;
 }
 
-export function loadRealSet(folder: string, prefix: string): RealSet {
+async function readRealSet(folder: string, prefix: string): Promise<RealSet> {
   const dir = `${TEST_DATA}${folder}/`;
-  if (!existsSync(dir)) throw new Error(`real data missing: ${dir} (shipped with the project in test/data)`);
-  const base = readBvecs(`${dir}${prefix}_base.bvecs`);
-  const query = readBvecs(`${dir}${prefix}_query.bvecs`);
-  const gt = readIvecs(`${dir}${prefix}_groundtruth.ivecs`);
+  const base = await readVectors(`${dir}${prefix}_base.bvecs`);
+  const query = await readVectors(`${dir}${prefix}_query.bvecs`);
+  const gt = await readIvecs(`${dir}${prefix}_groundtruth.ivecs`);
   return { name: folder, xb: base.data, xq: query.data, gt: gt.data, n: base.n, nq: query.n, d: base.d, gtK: gt.d };
+}
+
+// The reader is asynchronous and tests build their cases from the sets as they are collected, so the
+// shipped sets (about 2 MB) are read once, when this module loads.
+const shipped = new Map<string, RealSet>();
+for (const s of REAL_SETS) {
+  if (existsSync(`${TEST_DATA}${s.folder}/`)) shipped.set(`${s.folder}/${s.prefix}`, await readRealSet(s.folder, s.prefix));
+}
+
+/** A shipped set, in arrays of its own (the caller may change them). */
+export function loadRealSet(folder: string, prefix: string): RealSet {
+  const set = shipped.get(`${folder}/${prefix}`);
+  if (!set) throw new Error(`real data missing: ${TEST_DATA}${folder}/${prefix}_* (shipped with the project in test/data)`);
+  return { ...set, xb: set.xb.slice(), xq: set.xq.slice(), gt: set.gt.slice() };
 }

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
-import { formatNpy, parseNpy } from '../../src/io/npy.js';
 import { loadIndex } from '../../src/io/load-index.js';
 import { readVectors, writeVectors } from '../../src/io/vectors.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
@@ -32,57 +31,81 @@ function npyBytes(descr: string, shape: string, body: Uint8Array, fortran = 'Fal
 describe('vector files', () => {
   const x = randomFloats(7 * 5, 1);
   for (const ext of ['.fvecs', '.npy', '.jsonl']) {
-    it(`round-trips ${ext}`, () => {
+    it(`round-trips ${ext}`, async () => {
       const path = join(dir, `x${ext}`);
       writeVectors(path, x, 7, 5);
-      const back = readVectors(path);
+      const back = await readVectors(path);
       expect([back.n, back.d]).toEqual([7, 5]);
       expect(Array.from(back.data)).toEqual(Array.from(x));
     });
   }
 
-  it('round-trips .ivecs and writes .csv', () => {
+  it('round-trips .ivecs and writes .csv', async () => {
     const ids = Int32Array.from({ length: 6 }, (_, i) => i * 3 - 1);
     writeVectors(join(dir, 'ids.ivecs'), ids, 3, 2);
-    expect(Array.from(readVectors(join(dir, 'ids.ivecs')).data)).toEqual(Array.from(ids));
+    expect(Array.from((await readVectors(join(dir, 'ids.ivecs'))).data)).toEqual(Array.from(ids));
     writeVectors(join(dir, 'ids.csv'), ids, 3, 2);
     expect(readFileSync(join(dir, 'ids.csv'), 'utf8')).toBe('-1,2\n5,8\n11,14\n');
   });
 
-  it('reads .bvecs (uint8 rows)', () => {
+  it('reads .bvecs (uint8 rows)', async () => {
     const bytes = new Uint8Array([2, 0, 0, 0, 7, 255, 2, 0, 0, 0, 0, 1]);
     writeFileSync(join(dir, 'b.bvecs'), bytes);
-    const v = readVectors(join(dir, 'b.bvecs'));
+    const v = await readVectors(join(dir, 'b.bvecs'));
     expect([v.n, v.d]).toEqual([2, 2]);
     expect(Array.from(v.data)).toEqual([7, 255, 0, 1]);
   });
 
-  it('reads .npy float64, float16, uint8 and int8', () => {
+  it('reads .npy float64, float16, uint8, int8 and int32', async () => {
+    const read = async (name: string, bytes: Uint8Array): Promise<number[]> => {
+      writeFileSync(join(dir, name), bytes);
+      return Array.from((await readVectors(join(dir, name))).data);
+    };
     const f64 = new Float64Array([1.5, -2, 3, 4]);
-    expect(Array.from(parseNpy(npyBytes('<f8', '(2, 2)', new Uint8Array(f64.buffer)), 'a').data)).toEqual([1.5, -2, 3, 4]);
+    expect(await read('a.npy', npyBytes('<f8', '(2, 2)', new Uint8Array(f64.buffer)))).toEqual([1.5, -2, 3, 4]);
     const f16 = new Uint16Array([0x3c00, 0xc000, 0x3800, 0x7bff]); // 1, -2, 0.5, 65504
-    expect(Array.from(parseNpy(npyBytes('<f2', '(1, 4)', new Uint8Array(f16.buffer)), 'b').data)).toEqual([1, -2, 0.5, 65504]);
-    expect(Array.from(parseNpy(npyBytes('|u1', '(2, 1)', new Uint8Array([7, 255])), 'c').data)).toEqual([7, 255]);
-    expect(Array.from(parseNpy(npyBytes('|i1', '(2, 1)', new Uint8Array([0x80, 5])), 'd').data)).toEqual([-128, 5]);
-    const own = formatNpy(new Float32Array([1, 2, 3]), 3, 1);
-    expect(Array.from(parseNpy(own, 'e').data)).toEqual([1, 2, 3]);
+    expect(await read('b.npy', npyBytes('<f2', '(1, 4)', new Uint8Array(f16.buffer)))).toEqual([1, -2, 0.5, 65504]);
+    expect(await read('c.npy', npyBytes('|u1', '(2, 1)', new Uint8Array([7, 255])))).toEqual([7, 255]);
+    expect(await read('d.npy', npyBytes('|i1', '(2, 1)', new Uint8Array([0x80, 5])))).toEqual([-128, 5]);
+    expect(await read('e.npy', npyBytes('<i4', '(1, 2)', new Uint8Array(new Int32Array([-7, 1 << 20]).buffer)))).toEqual([-7, 1 << 20]);
   });
 
-  it('rejects malformed files with the byte offset or line number', () => {
-    const bad = (name: string, content: Uint8Array | string, message: RegExp): void => {
+  it('rejects malformed files with the byte offset or line number', async () => {
+    const bad = async (name: string, content: Uint8Array | string, message: RegExp): Promise<void> => {
       const path = join(dir, name);
       writeFileSync(path, content);
-      expect(() => readVectors(path)).toThrow(message);
+      await expect(readVectors(path)).rejects.toThrow(message);
     };
     const good = new Uint8Array(readFileSync(join(dir, 'x.fvecs')));
-    bad('t.fvecs', good.subarray(0, good.length - 3), /truncated: 165 bytes .* the incomplete last row starts at byte 144/);
-    bad('m.npy', npyBytes('<f4', '(2, 2)', new Uint8Array(12)), /truncated: 2 x 2 <f4 needs \d+ bytes; the file ends at byte \d+/);
-    bad('f.npy', npyBytes('<f4', '(1, 1)', new Uint8Array(4), 'True'), /Fortran-order/);
-    bad('s.npy', npyBytes('<f4', '(4,)', new Uint8Array(16)), /shape \(4,\) is not 2-D/);
-    bad('c.npy', npyBytes('<c8', '(1, 1)', new Uint8Array(8)), /dtype <c8 is not supported/);
-    bad('j.jsonl', '{"id": 1, "embedding": [1, 2]}\n{"id": 2, "embedding": [1]}\n', /line 2 has 1 values; expected 2/);
-    bad('k.jsonl', '{"id": 1, "embedding": [1, 2]}\nnot json\n', /line 2 is not valid JSON/);
-    bad('u.txt', 'x', /unknown vector file type '.txt'/);
+    await bad('t.fvecs', good.subarray(0, good.length - 3), /truncated: 165 bytes .* the incomplete last row starts at byte 144/);
+    await bad('m.npy', npyBytes('<f4', '(2, 2)', new Uint8Array(12)), /truncated: 2 x 2 <f4 needs \d+ bytes; the file ends at byte \d+/);
+    await bad('f.npy', npyBytes('<f4', '(1, 1)', new Uint8Array(4), 'True'), /Fortran-order/);
+    await bad('s.npy', npyBytes('<f4', '(4,)', new Uint8Array(16)), /shape \(4,\) is not 2-D/);
+    await bad('c.npy', npyBytes('<c8', '(1, 1)', new Uint8Array(8)), /dtype <c8 is not supported/);
+    await bad('j.jsonl', '{"id": 1, "embedding": [1, 2]}\n{"id": 2, "embedding": [1]}\n', /line 2 has 1 values; expected 2/);
+    await bad('k.jsonl', '{"id": 1, "embedding": [1, 2]}\nnot json\n', /line 2 is not valid JSON/);
+    await bad('u.txt', 'x', /unknown vector file type '.txt'/);
+    await bad('z.fvecs', new Uint8Array([0, 0, 0, 0]), /z\.fvecs: bad dim 0 at byte 0; expected an integer in \[1, 1048576\]/);
+    await bad('y.fvecs', new Uint8Array([1, 0]), /y\.fvecs: truncated at byte 0: expected a 4-byte dim/);
+    const rowDim = good.slice();
+    rowDim[2 * 24] = 9; // row 2 of 24-byte rows (dim 5) says dim 9
+    await bad('r.fvecs', rowDim, /r\.fvecs: row 2 at byte 48 has dim 9; expected 5/);
+    await bad('g.npy', new Uint8Array(20), /g\.npy: not a \.npy file \(bad magic at byte 0\)/);
+    const v9 = npyBytes('<f4', '(1, 1)', new Uint8Array(4));
+    v9[6] = 9;
+    await bad('v.npy', v9, /v\.npy: unsupported \.npy version 9\.0 at byte 6/);
+    await bad('h.npy', npyBytes('<f4', '(1, 1)', new Uint8Array(4)).subarray(0, 40), /h\.npy: truncated header \(needs \d+ bytes; file has 40\)/);
+    await bad('e.npy', npyBytes('<f4', '[1, 1]', new Uint8Array(4)), /e\.npy: malformed header at byte 10/);
+    await bad('n.jsonl', '{"id": 1, "embedding": [1, 2]}\n{"id": 2, "embedding": "1, 2"}\n', /n\.jsonl: line 2 has no numeric 'embedding' \(or 'vector'\) array/);
+    const idx = new Uint8Array(16 + 5);
+    new DataView(idx.buffer).setUint32(0, 0x0803);
+    new DataView(idx.buffer).setUint32(4, 2);
+    new DataView(idx.buffer).setUint32(8, 1);
+    new DataView(idx.buffer).setUint32(12, 3);
+    await bad('a-idx3-ubyte', idx, /a-idx3-ubyte: truncated: 2 x 3 bytes need 22; the data ends at byte 21/);
+    await bad('b-idx3-ubyte', new Uint8Array(16), /b-idx3-ubyte: not an IDX file of unsigned bytes with 3 dimensions \(magic 0x00000803 at byte 0\)/);
+    await bad('c-idx3-ubyte.gz', 'plain text', /c-idx3-ubyte\.gz: not a valid gzip file/);
+    await expect(readVectors(join(dir, 'missing.jsonl'))).rejects.toThrow(/missing\.jsonl: cannot read: no such file or directory \(ENOENT\)/);
   });
 });
 

@@ -1,0 +1,500 @@
+/**
+ * The one reader of vector files, as blocks of rows.
+ *
+ * `openVectors(path)` reads only what says how many rows of what dim the file holds (a header, the
+ * file size, or for JSON Lines a fast pass that counts the non-blank lines), and `blocks()` then
+ * passes over the rows in file order, a block of at most `blockRows` rows at a time (16 MiB of
+ * float32 by default), so that a corpus far larger than memory streams through with bounded memory.
+ * Blocks are read with positioned reads whose offsets are plain numbers (exact up to 2^53), so files
+ * over 2 and 4 GiB read like any other; gzip'd IDX is decompressed as a stream. `readVectors` is the
+ * whole file in one array, built on the same blocks, for files that fit in memory.
+ *
+ * Formats, chosen by the file's name:
+ *   .fvecs .ivecs .bvecs (TEXMEX: per row an int32 dim, then dim float32 / int32 / uint8 values);
+ *   .npy (2-D, C order; float32/64/16, uint8, int8, int32); .jsonl (one JSON object a line with an
+ *   `embedding` (or `vector`) array and an optional `id`); IDX (`*-idx3-ubyte`, gzip'd as
+ *   `*-idx3-ubyte.gz`: big-endian magic 0x0803, then n, rows, cols; unsigned bytes).
+ * Every value becomes a float32. Binary values are read as typed arrays over the file's bytes, which
+ * are little-endian: this assumes a little-endian host (x86, ARM as Node runs on them).
+ * Malformed input is rejected with the file's path and the row, byte offset or line number.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { createGunzip } from 'node:zlib';
+import { InvalidArgumentError } from '../types.js';
+import { FileError, fileError } from './file-error.js';
+import { npyTruncated, readNpyHeader } from './npy.js';
+
+/** The default block: as many rows as fit in 16 MiB of float32. */
+export const DEFAULT_BLOCK_BYTES = 16 * 1024 * 1024;
+
+export const READ_FORMATS = ['.fvecs', '.bvecs', '.ivecs', '.npy', '.jsonl', 'IDX (*-idx3-ubyte[.gz], as Fashion-MNIST ships)'];
+
+export interface VectorBlock {
+  /** Rows [start, start + rows) of the file: rows * dim floats, row-major; a fresh array the caller may keep. */
+  data: Float32Array;
+  start: number;
+  rows: number;
+  /** JSON Lines: the rows' ids as strings (the `id` field, or the row number when absent); else null. */
+  ids: string[] | null;
+}
+
+export interface BlockOptions {
+  /** Most rows per block (default: as many as fit DEFAULT_BLOCK_BYTES = 16 MiB of float32, at least 1). */
+  blockRows?: number;
+  /** Called after each block with bytes of the file consumed so far and the file's size (compressed size for .gz). */
+  onProgress?: (bytesDone: number, bytesTotal: number) => void;
+}
+
+export interface VectorReader {
+  readonly path: string;
+  /** The format: '.fvecs', '.bvecs', '.ivecs', '.npy', '.jsonl', 'idx' or 'idx.gz'. */
+  readonly format: string;
+  /** Rows and dim, known once open resolves, for every format. */
+  readonly rows: number;
+  readonly dim: number;
+  /** File size in bytes. */
+  readonly bytes: number;
+  /**
+   * A fresh pass over the rows, in file order, in blocks of at most blockRows rows; each call reads
+   * the file again from its first row. Errors in the data reject from the iterator. The file is
+   * closed when the iteration ends, throws, or is abandoned (break / return).
+   */
+  blocks(options?: BlockOptions): AsyncIterableIterator<VectorBlock>;
+}
+
+export interface VectorFile {
+  data: Float32Array;
+  n: number;
+  d: number;
+  /** Ids from a .jsonl file (as strings), else null: row numbers are the ids. */
+  ids: string[] | null;
+}
+
+/** Opens `path` by its name (extension; IDX by the `-idx<N>-ubyte[.gz]` suffix), reading and checking only what says rows and dim. */
+export function openVectors(path: string): Promise<VectorReader> {
+  return openReader(path);
+}
+
+/** Every row of a vector file in one array: for files that fit in memory. */
+export async function readVectors(path: string): Promise<VectorFile> {
+  const reader = await openReader(path);
+  const { data, ids } = await readAll(reader, Float32Array);
+  return { data, n: reader.rows, d: reader.dim, ids };
+}
+
+/** Every row of an .ivecs file as exact int32 values (ground-truth ids, say). */
+export async function readIvecs(path: string): Promise<{ data: Int32Array; n: number; d: number }> {
+  if (formatOf(path) !== '.ivecs') throw new InvalidArgumentError(`${path}: expected an .ivecs file`);
+  const reader = await openReader(path);
+  const { data } = await readAll(reader, Int32Array);
+  return { data, n: reader.rows, d: reader.dim };
+}
+
+type Values = Float32Array | Int32Array;
+type ValuesType<T extends Values> = new (length: number) => T;
+type Block<T extends Values> = Omit<VectorBlock, 'data'> & { data: T };
+
+/** A format whose rows all take `rowBytes` bytes, from byte `dataStart` of its (decompressed) data on. */
+interface RowLayout {
+  gzip: boolean;
+  dataStart: number;
+  rowBytes: number;
+  /** Converts `rows` rows from their bytes `raw` (the first is row `start`) into `out`; throws on a bad row. */
+  decode(raw: Uint8Array, start: number, rows: number, out: Values): void;
+  /** Why the data is incomplete when it ends at byte `end`. */
+  truncated(end: number): string;
+}
+
+/** What opening a file finds: its shape, and its row layout (null for JSON Lines). */
+interface Shape {
+  rows: number;
+  dim: number;
+  layout: RowLayout | null;
+}
+
+class Reader implements VectorReader {
+  readonly rows: number;
+  readonly dim: number;
+  private readonly layout: RowLayout | null;
+
+  constructor(
+    readonly path: string,
+    readonly format: string,
+    readonly bytes: number,
+    shape: Shape,
+  ) {
+    this.rows = shape.rows;
+    this.dim = shape.dim;
+    this.layout = shape.layout;
+  }
+
+  blocks(options?: BlockOptions): AsyncGenerator<VectorBlock> {
+    return this.blocksOf(Float32Array, options);
+  }
+
+  /** As blocks(), with the values in arrays of `Type` (Int32Array: .ivecs values exactly). */
+  blocksOf<T extends Values>(Type: ValuesType<T>, options: BlockOptions = {}): AsyncGenerator<Block<T>> {
+    const blockRows = options.blockRows ?? Math.max(1, Math.floor(DEFAULT_BLOCK_BYTES / (4 * Math.max(this.dim, 1))));
+    if (!Number.isInteger(blockRows) || blockRows < 1) throw new InvalidArgumentError(`blockRows must be an integer >= 1; got ${options.blockRows}`);
+    return this.pass(Type, blockRows, options.onProgress);
+  }
+
+  private async *pass<T extends Values>(Type: ValuesType<T>, blockRows: number, onProgress: BlockOptions['onProgress']): AsyncGenerator<Block<T>> {
+    const { source } = await openSource(this.path, this.layout?.gzip ?? false);
+    try {
+      const progress = (bytesDone: number): void => onProgress?.(Math.min(bytesDone, this.bytes), this.bytes);
+      if (this.layout) yield* rowBlocks(this, this.layout, source, Type, blockRows, progress);
+      else yield* jsonlBlocks(this, source, Type, blockRows, progress);
+    } finally {
+      await source.close();
+    }
+  }
+}
+
+async function openReader(path: string): Promise<Reader> {
+  const format = formatOf(path);
+  const { source, bytes } = await openSource(path, format === 'idx.gz');
+  /** The next `length` bytes (fewer at the end of the data). */
+  const take = async (length: number): Promise<Uint8Array> => {
+    const buf = new Uint8Array(length);
+    return buf.subarray(0, await source.read(buf));
+  };
+  try {
+    let shape: Shape;
+    if (format === '.jsonl') shape = await countJsonl(path, source);
+    else if (format === '.npy') shape = await openNpy(path, bytes, take);
+    else if (format === 'idx' || format === 'idx.gz') shape = await openIdx(path, format === 'idx.gz', bytes, take);
+    else shape = await openTexmex(path, format, bytes, take);
+    return new Reader(path, format, bytes, shape);
+  } finally {
+    await source.close();
+  }
+}
+
+function formatOf(path: string): string {
+  const idx = /-idx\d-ubyte(\.gz)?$/.exec(path);
+  if (idx) return idx[1] ? 'idx.gz' : 'idx';
+  const ext = extname(path).toLowerCase();
+  if (!['.fvecs', '.bvecs', '.ivecs', '.npy', '.jsonl'].includes(ext)) {
+    throw new InvalidArgumentError(`${path}: unknown vector file type '${ext}'; expected one of ${READ_FORMATS.join(', ')}`);
+  }
+  return ext;
+}
+
+/** Every block of `reader` in one array of `Type`, with the ids of a JSON Lines file. */
+async function readAll<T extends Values>(reader: Reader, Type: ValuesType<T>): Promise<{ data: T; ids: string[] | null }> {
+  const data = new Type(reader.rows * reader.dim);
+  const ids: string[] | null = reader.format === '.jsonl' ? [] : null;
+  for await (const block of reader.blocksOf(Type)) {
+    data.set(block.data, block.start * reader.dim);
+    if (ids) for (const id of block.ids!) ids.push(id);
+  }
+  return { data, ids };
+}
+
+// ---- Bytes in order: from the file by positioned reads, or gunzipped as a stream --------------
+
+interface ByteSource {
+  /** Fills `into` with the next bytes; returns how many (fewer than asked only at the end of the data). */
+  read(into: Uint8Array): Promise<number>;
+  /** Bytes of the file consumed so far (compressed bytes for gzip). */
+  readonly consumed: number;
+  /** Closes the file. */
+  close(): Promise<void>;
+}
+
+/** The most one read call asks for (fs.read takes at most 2 GiB - 1). */
+const MAX_READ = 1 << 30;
+
+/** The file at `path` from its first byte (gunzipped when `gzip`), and its size. */
+async function openSource(path: string, gzip: boolean): Promise<{ source: ByteSource; bytes: number }> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(path, 'r');
+    const stat = await handle.stat();
+    if (stat.isDirectory()) throw Object.assign(new Error('directory'), { code: 'EISDIR' });
+    return { source: gzip ? gunzipSource(handle, path) : fileSource(handle, path), bytes: stat.size };
+  } catch (err) {
+    await handle?.close();
+    throw fileError(path, 'cannot read', err);
+  }
+}
+
+function fileSource(handle: FileHandle, path: string): ByteSource {
+  let position = 0;
+  return {
+    get consumed() {
+      return position;
+    },
+    async read(into) {
+      let filled = 0;
+      while (filled < into.length) {
+        let bytesRead: number;
+        try {
+          ({ bytesRead } = await handle.read(into, filled, Math.min(into.length - filled, MAX_READ), position));
+        } catch (err) {
+          throw fileError(path, 'cannot read', err);
+        }
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+        position += bytesRead;
+      }
+      return filled;
+    },
+    close: () => handle.close(),
+  };
+}
+
+function gunzipSource(handle: FileHandle, path: string): ByteSource {
+  const file = handle.createReadStream({ start: 0, autoClose: false });
+  const gunzip = createGunzip();
+  file.on('error', (err) => gunzip.destroy(fileError(path, 'cannot read', err)));
+  file.pipe(gunzip);
+  const chunks: AsyncIterator<Buffer> = gunzip[Symbol.asyncIterator]();
+  let pending: Uint8Array = new Uint8Array(0);
+  let ended = false;
+  return {
+    get consumed() {
+      return file.bytesRead;
+    },
+    async read(into) {
+      let filled = 0;
+      while (filled < into.length) {
+        if (pending.length === 0) {
+          if (ended) break;
+          let next: IteratorResult<Buffer>;
+          try {
+            next = await chunks.next();
+          } catch (err) {
+            throw err instanceof FileError ? err : new InvalidArgumentError(`${path}: not a valid gzip file (${(err as Error).message})`);
+          }
+          if (next.done) {
+            ended = true;
+            break;
+          }
+          pending = next.value;
+        }
+        const n = Math.min(pending.length, into.length - filled);
+        into.set(pending.subarray(0, n), filled);
+        pending = pending.subarray(n);
+        filled += n;
+      }
+      return filled;
+    },
+    close() {
+      file.destroy();
+      gunzip.destroy();
+      return handle.close();
+    },
+  };
+}
+
+// ---- Formats whose rows all have one size --------------------------------------------------
+
+async function* rowBlocks<T extends Values>(
+  reader: Reader,
+  layout: RowLayout,
+  source: ByteSource,
+  Type: ValuesType<T>,
+  blockRows: number,
+  progress: (bytesDone: number) => void,
+): AsyncGenerator<Block<T>> {
+  const { path, dim } = reader;
+  const { dataStart, rowBytes } = layout;
+  const header = await source.read(new Uint8Array(dataStart)); // read and checked at open
+  if (header < dataStart) throw new InvalidArgumentError(`${path}: ${layout.truncated(header)}`);
+  const buffer = new Uint8Array(Math.min(blockRows, reader.rows) * rowBytes); // reused: each block is decoded into a fresh array
+  for (let start = 0; start < reader.rows; start += blockRows) {
+    const rows = Math.min(blockRows, reader.rows - start);
+    const raw = buffer.subarray(0, rows * rowBytes);
+    const got = await source.read(raw);
+    if (got < raw.length) throw new InvalidArgumentError(`${path}: ${layout.truncated(dataStart + start * rowBytes + got)}`);
+    const data = new Type(rows * dim);
+    layout.decode(raw, start, rows, data);
+    progress(source.consumed);
+    yield { data, start, rows, ids: null };
+  }
+}
+
+/** TEXMEX values of `length` elements from byte `offset` of `raw`. */
+const TEXMEX: Record<string, { bytes: number; values(raw: Uint8Array, offset: number, length: number): ArrayLike<number> }> = {
+  '.fvecs': { bytes: 4, values: (raw, offset, length) => new Float32Array(raw.buffer, raw.byteOffset + offset, length) },
+  '.ivecs': { bytes: 4, values: (raw, offset, length) => new Int32Array(raw.buffer, raw.byteOffset + offset, length) },
+  '.bvecs': { bytes: 1, values: (raw, offset, length) => raw.subarray(offset, offset + length) },
+};
+
+async function openTexmex(path: string, format: string, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<Shape> {
+  const element = TEXMEX[format];
+  let dim = 0;
+  if (bytes > 0) {
+    const head = await take(4);
+    if (head.length < 4) throw new InvalidArgumentError(`${path}: truncated at byte 0: expected a 4-byte dim`);
+    dim = new DataView(head.buffer, head.byteOffset, 4).getInt32(0, true);
+    if (dim < 1 || dim > 1 << 20) throw new InvalidArgumentError(`${path}: bad dim ${dim} at byte 0; expected an integer in [1, 1048576]`);
+  }
+  // Rows of 4 + 4 * dim bytes keep the values of .fvecs / .ivecs 4-byte aligned in a block.
+  const rowBytes = 4 + dim * element.bytes;
+  if (bytes % rowBytes !== 0) {
+    throw new InvalidArgumentError(
+      `${path}: truncated: ${bytes} bytes is not a whole number of ${rowBytes}-byte rows (dim ${dim}); the incomplete last row starts at byte ${Math.floor(bytes / rowBytes) * rowBytes}`,
+    );
+  }
+  const rows = bytes / rowBytes;
+  const decode = (raw: Uint8Array, start: number, count: number, out: Values): void => {
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    for (let i = 0; i < count; i++) {
+      const o = i * rowBytes;
+      const rowDim = view.getInt32(o, true);
+      if (rowDim !== dim) throw new InvalidArgumentError(`${path}: row ${start + i} at byte ${(start + i) * rowBytes} has dim ${rowDim}; expected ${dim}`);
+      out.set(element.values(raw, o + 4, dim), i * dim);
+    }
+  };
+  const truncated = (end: number): string => `truncated: ${rows} rows of ${rowBytes} bytes need ${rows * rowBytes}; the file ends at byte ${end}`;
+  return { rows, dim, layout: { gzip: false, dataStart: 0, rowBytes, decode, truncated } };
+}
+
+async function openNpy(path: string, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<Shape> {
+  const npy = await readNpyHeader(path, bytes, take);
+  const layout: RowLayout = {
+    gzip: false,
+    dataStart: npy.dataStart,
+    rowBytes: npy.d * npy.dtype.bytes,
+    decode: (raw, _start, _rows, out) => out.set(npy.dtype.values(raw)),
+    truncated: (end) => npyTruncated(npy, end),
+  };
+  return { rows: npy.n, dim: npy.d, layout };
+}
+
+/** IDX (MNIST's format): big-endian magic 0x0803 (unsigned bytes, 3-D), then n, rows, cols; gzip allowed. */
+async function openIdx(path: string, gzip: boolean, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<Shape> {
+  const head = await take(16);
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  if (head.length < 16 || view.getUint32(0) !== 0x0803) {
+    throw new InvalidArgumentError(`${path}: not an IDX file of unsigned bytes with 3 dimensions (magic 0x00000803 at byte 0)`);
+  }
+  const rows = view.getUint32(4);
+  const dim = view.getUint32(8) * view.getUint32(12);
+  const truncated = (end: number): string => `truncated: ${rows} x ${dim} bytes need ${16 + rows * dim}; the data ends at byte ${end}`;
+  // A plain file's size says whether every row is there; a gzip'd one says so at the end of the stream.
+  if (!gzip && bytes < 16 + rows * dim) throw new InvalidArgumentError(`${path}: ${truncated(bytes)}`);
+  return { rows, dim, layout: { gzip, dataStart: 16, rowBytes: dim, decode: (raw, _start, _rows, out) => out.set(raw), truncated } };
+}
+
+// ---- JSON Lines ------------------------------------------------------------------------------
+
+/** How much of a JSON Lines file is read at a time. */
+const LINE_CHUNK_BYTES = 4 * 1024 * 1024;
+
+interface LineBatch {
+  /** Lines without their '\n'. */
+  lines: Buffer[];
+  /** The 1-based number of lines[0], and its byte offset. */
+  firstLine: number;
+  firstByte: number;
+}
+
+/** The lines of the file, a chunk's worth at a time. */
+async function* lineBatches(source: ByteSource): AsyncGenerator<LineBatch> {
+  let rest = Buffer.alloc(0); // a line begun in the previous chunk
+  let firstLine = 1;
+  let firstByte = 0;
+  for (;;) {
+    const buf = Buffer.allocUnsafe(rest.length + LINE_CHUNK_BYTES);
+    rest.copy(buf);
+    const got = await source.read(buf.subarray(rest.length));
+    const data = buf.subarray(0, rest.length + got);
+    const lines: Buffer[] = [];
+    let from = 0;
+    for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, from)) {
+      lines.push(data.subarray(from, nl));
+      from = nl + 1;
+    }
+    if (got === 0 && from < data.length) {
+      lines.push(data.subarray(from)); // the last line, without a '\n'
+      from = data.length;
+    }
+    if (lines.length > 0) yield { lines, firstLine, firstByte };
+    if (got === 0) return;
+    rest = data.subarray(from);
+    firstLine += lines.length;
+    firstByte += from;
+  }
+}
+
+/** A line of only spaces, tabs and carriage returns (or nothing) holds no row. */
+function isBlank(line: Uint8Array): boolean {
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0x0b && c !== 0x0c) return false;
+  }
+  return true;
+}
+
+/** The row on line `lineNo`: its values (`dim` of them; null: as many as it has, the first row) and id. */
+function parseJsonRow(path: string, line: Buffer, lineNo: number, dim: number | null): { values: number[]; id: unknown } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line.toString('utf8'));
+  } catch (err) {
+    throw new InvalidArgumentError(`${path}: line ${lineNo} is not valid JSON (${(err as Error).message})`);
+  }
+  const row = (parsed ?? {}) as { id?: unknown; embedding?: unknown; vector?: unknown };
+  const values = row.embedding ?? row.vector;
+  if (!Array.isArray(values) || values.some((x) => typeof x !== 'number')) {
+    throw new InvalidArgumentError(`${path}: line ${lineNo} has no numeric 'embedding' (or 'vector') array`);
+  }
+  const want = dim ?? values.length;
+  if (values.length !== want || want === 0) throw new InvalidArgumentError(`${path}: line ${lineNo} has ${values.length} values; expected ${want} (as on the first line)`);
+  return { values, id: row.id };
+}
+
+/** Rows: the non-blank lines, found without parsing JSON; dim: the first row's. */
+async function countJsonl(path: string, source: ByteSource): Promise<Shape> {
+  let rows = 0;
+  let dim = 0;
+  for await (const { lines, firstLine } of lineBatches(source)) {
+    for (let k = 0; k < lines.length; k++) {
+      if (isBlank(lines[k])) continue;
+      if (rows === 0) dim = parseJsonRow(path, lines[k], firstLine + k, null).values.length;
+      rows++;
+    }
+  }
+  return { rows, dim, layout: null };
+}
+
+async function* jsonlBlocks<T extends Values>(
+  reader: Reader,
+  source: ByteSource,
+  Type: ValuesType<T>,
+  blockRows: number,
+  progress: (bytesDone: number) => void,
+): AsyncGenerator<Block<T>> {
+  const { path, dim } = reader;
+  if (reader.rows === 0) return;
+  const changed = (): InvalidArgumentError => new InvalidArgumentError(`${path}: the file changed while it was read (it had ${reader.rows} rows when opened)`);
+  let start = 0; // the first row of the block being filled
+  let data = new Type(Math.min(blockRows, reader.rows) * dim);
+  let ids: string[] = [];
+  let row = 0;
+  for await (const { lines, firstLine, firstByte } of lineBatches(source)) {
+    let byte = firstByte; // where the next line starts
+    for (let k = 0; k < lines.length; k++) {
+      byte += lines[k].length + 1;
+      if (isBlank(lines[k])) continue;
+      if (row === reader.rows) throw changed();
+      const { values, id } = parseJsonRow(path, lines[k], firstLine + k, dim);
+      data.set(values, (row - start) * dim);
+      ids.push(id === undefined ? String(row) : String(id));
+      row++;
+      if (row - start === data.length / dim) {
+        progress(byte);
+        yield { data, start, rows: row - start, ids };
+        start = row;
+        data = new Type(Math.min(blockRows, reader.rows - start) * dim);
+        ids = [];
+      }
+    }
+  }
+  if (row !== reader.rows) throw changed();
+}
