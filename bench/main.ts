@@ -156,22 +156,22 @@ function intList(name: string, value: string | undefined, fallback: number[]): n
 }
 
 /** `bench compare`'s options from its flags. */
-function compareOptions(
+async function compareOptions(
   v: Record<string, string | undefined>,
   backends: ('webgpu' | 'cpu')[],
   seed: number,
   warmup: number,
   repeats: number,
   log: (line: string) => void,
-): CompareOptions {
+): Promise<CompareOptions> {
   const metric = (v.metric ?? 'l2') as Metric;
   if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
   if (v.base !== undefined && v.data !== undefined) throw new UsageError('give --data or --base, not both');
   if (v.base === undefined && (v.query !== undefined || v.gt !== undefined)) throw new UsageError('--query and --gt go with --base');
   const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
   const data = v.base !== undefined
-    ? loadFileData(v.base, v.query, v.gt, nq)
-    : loadBenchData((v.data ?? 'clustered') as DataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), nq, seed);
+    ? await loadFileData(v.base, v.query, v.gt, nq)
+    : await loadBenchData((v.data ?? 'clustered') as DataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), nq, seed);
   const k = positiveInt('k', v.k, 100);
   let peers: CompareOptions['peers'] = 'auto';
   if (v.peers === 'none') peers = 'none';
@@ -243,7 +243,7 @@ export async function benchMain(argv: string[]): Promise<void> {
     if (others.length) throw new UsageError(`--replot takes no other option; got --${others.join(', --')}`);
     console.log(`wrote ${writeCompareReport(v.replot, readCompareRun(v.replot)).join(', ')}`);
   } else if (kase === 'compare') {
-    await runCompare(compareOptions(v, backends, seed, warmup, repeats, log));
+    await runCompare(await compareOptions(v, backends, seed, warmup, repeats, log));
   } else if (kase === 'flat') {
     const metric = (v.metric ?? 'l2') as Metric;
     if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
@@ -261,7 +261,7 @@ export async function benchMain(argv: string[]): Promise<void> {
       log,
     });
   } else if (kase === 'kmeans') {
-    const data = loadBenchData(dataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), 1, seed);
+    const data = await loadBenchData(dataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), 1, seed);
     await runKMeansBench({ data, k: positiveInt('k', v.k, 1024), niter: positiveInt('niter', v.niter, 10), seed, backends, log });
   } else if (kase === 'dedup') {
     if (!v.input) throw new UsageError('--input is required');
@@ -285,7 +285,7 @@ export async function benchMain(argv: string[]): Promise<void> {
       log,
     });
   } else {
-    const data = loadBenchData(dataSet, positiveInt('n', v.n, 200_000), positiveInt('d', v.d, 128), positiveInt('nq', v.nq, 1000), seed);
+    const data = await loadBenchData(dataSet, positiveInt('n', v.n, 200_000), positiveInt('d', v.d, 128), positiveInt('nq', v.nq, 1000), seed);
     await runIvfBench({
       data,
       k: positiveInt('k', v.k, 10),

@@ -6,8 +6,8 @@ import { REAL_SETS, loadRealSet } from '../helpers/data.js';
 // it to the very Float32Arrays the tests use, with the published ground truth.
 describe('bench data: the real sets', () => {
   for (const s of REAL_SETS) {
-    it(`--data ${s.folder} gives the shipped set with its ground truth`, () => {
-      const b = loadBenchData(s.folder, 0, 0, undefined, 1);
+    it(`--data ${s.folder} gives the shipped set with its ground truth`, async () => {
+      const b = await loadBenchData(s.folder, 0, 0, undefined, 1);
       const t = loadRealSet(s.folder, s.prefix);
       expect([b.n, b.d, b.nq]).toEqual([s.n, s.d, s.nq]);
       expect(b.xb).toBeInstanceOf(Float32Array);
@@ -17,7 +17,7 @@ describe('bench data: the real sets', () => {
       expect(Array.from(b.groundTruth!.ids)).toEqual(Array.from(t.gt));
       expect(b.groundTruth!.source).toMatch(new RegExp(`test/data/${s.folder}/`));
       // nq cuts the query set.
-      expect(loadBenchData(s.folder, 0, 0, 7, 1).nq).toBe(7);
+      expect((await loadBenchData(s.folder, 0, 0, 7, 1)).nq).toBe(7);
     });
   }
 });
