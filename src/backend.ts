@@ -12,15 +12,17 @@ import { searchIvf } from './plans/ivf-search.js';
 import { selfJoinCandidates } from './plans/self-join.js';
 import { CodeStore } from './stores/code-store.js';
 import { DeviceLists } from './stores/inverted-lists.js';
+import type { RowAt } from './stores/rows.js';
 import { InvalidArgumentError, type SearchResult, type SearchTimings } from './types.js';
 
 export type { DeviceKind as BackendKind } from './device.js';
 
 export interface BaseStoreOptions {
   /**
-   * Keep a host copy of the rows (default true): the exact re-score of each search's final
-   * candidates and `save` read it, so neither reads the device back. Without one, `rows()` throws;
-   * for stores whose rows nobody reads back (dedup's self-join, k-means points).
+   * Where the device's memory is not the host's (WebGPU): keep one host copy of the rows (default
+   * true), so that the exact re-score of each search's candidates and `save` read the host, not the
+   * device. False: no host copy; those read the rows back from the device. On the CPU device rows
+   * are read in place and there is never a copy. See src/stores/rows.ts.
    */
   hostCopy?: boolean;
 }
@@ -31,11 +33,19 @@ export interface BaseStore {
   readonly ntotal: number;
   /** Appends `n` rows of `x` (`n * d`, already validated). If it throws, nothing was appended. */
   add(x: Float32Array, n: number): Promise<void>;
+  /** Makes room for `n` more rows in buffers of exactly that size (no doubling). */
+  reserve(n: number): Promise<void>;
+  /** What the store holds now, for `rollback`. */
+  mark(): number[];
+  /** Back to what `mark` saw: rows added since are dropped. */
+  rollback(mark: number[]): void;
   /**
-   * The host copy of the stored vectors: `ntotal * d` floats, row-major, as added. A view, valid
-   * until the next add or reset; do not modify it.
+   * The stored rows of `ids` (all the caller will ask for), by id: a view of each row's `d` floats,
+   * valid until the next add or reset; do not modify it.
    */
-  rows(): Float32Array;
+  rowsAt(ids: ArrayLike<number>): Promise<RowAt>;
+  /** Every stored row in id order, in blocks of whole rows (each valid until the next is asked for). */
+  readRows(): AsyncGenerator<Float32Array>;
   /** Removes every vector and frees its device memory. */
   reset(): void;
   /** Frees device memory; the store is unusable afterwards. */
@@ -94,9 +104,9 @@ export class Backend {
     return new CodeStore(this.device, d, options);
   }
 
-  /** Inverted lists on the device, for IVF indexes. */
-  createLists(d: number, nlist: number): DeviceLists {
-    return new DeviceLists(this.device, d, nlist);
+  /** Inverted lists on the device, for IVF indexes (`hostCopy` as for base stores). */
+  createLists(d: number, nlist: number, options?: BaseStoreOptions): DeviceLists {
+    return new DeviceLists(this.device, d, nlist, options);
   }
 
   /**

@@ -231,6 +231,11 @@ export interface Device {
    * is out of memory.
    */
   buffer(label: string, bytes: number): DeviceBuffer;
+  /**
+   * The buffer's memory as floats, where the device's memory is the host's (the CPU device): stores
+   * read rows there in place instead of keeping a host copy. Null where it is not (WebGPU).
+   */
+  hostView(buffer: DeviceBuffer): Float32Array | null;
   /** Returns a buffer to the device; work already called that uses it still sees it. */
   release(buffer: DeviceBuffer): void;
   /** Writes `data` at `byteOffset`, after every call made before it. */

@@ -26,7 +26,9 @@ export function indexFactory(backend: Backend, dim: number, description: string,
   return createIndex(backend, dim, parseIndexType(description), metric);
 }
 
-/** The index a parsed factory string describes (see parseIndexType). */
-export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2'): Index {
-  return type.type === 'Flat' ? new FlatIndex(backend, { dim, metric }) : new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist });
+/** The index a parsed factory string describes (see parseIndexType); `hostCopy` as FlatIndexOptions.hostCopy. */
+export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: { hostCopy?: boolean } = {}): Index {
+  return type.type === 'Flat'
+    ? new FlatIndex(backend, { dim, metric, ...options })
+    : new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, ...options });
 }

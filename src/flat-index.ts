@@ -5,7 +5,8 @@
 import type { Backend, BaseStore } from './backend.js';
 import type { KernelMetric } from './kernel-facts.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
-import { checkDim, checkK, checkMetric, checkVectors, prepareRows } from './types.js';
+import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
+import { type RowProgress, type VectorSource, checkSource, checkedBlocks } from './vector-source.js';
 import { writeIndexFile } from './io/index-file.js';
 import { OperationQueue } from './operation-queue.js';
 import { candidatesFor, rescore, timedRescore } from './rescore.js';
@@ -14,6 +15,12 @@ export interface FlatIndexOptions {
   dim: number;
   /** Default `l2`. */
   metric?: Metric;
+  /**
+   * Keep one host copy of the vectors where the device's memory is not the host's (WebGPU; default
+   * true): the exact re-score and `save` read it. False: they read the rows back from the device.
+   * The CPU backend never keeps a copy (it reads its own memory). See BaseStoreOptions.
+   */
+  hostCopy?: boolean;
 }
 
 export interface SearchOptions {
@@ -33,7 +40,7 @@ export class FlatIndex {
   ) {
     this.dim = checkDim(options?.dim);
     this.metric = checkMetric(options.metric ?? 'l2');
-    this.store = backend.createBaseStore(this.dim);
+    this.store = backend.createBaseStore(this.dim, { hostCopy: options.hostCopy });
   }
 
   /** Number of vectors stored so far (adds still queued are not counted); ids 0 .. ntotal - 1 in add order. */
@@ -64,6 +71,39 @@ export class FlatIndex {
     return this.addRows(xb, false);
   }
 
+  /**
+   * Appends every row of `source` (a file of any size: see openVectors), block by block, in
+   * buffers sized once for all of them. Ids continue from ntotal. If it throws (a malformed block,
+   * a full device), nothing was added.
+   */
+  async addFrom(source: VectorSource, options: { onProgress?: RowProgress } = {}): Promise<void> {
+    this.queue.checkOpen('addFrom');
+    checkSource(source, this.dim);
+    return this.queue.mutate(async () => {
+      const mark = this.store.mark();
+      try {
+        await this.store.reserve(source.rows);
+        for await (const b of checkedBlocks(source, 'xb', this.metric !== 'cosine', (x) => prepareOwnRows(this.metric, x, this.dim))) {
+          await this.store.add(b.data, b.rows);
+          options.onProgress?.(b.start + b.rows, source.rows);
+        }
+      } catch (err) {
+        this.store.rollback(mark);
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * Makes room for `n` more vectors in buffers of exactly that size, so that adds of up to `n`
+   * allocate nothing more (no doubling and copying as the store grows).
+   */
+  async reserve(n: number): Promise<void> {
+    this.queue.checkOpen('reserve');
+    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`reserve: n must be an integer >= 0; got ${String(n)}`);
+    return this.queue.mutate(() => this.store.reserve(n));
+  }
+
   private async addRows(xb: Float32Array, prepare: boolean): Promise<void> {
     const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
     const x = prepare ? prepareRows(this.metric, xb, this.dim) : xb;
@@ -88,19 +128,22 @@ export class FlatIndex {
     return this.queue.search(async () => {
       const kc = candidatesFor(k, this.backend.maxK);
       const cand = await this.backend.searchFlat(this.store, queries, nq, kc, this.kernelMetric, options.timings);
-      return timedRescore(options.timings, () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, { xb: this.store.rows(), rowOf: null }));
+      return timedRescore(options.timings, async () =>
+        rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.store.rowsAt(cand.labels)),
+      );
     });
   }
 
   /**
    * Writes the index to `path` (see src/io/index-file.ts): a versioned header, the vectors and a
    * checksum, through a temporary file, so a crash never leaves half an index. `loadIndex` reads it.
-   * It saves the index as it is after every add and reset called before it.
+   * It saves the index as it is after every add and reset called before it, block by block from
+   * the host copy (or the CPU's memory; without a host copy, read back from the device).
    */
-  async save(path: string): Promise<void> {
+  async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
     this.queue.checkOpen('save');
     return this.queue.search(async () => {
-      writeIndexFile(path, { type: 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 }, [this.store.rows()]);
+      await writeIndexFile(path, { type: 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 }, this.store.readRows(), options.onProgress);
     });
   }
 
@@ -115,3 +158,4 @@ export class FlatIndex {
     return this.queue.close(async () => this.store.dispose());
   }
 }
+

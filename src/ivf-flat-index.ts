@@ -2,7 +2,8 @@
  * IVF-Flat (Faiss's IndexIVFFlat): k-means centroids partition the vectors into `nlist` inverted
  * lists; a search scans only the `nprobe` lists whose centroids are nearest the query, exactly.
  * Written once against `Backend`: the lists live on the device (src/stores/inverted-lists.ts),
- * with one host copy for `save` and the exact re-score.
+ * which also keeps the host's view of them for `save` and the exact re-score (one host copy on
+ * WebGPU unless `hostCopy` is false; none on the CPU, which reads its own memory).
  *
  * Metrics: `l2` assigns vectors and queries to lists by squared L2 to the centroids. `ip` does as
  * Faiss's IndexIVFFlat with an inner-product quantizer: centroids are trained with ordinary (L2)
@@ -11,12 +12,12 @@
  */
 import type { Backend, BaseStore } from './backend.js';
 import type { KernelMetric } from './kernel-facts.js';
-import { IvfLists } from './ivf-lists.js';
 import type { DeviceLists } from './stores/inverted-lists.js';
 import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
 import type { SearchOptions } from './flat-index.js';
 import type { Metric, SearchResult } from './types.js';
-import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, prepareRows } from './types.js';
+import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
+import { type RowProgress, type VectorSource, checkSource, checkedBlocks } from './vector-source.js';
 import { writeIndexFile } from './io/index-file.js';
 import { OperationQueue } from './operation-queue.js';
 import { candidatesFor, rescore, timedRescore } from './rescore.js';
@@ -34,6 +35,8 @@ export interface IvfFlatIndexOptions {
   seed?: number;
   init?: KMeansInit;
   onTrainProgress?: (progress: KMeansProgress) => void;
+  /** Keep one host copy of the vectors on WebGPU (default true); see FlatIndexOptions.hostCopy. */
+  hostCopy?: boolean;
 }
 
 export interface IvfSearchOptions extends SearchOptions {
@@ -48,9 +51,7 @@ export class IvfFlatIndex {
   private nprobeValue = 1;
   private coarse: BaseStore | null = null;
   private trainedCentroids: Float32Array | null = null;
-  /** The host copy of the lists (save and the exact re-score read it). */
-  private readonly lists: IvfLists;
-  /** The lists on the device (what searches scan); freed by reset and dispose. */
+  /** The lists on the device (what searches scan, save writes and the re-score reads); freed by reset and dispose. */
   private readonly deviceLists: DeviceLists;
   private readonly options: IvfFlatIndexOptions;
   private readonly queue = new OperationQueue('IvfFlatIndex');
@@ -67,8 +68,7 @@ export class IvfFlatIndex {
     this.nlist = nlist;
     this.metric = checkMetric(options.metric ?? 'l2');
     this.options = options;
-    this.lists = new IvfLists(this.dim, nlist);
-    this.deviceLists = backend.createLists(this.dim, nlist);
+    this.deviceLists = backend.createLists(this.dim, nlist, { hostCopy: options.hostCopy });
     if (options.nprobe !== undefined) this.nprobe = options.nprobe;
   }
 
@@ -79,7 +79,7 @@ export class IvfFlatIndex {
 
   /** Vectors stored so far (adds still queued are not counted). */
   get ntotal(): number {
-    return this.lists.ntotal;
+    return this.deviceLists.ntotal;
   }
 
   /** Lists scanned per query, in [1, nlist]. */
@@ -93,7 +93,7 @@ export class IvfFlatIndex {
 
   /** Vectors per list (for balance checks). */
   listSizes(): Uint32Array {
-    return this.lists.listSizes();
+    return this.deviceLists.listSizes();
   }
 
   private checkNprobe(value: unknown): number {
@@ -108,22 +108,31 @@ export class IvfFlatIndex {
   }
 
   /**
-   * Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist). Retraining empties the
-   * index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
+   * Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist), or on a source read
+   * block by block (a file of any size: only the sample is held). Retraining empties the index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
    * Like Faiss, k-means runs on a seeded sample of at most `maxPointsPerCentroid` (default 256)
    * points per list, and at most `maxPoints` in all when given. Runs after every operation called before it, like every mutation (see
    * OperationQueue).
    */
   async train(
-    xt: Float32Array,
+    xt: Float32Array | VectorSource,
     options: { onProgress?: (progress: KMeansProgress) => void; maxPointsPerCentroid?: number; maxPoints?: number } = {},
   ): Promise<void> {
     this.queue.checkOpen('train');
-    const n = checkVectors(xt, this.dim, 'xt', true, this.metric !== 'cosine');
+    let n: number;
+    let x: Float32Array | VectorSource;
+    if (xt instanceof Float32Array) {
+      n = checkVectors(xt, this.dim, 'xt', true, this.metric !== 'cosine');
+      x = prepareRows(this.metric, xt, this.dim);
+    } else {
+      checkSource(xt, this.dim);
+      n = xt.rows;
+      const source = xt;
+      x = { rows: n, dim: this.dim, blocks: () => checkedBlocks(source, 'xt', this.metric !== 'cosine', (b) => prepareOwnRows(this.metric, b, this.dim)) };
+    }
     if (n < this.nlist) {
       throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least k = ${this.nlist} training points; got ${n}`);
     }
-    const x = prepareRows(this.metric, xt, this.dim);
     return this.queue.mutate(async () => {
       const kmeans = new KMeans(this.backend, { dim: this.dim });
       const { centroids } = await kmeans.train(x, {
@@ -161,7 +170,6 @@ export class IvfFlatIndex {
   }
 
   private clearLists(): void {
-    this.lists.reset();
     this.deviceLists.reset();
   }
 
@@ -184,10 +192,47 @@ export class IvfFlatIndex {
       const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
       const listOf = new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n);
       const ids = new Uint32Array(n);
-      for (let i = 0; i < n; i++) ids[i] = this.lists.ntotal + i;
-      // The device first: if it fails, neither copy has changed.
+      for (let i = 0; i < n; i++) ids[i] = this.ntotal + i;
       await this.deviceLists.add(x, n, listOf, ids);
-      this.lists.add(x, n, listOf, ids);
+    });
+  }
+
+  /**
+   * Appends every row of `source` (a file of any size: see openVectors) to the lists, in two
+   * passes: the first assigns each row to its list (the costly part) and keeps only the list
+   * numbers; the second reads the rows again into lists sized exactly (no spare room, no growth).
+   * Ids continue from ntotal. If it throws, nothing was added. `onProgress` hears of both passes
+   * (phase 'assign', then 'add').
+   */
+  async addFrom(source: VectorSource, options: { onProgress?: RowProgress } = {}): Promise<void> {
+    this.queue.checkOpen('addFrom');
+    checkSource(source, this.dim);
+    return this.queue.mutate(async () => {
+      const coarse = this.requireTrained('addFrom');
+      const prepare = (b: Float32Array): Float32Array => prepareOwnRows(this.metric, b, this.dim);
+      const checkNorms = this.metric !== 'cosine';
+      const n = source.rows;
+      const listOf = new Uint32Array(n);
+      const counts = new Uint32Array(this.nlist);
+      for await (const b of checkedBlocks(source, 'xb', checkNorms, prepare)) {
+        const assign = await this.backend.searchFlat(coarse, b.data, b.rows, 1, this.kernelMetric);
+        for (let i = 0; i < b.rows; i++) counts[(listOf[b.start + i] = assign.labels[i])]++;
+        options.onProgress?.(b.start + b.rows, n, 'assign');
+      }
+      const mark = this.deviceLists.mark();
+      const id0 = this.ntotal;
+      try {
+        await this.deviceLists.reserve(counts);
+        for await (const b of checkedBlocks(source, 'xb', checkNorms, prepare)) {
+          const ids = new Uint32Array(b.rows);
+          for (let i = 0; i < b.rows; i++) ids[i] = id0 + b.start + i;
+          await this.deviceLists.add(b.data, b.rows, listOf.subarray(b.start, b.start + b.rows), ids);
+          options.onProgress?.(b.start + b.rows, n, 'add');
+        }
+      } catch (err) {
+        this.deviceLists.rollback(mark);
+        throw err;
+      }
     });
   }
 
@@ -202,51 +247,66 @@ export class IvfFlatIndex {
       const coarse = this.requireTrained('search');
       const kc = candidatesFor(k, this.backend.maxK);
       const cand = await this.backend.searchIvf(coarse, this.deviceLists, queries, nq, kc, nprobe, this.kernelMetric, options.timings);
-      return timedRescore(options.timings, () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, this.lists.hostRows()));
+      return timedRescore(options.timings, async () =>
+        rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.deviceLists.rowsAt(cand.labels)),
+      );
     });
   }
 
-  /** Writes the index to `path` (centroids, lists in CSR form, checksum); `loadIndex` reads it. */
-  async save(path: string): Promise<void> {
+  /**
+   * Writes the index to `path` (centroids, lists in CSR form, checksum), block by block from the
+   * host's view of the lists (see FlatIndex.save); `loadIndex` reads it.
+   */
+  async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
     this.queue.checkOpen('save');
     const nprobe = this.nprobe; // as it is when save is called, like every argument
     return this.queue.search(async () => {
       const centroids = this.trainedCentroids;
       if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
-      const csr = this.lists.csr();
-      writeIndexFile(
-        path,
-        { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe },
-        [centroids, csr.offsets, csr.ids, csr.xb],
-      );
+      const lists = this.deviceLists;
+      const sizes = lists.listSizes();
+      const offsets = new Uint32Array(this.nlist + 1);
+      for (let l = 0; l < this.nlist; l++) offsets[l + 1] = offsets[l] + sizes[l];
+      async function* parts(): AsyncGenerator<Float32Array | Uint32Array> {
+        yield centroids!;
+        yield offsets;
+        yield lists.listIds();
+        yield* lists.readRows();
+      }
+      await writeIndexFile(path, { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe }, parts(), options.onProgress);
     });
   }
 
-  /** Restores lists from CSR arrays as saved (vectors as stored, ids as given): for loadIndex. */
-  async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array): Promise<void> {
+  /**
+   * Restores lists as saved (for loadIndex): `offsets` (list L is rows [offsets[L], offsets[L + 1])),
+   * each row's id, and the rows (as stored: already normalised), block by block in that order.
+   * Lists are sized exactly first. If it throws, the index is empty.
+   */
+  async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>): Promise<void> {
     this.queue.checkOpen('restoreLists');
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
-      const n = ids.length;
       const d = this.dim;
-      // Each list's rows in ascending id order, so that position order is id order on the device
-      // (what the GEMM strategy needs; the order of rows within a list means nothing else).
-      const order = new Uint32Array(n);
-      for (let i = 0; i < n; i++) order[i] = i;
-      const listOf = new Uint32Array(n);
-      for (let l = 0; l < this.nlist; l++) {
-        listOf.fill(l, offsets[l], offsets[l + 1]);
-        order.subarray(offsets[l], offsets[l + 1]).sort((a, b) => ids[a] - ids[b]);
-      }
-      const sortedIds = new Uint32Array(n);
-      const sortedXb = new Float32Array(n * d);
-      for (let i = 0; i < n; i++) {
-        sortedIds[i] = ids[order[i]];
-        sortedXb.set(xb.subarray(order[i] * d, (order[i] + 1) * d), i * d);
-      }
       this.clearLists();
-      await this.deviceLists.add(sortedXb, n, listOf, sortedIds);
-      this.lists.add(sortedXb, n, listOf, sortedIds);
+      try {
+        await this.deviceLists.reserve(Uint32Array.from({ length: this.nlist }, (_, l) => offsets[l + 1] - offsets[l]));
+        let at = 0;
+        let list = 0;
+        for await (const block of xb instanceof Float32Array ? [xb] : xb) {
+          const n = block.length / d;
+          const listOf = new Uint32Array(n);
+          for (let i = 0; i < n; i++) {
+            while (offsets[list + 1] <= at + i) list++;
+            listOf[i] = list;
+          }
+          await this.deviceLists.add(block, n, listOf, ids.subarray(at, at + n));
+          at += n;
+        }
+        if (at !== ids.length) throw new InvalidArgumentError(`restoreLists: ${at} rows given for ${ids.length} ids`);
+      } catch (err) {
+        this.clearLists();
+        throw err;
+      }
     });
   }
 

@@ -6,6 +6,7 @@
 import type { Backend } from './backend.js';
 import { rng } from './random.js';
 import { InvalidArgumentError, checkDim, checkVectors } from './types.js';
+import { type VectorSource, checkSource, checkedBlocks, gatherRows } from './vector-source.js';
 
 export type KMeansInit = 'random' | 'kmeans++';
 
@@ -59,7 +60,11 @@ export class KMeans {
     this.dim = checkDim(options?.dim);
   }
 
-  async train(xt: Float32Array, options: KMeansTrainOptions): Promise<KMeansResult> {
+  /**
+   * Trains on `xt`: an array (`n * dim`), or a source read block by block (a file of any size),
+   * of which only the sample is ever held (one pass picks it; the same sample as from an array).
+   */
+  async train(xt: Float32Array | VectorSource, options: KMeansTrainOptions): Promise<KMeansResult> {
     const d = this.dim;
     const k = options?.k;
     if (typeof k !== 'number' || !Number.isInteger(k) || k < 1) {
@@ -76,13 +81,19 @@ export class KMeans {
     if (maxPoints !== Infinity && (!Number.isInteger(maxPoints) || maxPoints < k)) {
       throw new InvalidArgumentError(`maxPoints must be an integer >= k = ${k}; got ${maxPoints}`);
     }
-    const nAll = checkVectors(xt, d, 'xt', true);
+    const nAll = xt instanceof Float32Array ? checkVectors(xt, d, 'xt', true) : (checkSource(xt, d), xt.rows);
     if (nAll < k) {
       throw new InvalidArgumentError(`k-means needs at least k = ${k} training points; got ${nAll}`);
     }
     const random = rng(seed);
     const m = Math.min(maxPer * k, maxPoints);
-    const x = nAll > m ? sampleRows(xt, nAll, d, m, random) : xt;
+    const pick = nAll > m ? Uint32Array.from(shuffledPrefix(nAll, m, random)).sort() : null;
+    const x =
+      xt instanceof Float32Array
+        ? pick
+          ? copyRows(xt, d, Array.from(pick))
+          : xt
+        : await gatherRows(checkedBlocks(xt, 'xt', true, (b) => b), d, nAll, pick);
     const n = x.length / d;
     const centroids = init === 'random' ? initRandom(x, n, d, k, random) : initPlusPlus(x, n, d, k, random);
     const ws = await this.backend.createKMeansWorkspace(x, n, d, k);
@@ -107,11 +118,6 @@ export class KMeans {
     }
     return { centroids: this.centroids, objective, n };
   }
-}
-
-/** `m` distinct rows of `x`, chosen by a seeded partial shuffle, kept in index order. */
-function sampleRows(x: Float32Array, n: number, d: number, m: number, random: () => number): Float32Array {
-  return copyRows(x, d, shuffledPrefix(n, m, random).sort((a, b) => a - b));
 }
 
 /** The given rows of `x`, in the given order. */

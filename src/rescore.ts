@@ -13,6 +13,7 @@
  * What it cannot fix: when more than `candidates - k` vectors tie with the k-th within the
  * kernels' rounding (near copies), the kernels' cut decides which of them are candidates.
  */
+import type { RowAt } from './stores/rows.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
 
 /** Fewest candidates beyond k that are re-scored (fewer only where the backend's largest k leaves no room). */
@@ -32,16 +33,9 @@ export function candidatesFor(k: number, maxK: number): number {
 }
 
 /**
- * Base vectors on the host, by id: row `rowOf ? rowOf[id] : id` of `xb` (`d` floats a row).
- */
-export interface HostRows {
-  xb: Float32Array;
-  rowOf: Uint32Array | null;
-}
-
-/**
  * Re-scores `cand` (`nq * kc` labels, -1 = none; distances ignored) against the queries `xq`
- * (`nq * d`, as the index holds them: normalised for cosine) and returns the k best of each row,
+ * (`nq * d`, as the index holds them: normalised for cosine), reading the candidates' vectors by id
+ * with `rowAt` (see BaseStore.rowsAt), and returns the k best of each row,
  * best first: l2 ascending squared distance, ip and cosine descending, ties on the smaller id,
  * padded with -1 and +Infinity (l2) / -Infinity (ip, cosine). A zero vector has cosine 0 with
  * every vector.
@@ -54,7 +48,7 @@ export function rescore(
   cand: SearchResult,
   kc: number,
   k: number,
-  base: HostRows,
+  rowAt: RowAt,
 ): SearchResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
@@ -63,7 +57,6 @@ export function rescore(
   const keys = new Float64Array(kc);
   const ids = new Int32Array(kc);
   const order: number[] = [];
-  const { xb, rowOf } = base;
   const labelsIn = cand.labels;
   const qnorm = new Float64Array(metric === 'cosine' ? nq : 0);
   for (let r = 0; r < qnorm.length; r++) {
@@ -76,19 +69,19 @@ export function rescore(
     for (let c = 0; c < kc; c++) {
       const id = labelsIn[r * kc + c];
       if (id < 0) continue;
-      const x = (rowOf ? rowOf[id] : id) * d;
+      const x = rowAt(id);
       let s = 0;
       if (metric === 'l2') {
         for (let j = 0; j < d; j++) {
-          const t = xq[q + j] - xb[x + j];
+          const t = xq[q + j] - x[j];
           s += t * t;
         }
       } else if (metric === 'ip') {
-        for (let j = 0; j < d; j++) s -= xq[q + j] * xb[x + j];
+        for (let j = 0; j < d; j++) s -= xq[q + j] * x[j];
       } else {
         let xx = 0;
-        for (let j = 0; j < d; j++) xx += xb[x + j] * xb[x + j];
-        s = cosineDistance(xq, q, qnorm[r], xb, x, Math.sqrt(xx), d);
+        for (let j = 0; j < d; j++) xx += x[j] * x[j];
+        s = cosineDistance(xq, q, qnorm[r], x, 0, Math.sqrt(xx), d);
       }
       keys[m] = s;
       ids[m] = id;
@@ -107,10 +100,13 @@ export function rescore(
   return { distances, labels };
 }
 
-/** Runs `fn` (a re-score) and, when timings are asked for, records its time in `timings.rescoreMs`. */
-export function timedRescore(timings: SearchTimings | undefined, fn: () => SearchResult): SearchResult {
+/**
+ * Runs `fn` (reading the candidates' rows, then the re-score) and, when timings are asked for,
+ * records its time in `timings.rescoreMs`.
+ */
+export async function timedRescore(timings: SearchTimings | undefined, fn: () => Promise<SearchResult>): Promise<SearchResult> {
   const t0 = performance.now();
-  const out = fn();
+  const out = await fn();
   if (timings) timings.rescoreMs = performance.now() - t0;
   return out;
 }

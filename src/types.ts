@@ -135,3 +135,8 @@ export function normalizeRows(x: Float32Array, d: number): Float32Array {
 export function prepareRows(metric: Metric, x: Float32Array, d: number): Float32Array {
   return metric === 'cosine' ? normalizeRows(x, d) : x.slice();
 }
+
+/** As prepareRows, for rows the index may keep as they are (a block read for it): no copy unless normalising. */
+export function prepareOwnRows(metric: Metric, x: Float32Array, d: number): Float32Array {
+  return metric === 'cosine' ? normalizeRows(x, d) : x;
+}

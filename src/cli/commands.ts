@@ -11,7 +11,8 @@ import { IvfFlatIndex } from '../ivf-flat-index.js';
 import { readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
-import { READ_FORMATS, type VectorFile, readVectors } from '../io/vectors.js';
+import { READ_FORMATS } from '../io/vectors.js';
+import { type VectorReader, openVectors } from '../io/vector-reader.js';
 import { type DedupMetric, type DedupResult, dedup } from '../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { knnGraph } from '../jobs/knn-graph.js';
@@ -155,9 +156,9 @@ function nprobeOf(v: Values, type: IndexType, fallback: number): number | undefi
 }
 
 /** The usage error for an IVF nlist larger than the number of vectors (k-means needs n >= nlist). */
-function checkNlist(type: IndexType, file: VectorFile, path: string): void {
-  if (type.type === 'IVF' && type.nlist > file.n) {
-    throw new UsageError(`--type IVF${type.nlist},Flat needs at least nlist = ${type.nlist} vectors to train on; ${path} has ${file.n}`);
+function checkNlist(type: IndexType, file: VectorReader): void {
+  if (type.type === 'IVF' && type.nlist > file.rows) {
+    throw new UsageError(`--type IVF${type.nlist},Flat needs at least nlist = ${type.nlist} vectors to train on; ${file.path} has ${file.rows}`);
   }
 }
 
@@ -209,17 +210,27 @@ function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings {
   return { type, metric: metricOf(v), nprobe: nprobeOf(v, type, defaultNprobe), trainSample: trainSampleOf(v, type) };
 }
 
-/** Builds the index `s` describes from `x` (`n * d`): trained (IVF), filled, its nprobe set. */
-async function buildIndex(backend: Backend, s: IndexSettings, x: Float32Array, d: number): Promise<Index> {
-  const index = createIndex(backend, d, s.type, s.metric);
+/**
+ * Builds the index `s` describes from `file`, read block by block: trained (IVF: on a sample, the
+ * only rows held), filled (IVF: a pass to assign the rows to lists, a pass to add them), its nprobe
+ * set. `hostCopy` false where nothing will search it (build: save reads the device back instead).
+ */
+async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy: boolean): Promise<Index> {
+  const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy });
+  const progress = new Map<string, Progress>();
+  const onProgress = (done: number, total: number, phase = 'adding'): void => {
+    if (!progress.has(phase)) progress.set(phase, new Progress(phase === 'assign' ? 'assigning to lists' : phase === 'add' ? 'adding to lists' : phase));
+    progress.get(phase)!.update(done, total);
+  };
   if (index instanceof IvfFlatIndex) {
     const p = new Progress('training');
-    await index.train(x, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
+    await index.train(file, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
     if (s.nprobe !== undefined) index.nprobe = s.nprobe;
   }
-  await index.add(x);
+  await index.addFrom(file, { onProgress });
   return index;
 }
+
 
 export async function build(argv: string[]): Promise<void> {
   const v = parse('build', argv);
@@ -229,13 +240,14 @@ export async function build(argv: string[]): Promise<void> {
   const settings = indexSettingsOf(v, 1);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input]));
-  const file = await readVectors(input);
-  checkNlist(settings.type, file, input);
+  const file = await openVectors(input);
+  checkNlist(settings.type, file);
   const backend = await openBackend(choice);
   try {
-    const index = await buildIndex(backend, settings, file.data, file.d);
-    await index.save(out);
-    process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.d}\n`);
+    const index = await buildIndex(backend, settings, file, false);
+    const p = new Progress('saving');
+    await index.save(out, { onProgress: (done, total) => p.update(done, total) });
+    process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
   } finally {
     backend.dispose();
   }
@@ -250,15 +262,16 @@ export async function search(argv: string[]): Promise<void> {
   const queriesPath = required(v, 'queries');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath]));
-  const header = readIndexHeader(indexPath);
+  const header = await readIndexHeader(indexPath);
   const nprobe = header.type === 'IVF' && v.nprobe !== undefined ? nprobeOf(v, { type: 'IVF', nlist: header.nlist }, 1) : undefined;
-  const queries = await readVectors(queriesPath);
-  if (queries.d !== header.dim) throw new UsageError(`the queries have dim ${queries.d}; the index has dim ${header.dim}`);
+  const queries = await openVectors(queriesPath);
+  if (queries.rows > 0 && queries.dim !== header.dim) throw new UsageError(`the queries have dim ${queries.dim}; the index has dim ${header.dim}`);
   const backend = await openBackend(choice, k);
   try {
-    const index = await loadIndex(backend, indexPath);
+    const p = new Progress('loading');
+    const index = await loadIndex(backend, indexPath, { onProgress: (done, total) => p.update(done, total) });
     if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
-    await writeNeighbours(index, { queries: queries.data }, k, out, dist, 'search');
+    await writeNeighbours(index, { queries }, k, out, dist, 'search');
   } finally {
     backend.dispose();
   }
@@ -275,13 +288,13 @@ function neighbourOutputs(v: Values): { out: string; dist: string | undefined } 
 
 async function writeNeighbours(
   index: Index,
-  source: { queries?: Float32Array; self?: Float32Array },
+  source: { queries?: VectorReader; self?: VectorReader },
   k: number,
   out: string,
   dist: string | undefined,
   label: string,
 ): Promise<void> {
-  const n = (source.queries ?? source.self)!.length / index.dim;
+  const n = (source.queries ?? source.self)!.rows;
   const outputs: VectorStreamWriter[] = [];
   try {
     const ids = new VectorStreamWriter(out, n, k, 'int');
@@ -325,7 +338,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const clusters = text(v, 'clusters');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input]));
-  const file = await readVectors(input);
+  const file = await openVectors(input);
   const backend = await openBackend(choice);
   try {
     const p = new Progress('dedup');
@@ -337,7 +350,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
       outputs.push(pairs);
       const csv = extname(out).toLowerCase() === '.csv';
       if (csv) pairs.write('i,j,score\n');
-      r = await dedup(backend, file.data, file.d, {
+      r = await dedup(backend, file, file.dim, {
         metric: metric as DedupMetric,
         threshold,
         maxCandidates,
@@ -382,15 +395,15 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const settings = indexSettingsOf(v, 8);
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
-  const file = await readVectors(input);
-  checkNlist(settings.type, file, input);
-  const queries = queriesPath !== undefined ? await readVectors(queriesPath) : null;
-  if (queries && queries.d !== file.d) throw new UsageError(`the queries have dim ${queries.d}; the input has dim ${file.d}`);
+  const file = await openVectors(input);
+  checkNlist(settings.type, file);
+  const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
+  if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
   try {
     const t0 = performance.now();
-    const index = await buildIndex(backend, settings, file.data, file.d);
-    await writeNeighbours(index, queries ? { queries: queries.data } : { self: file.data }, k, out, dist, 'knn-graph');
+    const index = await buildIndex(backend, settings, file, true);
+    await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph');
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
   } finally {
     backend.dispose();

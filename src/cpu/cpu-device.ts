@@ -64,6 +64,10 @@ export class CpuDevice implements Device {
     return new CpuBuffer(label, Math.max(16, Math.ceil(bytes / 4) * 4));
   }
 
+  hostView(buffer: DeviceBuffer): Float32Array {
+    return cpuOf(buffer).f32;
+  }
+
   release(): void {}
 
   upload(buffer: DeviceBuffer, byteOffset: number, data: ArrayBufferView): void {

@@ -112,6 +112,11 @@ export class GpuDevice implements Device {
     return new GpuDeviceBuffer(label, gpu.size, gpu);
   }
 
+  /** GPU memory is not the host's: stores keep a host copy or read back. */
+  hostView(): null {
+    return null;
+  }
+
   release(buffer: DeviceBuffer): void {
     const gpu = gpuOf(buffer);
     if (this.pool.release(gpu)) return; // reused by later calls, which run after the recorded ones

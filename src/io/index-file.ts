@@ -8,20 +8,25 @@
  *                      xb f32[ntotal * dim] (vectors grouped by list, as the lists hold them)
  *   32 bytes     SHA-256 of everything before it
  * Vectors are stored as the index holds them (normalised for cosine: each row has unit norm, or is
- * zero for a zero vector). Files are written to a temporary name and renamed, so a crash never
- * leaves a half-written index.
+ * zero for a zero vector). Each IVF list holds its ids in increasing order as this library writes
+ * them (other orders load, and are then searched by the scan strategy). Files are written and read
+ * block by block (bounded memory whatever their size), written to a temporary name and renamed, so
+ * a crash never leaves a half-written index.
  *
+
  * Reading checks every field, not only the checksum (a file can be rewritten with a valid one):
  * the header (type, metric, 1 <= dim <= 65536; Flat: nlist = nprobe = 0; IVF: nlist >= 1 and
  * 1 <= nprobe <= nlist; reserved = 0), the size, offsets[0] = 0, non-decreasing offsets,
  * offsets[nlist] = ntotal, ids a permutation of 0 .. ntotal - 1, all floats finite, and for cosine
- * unit-norm (or zero) rows.
+ * unit-norm (or zero) rows. The vectors are checked block by block as they are read; the checksum,
+ * which covers the whole file, is checked at the end (`IndexFileReader.finish`): a loader must
+ * drop what it built when that fails.
  */
-import { createHash } from 'node:crypto';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { createHash, type Hash } from 'node:crypto';
+import { type FileHandle, open } from 'node:fs/promises';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
-import { fileError, readFileOrFail } from './file-error.js';
+import { fileError } from './file-error.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
 
 export const INDEX_MAGIC = 'WGPUKNN\0';
@@ -31,8 +36,8 @@ const METRIC_CODES: Metric[] = ['l2', 'ip', 'cosine'];
 const MAX_DIM = 65536;
 /** How far a stored cosine row's norm may be from 1 (float32 rounding of a normalised row). */
 const UNIT_NORM_TOLERANCE = 1e-3;
-/** Bytes hashed and written at a time, so that saving needs no second copy of the index. */
-const WRITE_CHUNK = 1 << 24;
+/** Bytes hashed and written, or read, at a time. */
+const IO_BLOCK = 1 << 24;
 
 export interface IndexFileHeader {
   type: 'Flat' | 'IVF';
@@ -43,13 +48,24 @@ export interface IndexFileHeader {
   nprobe: number;
 }
 
-export interface IndexFileContents {
-  header: IndexFileHeader;
-  /** In file order (see above). */
-  arrays: (Float32Array | Uint32Array)[];
+/** Bytes of the whole file the header describes (header, arrays, checksum). */
+export function indexFileBytes(h: IndexFileHeader): number {
+  const words = h.type === 'Flat' ? h.ntotal * h.dim : h.nlist * h.dim + h.nlist + 1 + h.ntotal + h.ntotal * h.dim;
+  return HEADER_BYTES + 4 * words + 32;
 }
 
-export function writeIndexFile(path: string, header: IndexFileHeader, arrays: (Float32Array | Uint32Array)[]): void {
+/**
+ * Writes an index file from `parts`, the arrays in file order (see above) in as many pieces as the
+ * caller likes, so that no piece need hold a whole array. Checks that they add up to what the
+ * header describes; on any failure nothing is left behind (an old file at `path` stays).
+ */
+export async function writeIndexFile(
+  path: string,
+  header: IndexFileHeader,
+  parts: AsyncIterable<Float32Array | Uint32Array>,
+  onProgress?: (bytesDone: number, bytesTotal: number) => void,
+): Promise<void> {
+  const total = indexFileBytes(header);
   const head = new Uint8Array(HEADER_BYTES);
   const view = new DataView(head.buffer);
   head.set(new TextEncoder().encode(INDEX_MAGIC), 0);
@@ -57,37 +73,35 @@ export function writeIndexFile(path: string, header: IndexFileHeader, arrays: (F
   fields.forEach((v, i) => view.setUint32(8 + 4 * i, v, true));
   const hash = createHash('sha256');
   const file = new AtomicFile(path);
+  let written = 0;
   const put = (bytes: Uint8Array): void => {
     hash.update(bytes);
     file.write(bytes);
+    written += bytes.byteLength;
   };
-  put(head);
-  for (const a of arrays) {
-    const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    for (let o = 0; o < bytes.byteLength; o += WRITE_CHUNK) put(bytes.subarray(o, o + WRITE_CHUNK));
+  try {
+    put(head);
+    for await (const a of parts) {
+      const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+      for (let o = 0; o < bytes.byteLength; o += IO_BLOCK) put(bytes.subarray(o, o + IO_BLOCK));
+      onProgress?.(written, total);
+    }
+    const expected = total - 32;
+    if (written !== expected) throw new Error(`${path}: ${written} bytes of index written; the header describes ${expected}`);
+    file.write(hash.digest());
+    onProgress?.(total, total);
+  } catch (err) {
+    file.abort();
+    throw err;
   }
-  file.write(hash.digest());
   commitOutputs([file]);
 }
 
-/** The header of the index file at `path` (checked as `readIndexFile` checks it), reading only its first bytes. */
-export function readIndexHeader(path: string): IndexFileHeader {
-  const head = new Uint8Array(HEADER_BYTES);
-  let got = 0;
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    throw fileError(path, 'cannot read', err);
-  }
-  try {
-    got = readSync(fd, head, 0, HEADER_BYTES, 0);
-  } catch (err) {
-    throw fileError(path, 'cannot read', err);
-  } finally {
-    closeSync(fd);
-  }
-  return parseHeader(path, head.subarray(0, got));
+/** The header of the index file at `path` (checked as IndexFileReader checks it), reading only its first bytes. */
+export async function readIndexHeader(path: string): Promise<IndexFileHeader> {
+  const reader = await IndexFileReader.open(path);
+  await reader.close();
+  return reader.header;
 }
 
 function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
@@ -112,56 +126,136 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   return { type: type === 1 ? 'Flat' : 'IVF', metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe };
 }
 
-export function readIndexFile(path: string): IndexFileContents {
-  const buf = readFileOrFail(path);
-  const header = parseHeader(path, buf);
-  const { type, dim, ntotal, nlist } = header;
-  const sizes = type === 'Flat' ? [ntotal * dim] : [nlist * dim, nlist + 1, ntotal, ntotal * dim];
-  const expected = HEADER_BYTES + sizes.reduce((a, s) => a + 4 * s, 0) + 32;
-  if (buf.byteLength !== expected) {
-    throw new InvalidArgumentError(
-      `${path}: ${buf.byteLength < expected ? 'truncated' : 'has trailing bytes'}: the header describes ${expected} bytes; the file has ${buf.byteLength}`,
-    );
+/**
+ * An index file read front to back: `open` checks the header and the size; the arrays follow in
+ * file order (`floats`, `uints` for whole small arrays, `vectorBlocks` for the vectors), each
+ * checked, every byte hashed; `finish` checks the checksum and closes. `onProgress` hears of the
+ * bytes read.
+ */
+export class IndexFileReader {
+  private offset = HEADER_BYTES;
+  private readonly hash: Hash;
+
+  private constructor(
+    readonly path: string,
+    private readonly fh: FileHandle,
+    readonly header: IndexFileHeader,
+    readonly bytes: number,
+    head: Uint8Array,
+    private readonly onProgress?: (bytesDone: number, bytesTotal: number) => void,
+  ) {
+    this.hash = createHash('sha256').update(head);
   }
-  const digest = createHash('sha256').update(buf.subarray(0, expected - 32)).digest();
-  if (!digest.equals(buf.subarray(expected - 32))) {
-    throw new InvalidArgumentError(`${path}: checksum mismatch: the file is corrupt`);
+
+  static async open(path: string, onProgress?: (bytesDone: number, bytesTotal: number) => void): Promise<IndexFileReader> {
+    let fh: FileHandle;
+    try {
+      fh = await open(path, 'r');
+    } catch (err) {
+      throw fileError(path, 'cannot read', err);
+    }
+    try {
+      const st = await fh.stat();
+      if (st.isDirectory()) throw Object.assign(new Error('directory'), { code: 'EISDIR' });
+      const head = new Uint8Array(HEADER_BYTES);
+      const got = (await fh.read(head, 0, HEADER_BYTES, 0)).bytesRead;
+      const header = parseHeader(path, head.subarray(0, got));
+      const expected = indexFileBytes(header);
+      if (st.size !== expected) {
+        throw new InvalidArgumentError(
+          `${path}: ${st.size < expected ? 'truncated' : 'has trailing bytes'}: the header describes ${expected} bytes; the file has ${st.size}`,
+        );
+      }
+      return new IndexFileReader(path, fh, header, st.size, head, onProgress);
+    } catch (err) {
+      await fh.close();
+      throw err instanceof InvalidArgumentError ? err : fileError(path, 'cannot read', err);
+    }
   }
-  const arrays: (Float32Array | Uint32Array)[] = [];
-  let o = HEADER_BYTES;
-  sizes.forEach((s, i) => {
-    const copy = new Uint8Array(buf.subarray(o, o + 4 * s)).buffer; // aligned copy
-    const isU32 = type === 'IVF' && (i === 1 || i === 2);
-    arrays.push(isU32 ? new Uint32Array(copy) : new Float32Array(copy));
-    o += 4 * s;
-  });
-  if (type === 'Flat') {
-    checkVectorsField(path, 'xb', arrays[0] as Float32Array, dim, header.metric === 'cosine');
-  } else {
-    checkVectorsField(path, 'centroids', arrays[0] as Float32Array, dim, false);
-    checkLists(path, arrays[1] as Uint32Array, arrays[2] as Uint32Array, ntotal);
-    checkVectorsField(path, 'xb', arrays[3] as Float32Array, dim, header.metric === 'cosine');
+
+  /** The next `bytes` bytes of the file, hashed. */
+  private async next(bytes: number): Promise<Uint8Array> {
+    const out = new Uint8Array(bytes);
+    for (let o = 0; o < bytes; ) {
+      let got: number;
+      try {
+        got = (await this.fh.read(out, o, bytes - o, this.offset)).bytesRead;
+      } catch (err) {
+        throw fileError(this.path, 'cannot read', err);
+      }
+      if (got === 0) throw new InvalidArgumentError(`${this.path}: truncated at byte ${this.offset}`);
+      o += got;
+      this.offset += got;
+    }
+    this.hash.update(out);
+    this.onProgress?.(this.offset, this.bytes);
+    return out;
   }
-  return { header, arrays };
+
+  /** The next `count` float32 values (rows of dim), each finite (`field` names them in errors). */
+  async floats(field: string, count: number): Promise<Float32Array> {
+    const x = new Float32Array((await this.next(4 * count)).buffer);
+    checkVectors(this.path, field, x, 0, this.header.dim, false);
+    return x;
+  }
+
+  /** The next `count` uint32 values. */
+  async uints(count: number): Promise<Uint32Array> {
+    return new Uint32Array((await this.next(4 * count)).buffer);
+  }
+
+  /**
+   * The next `rows` vectors of the header's dim, in blocks of whole rows, each block checked
+   * (finite; unit norm or zero where `unit`).
+   */
+  async *vectorBlocks(field: string, rows: number, unit: boolean): AsyncGenerator<Float32Array> {
+    const dim = this.header.dim;
+    const blockRows = Math.max(1, Math.floor(IO_BLOCK / (4 * dim)));
+    for (let r0 = 0; r0 < rows; r0 += blockRows) {
+      const n = Math.min(blockRows, rows - r0);
+      const x = new Float32Array((await this.next(4 * n * dim)).buffer);
+      checkVectors(this.path, field, x, r0, dim, unit);
+      yield x;
+    }
+  }
+
+  /** Checks the checksum (everything has been read) and closes the file. */
+  async finish(): Promise<void> {
+    const digest = this.hash.digest();
+    const stored = new Uint8Array(32);
+    try {
+      stored.set((await this.fh.read(new Uint8Array(32), 0, 32, this.offset)).buffer);
+    } finally {
+      await this.close();
+    }
+    if (!Buffer.from(stored).equals(digest)) throw new InvalidArgumentError(`${this.path}: checksum mismatch: the file is corrupt`);
+  }
+
+  async close(): Promise<void> {
+    await this.fh.close().catch(() => undefined);
+  }
 }
 
-/** All values finite; for cosine, each row of unit norm (or zero: a zero vector stays zero). */
-function checkVectorsField(path: string, field: string, x: Float32Array, dim: number, unit: boolean): void {
+/**
+ * All values finite; for `unit`, each row of unit norm (or zero: a zero vector stays zero). Rows
+ * are numbered from `row0` in messages.
+ */
+function checkVectors(path: string, field: string, x: Float32Array, row0: number, dim: number, unit: boolean): void {
   for (let r = 0; r < x.length / dim; r++) {
     let s = 0;
     for (let j = 0; j < dim; j++) {
       const v = x[r * dim + j];
-      if (!Number.isFinite(v)) throw new InvalidArgumentError(`${path}: ${field} row ${r} column ${j} is ${v}; expected a finite value`);
+      if (!Number.isFinite(v)) throw new InvalidArgumentError(`${path}: ${field} row ${row0 + r} column ${j} is ${v}; expected a finite value`);
       s += v * v;
     }
     if (unit && s !== 0 && Math.abs(Math.sqrt(s) - 1) > UNIT_NORM_TOLERANCE) {
-      throw new InvalidArgumentError(`${path}: ${field} row ${r} has norm ${Math.sqrt(s)}; a cosine index stores unit-norm (or zero) rows`);
+      throw new InvalidArgumentError(`${path}: ${field} row ${row0 + r} has norm ${Math.sqrt(s)}; a cosine index stores unit-norm (or zero) rows`);
     }
   }
 }
 
 /** offsets: 0 first, non-decreasing, ntotal last; ids: each of 0 .. ntotal - 1 exactly once. */
-function checkLists(path: string, offsets: Uint32Array, ids: Uint32Array, ntotal: number): void {
+export function checkLists(path: string, offsets: Uint32Array, ids: Uint32Array, ntotal: number): void {
   const nlist = offsets.length - 1;
   if (offsets[0] !== 0) throw new InvalidArgumentError(`${path}: offsets[0] is ${offsets[0]}; expected 0`);
   for (let l = 0; l < nlist; l++) {

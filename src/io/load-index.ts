@@ -1,19 +1,44 @@
-/** Reads an index file written by `save` back into a FlatIndex or IvfFlatIndex on `backend`. */
+/**
+ * Reads an index file written by `save` back into a FlatIndex or IvfFlatIndex on `backend`, block
+ * by block: the vectors go to the device as they are read (buffers sized once, from the header),
+ * so memory is the index itself plus one block. If anything fails (a malformed block, the checksum
+ * at the end), the index built so far is disposed and the error thrown.
+ */
 import type { Backend } from '../backend.js';
 import { FlatIndex } from '../flat-index.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
-import { readIndexFile } from './index-file.js';
+import { IndexFileReader, checkLists } from './index-file.js';
 
-export async function loadIndex(backend: Backend, path: string): Promise<FlatIndex | IvfFlatIndex> {
-  const { header: h, arrays } = readIndexFile(path);
-  if (h.type === 'Flat') {
-    const index = new FlatIndex(backend, { dim: h.dim, metric: h.metric });
-    await index.addPrepared(arrays[0] as Float32Array);
+export interface LoadOptions {
+  /** Keep a host copy of the vectors where the device's memory is not the host's (default true; see BaseStoreOptions). */
+  hostCopy?: boolean;
+  /** Hears of the bytes read so far and the file's size. */
+  onProgress?: (bytesDone: number, bytesTotal: number) => void;
+}
+
+export async function loadIndex(backend: Backend, path: string, options: LoadOptions = {}): Promise<FlatIndex | IvfFlatIndex> {
+  const file = await IndexFileReader.open(path, options.onProgress);
+  const { type, dim, metric, ntotal, nlist, nprobe } = file.header;
+  let index: FlatIndex | IvfFlatIndex | null = null;
+  try {
+    if (type === 'Flat') {
+      const flat = (index = new FlatIndex(backend, { dim, metric, hostCopy: options.hostCopy }));
+      await flat.reserve(ntotal);
+      for await (const block of file.vectorBlocks('xb', ntotal, metric === 'cosine')) await flat.addPrepared(block);
+    } else {
+      const ivf = (index = new IvfFlatIndex(backend, { dim, metric, nlist, hostCopy: options.hostCopy }));
+      await ivf.setCentroids(await file.floats('centroids', nlist * dim));
+      const offsets = await file.uints(nlist + 1);
+      const ids = await file.uints(ntotal);
+      checkLists(path, offsets, ids, ntotal);
+      await ivf.restoreLists(offsets, ids, file.vectorBlocks('xb', ntotal, metric === 'cosine'));
+      ivf.nprobe = nprobe; // checked in [1, nlist] with the header
+    }
+    await file.finish();
     return index;
+  } catch (err) {
+    await file.close();
+    await index?.dispose();
+    throw err;
   }
-  const index = new IvfFlatIndex(backend, { dim: h.dim, metric: h.metric, nlist: h.nlist });
-  await index.setCentroids(arrays[0] as Float32Array);
-  await index.restoreLists(arrays[1] as Uint32Array, arrays[2] as Uint32Array, arrays[3] as Float32Array);
-  index.nprobe = h.nprobe; // checked in [1, nlist] by readIndexFile
-  return index;
 }

@@ -18,6 +18,7 @@ import type { Backend } from '../backend.js';
 import { cosineDistance } from '../rescore.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
+import { type VectorSource, checkSource, checkedBlocks } from '../vector-source.js';
 
 export { DEFAULT_MAX_CANDIDATES };
 /**
@@ -85,9 +86,19 @@ export function dedupMargin(d: number): number {
   return (4 * d + 16) * 2 ** -24;
 }
 
-export async function dedup(backend: Backend, x: Float32Array, d: number, options: DedupOptions): Promise<DedupResult> {
+/**
+ * Every near-duplicate pair of `x`: an array (`n * d`) or a source read block by block (a file of
+ * any size), whose rows are then held once on the host, in blocks, for the exact check (and once
+ * on the device for the join).
+ */
+export async function dedup(backend: Backend, x: Float32Array | VectorSource, d: number, options: DedupOptions): Promise<DedupResult> {
   checkDim(d);
-  const n = checkVectors(x, d, 'vectors', true, options.metric !== 'cosine');
+  let n: number;
+  if (x instanceof Float32Array) n = checkVectors(x, d, 'vectors', true, options.metric !== 'cosine');
+  else {
+    checkSource(x, d);
+    n = x.rows;
+  }
   const { metric, threshold } = options;
   if (metric !== 'cosine' && metric !== 'l2') throw new InvalidArgumentError(`metric must be cosine or l2; got ${String(metric)}`);
   if (typeof threshold !== 'number' || !Number.isFinite(threshold)) {
@@ -101,15 +112,7 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
   const maxCandidates = checkBound(options.maxCandidates, DEFAULT_MAX_CANDIDATES, 'maxCandidates');
   const maxPairs = checkBound(options.maxPairs, DEFAULT_MAX_PAIRS, 'maxPairs');
 
-  // Float64 norms of the original vectors, for the exact cosine.
-  const norms = new Float64Array(n);
-  if (metric === 'cosine') {
-    for (let r = 0; r < n; r++) {
-      let s = 0;
-      for (let t = 0; t < d; t++) s += x[r * d + t] * x[r * d + t];
-      norms[r] = Math.sqrt(s);
-    }
-  }
+  const norms = new Float64Array(metric === 'cosine' ? n : 0);
   const kept = new PairChunks(maxPairs, n);
   // Where the confirmed pairs of each block go: the caller, or the result.
   const sink = options.onPairs ?? ((i: Uint32Array, j: Uint32Array, score: Float64Array) => kept.append(i, j, score));
@@ -125,15 +128,19 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
     for (let p = 0; p < block.length; p += 2) {
       const a = block[p];
       const b = block[p + 1];
+      const xa = rows.block(a);
+      const ao = rows.offset(a);
+      const xb = rows.block(b);
+      const bo = rows.offset(b);
       let s = 0;
       if (metric === 'cosine') {
         // Compared as distances: near 1, the cosine itself would round to 1 (see cosineDistance).
-        const dist = cosineDistance(x, a * d, norms[a], x, b * d, norms[b], d);
+        const dist = cosineDistance(xa, ao, norms[a], xb, bo, norms[b], d);
         if (!(dist <= 1 - threshold)) continue;
         s = 1 - dist;
       } else {
         for (let t = 0; t < d; t++) {
-          const diff = x[a * d + t] - x[b * d + t];
+          const diff = xa[ao + t] - xb[bo + t];
           s += diff * diff;
         }
         if (!(s <= threshold)) continue;
@@ -149,10 +156,25 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
     options.onProgress?.({ rowsDone, n, candidates });
   };
 
-  // Nothing reads the rows back: no host copy (the caller's x is the one).
+  // The original rows on the host, for the exact check: the caller's array, or the source's blocks
+  // (the one host copy); the store keeps none.
+  const rows = new RowBlocks(d);
   const store = backend.createBaseStore(d, { hostCopy: false });
   try {
-    await store.add(metric === 'cosine' ? normalizeRows(x, d) : x, n);
+    const blocks = x instanceof Float32Array ? [{ data: x, rows: n, start: 0 }] : checkedBlocks(x, 'vectors', metric !== 'cosine', (b) => b);
+    await store.reserve(n);
+    for await (const b of blocks) {
+      rows.append(b.data, b.rows);
+      if (metric === 'cosine') {
+        // Float64 norms of the original vectors, for the exact cosine.
+        for (let r = 0; r < b.rows; r++) {
+          let s = 0;
+          for (let t = 0; t < d; t++) s += b.data[r * d + t] * b.data[r * d + t];
+          norms[b.start + r] = Math.sqrt(s);
+        }
+      }
+      await store.add(metric === 'cosine' ? normalizeRows(b.data, d) : b.data, b.rows);
+    }
     await backend.selfJoinCandidates(store, metric === 'cosine' ? 'ip' : 'l2', metric === 'cosine' ? -threshold : threshold, dedupMargin(d), {
       onPairs: confirm,
       maxCandidates,
@@ -164,6 +186,52 @@ export async function dedup(backend: Backend, x: Float32Array, d: number, option
   const { i, j, score } = kept.finish();
   const { clusters, drop } = groups.result();
   return { pairs, i, j, score, clusters, drop, candidates };
+}
+
+/**
+ * Rows kept on the host in blocks as they arrive (no block copied twice, no single array however
+ * many rows): row r is at `offset(r)` of `block(r)`. One block of a given array holds it all.
+ */
+class RowBlocks {
+  private blocks: Float32Array[] = [];
+  private starts: number[] = [];
+  private rows = 0;
+  /** Rows of the first block, and whether every block but the last has as many (then no search). */
+  private size0 = 0;
+  private uniform = true;
+  private last = 0;
+
+  constructor(private readonly d: number) {}
+
+  append(x: Float32Array, rows: number): void {
+    if (rows === 0) return;
+    if (this.blocks.length === 0) this.size0 = rows;
+    else if (this.last !== this.size0) this.uniform = false;
+    this.blocks.push(x);
+    this.starts.push(this.rows);
+    this.rows += rows;
+    this.last = rows;
+  }
+
+  private index(r: number): number {
+    if (this.uniform) return Math.min(Math.floor(r / this.size0), this.blocks.length - 1);
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid] <= r) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  block(r: number): Float32Array {
+    return this.blocks[this.index(r)];
+  }
+
+  offset(r: number): number {
+    return (r - this.starts[this.index(r)]) * this.d;
+  }
 }
 
 function checkBound(v: number | undefined, dflt: number, name: string): number {

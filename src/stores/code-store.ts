@@ -1,20 +1,20 @@
 /**
  * Base vectors on a device, in chunks: each chunk holds up to `chunkRows` rows of `dpad` floats
  * (one binding) and their squared norms, computed on the device when rows are added. A chunk grows
- * by doubling until it is full, so small stores stay small; only the rows an add brings are
- * uploaded. Vectors are addressed by position: ids 0 .. ntotal - 1, chunk after chunk.
+ * by doubling until it is full, so small stores stay small, unless `reserve` sized it exactly
+ * beforehand (a build that knows its row count); only the rows an add brings are uploaded.
+ * Vectors are addressed by position: ids 0 .. ntotal - 1, chunk after chunk.
  *
- * The store may keep a host copy of its rows (see BaseStore.rows): the exact re-score of each
- * search's final candidates and `save` read it, so neither reads the device back.
+ * The host reads rows (the exact re-score, save) as src/stores/rows.ts says: in place on the CPU,
+ * from one host copy on WebGPU (unless `hostCopy` is false), or read back.
  */
 import type { BaseStore, BaseStoreOptions } from '../backend.js';
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows, paddedDim } from '../device.js';
 import { chunkRows } from '../plans/tiling.js';
-import { RowBuffer } from '../row-buffer.js';
+import { ChunkRows, type RowAt, type RowChunk } from './rows.js';
 
-export interface Chunk {
-  xb: DeviceBuffer;
+export interface Chunk extends RowChunk {
   xnorm: DeviceBuffer;
   rows: number;
   capacity: number;
@@ -28,10 +28,10 @@ interface Placement {
 
 export class CodeStore implements BaseStore {
   readonly dpad: number;
-  /** Rows per chunk: every chunk but the last is full. */
+  /** Rows per chunk: every chunk but the last that holds rows is full (chunks after it are reserved, empty). */
   readonly chunkRows: number;
   chunks: Chunk[] = [];
-  private readonly host: RowBuffer | null;
+  private readonly host: ChunkRows;
 
   constructor(
     readonly device: Device,
@@ -39,8 +39,8 @@ export class CodeStore implements BaseStore {
     options: BaseStoreOptions = {},
   ) {
     this.dpad = paddedDim(d);
-    this.host = options.hostCopy === false ? null : new RowBuffer(d);
     this.chunkRows = chunkRows(device, this.dpad * 4);
+    this.host = new ChunkRows(device, d, this.dpad, this.chunkRows, options.hostCopy ?? true);
   }
 
   get ntotal(): number {
@@ -60,65 +60,62 @@ export class CodeStore implements BaseStore {
     return starts;
   }
 
-  async add(x: Float32Array, n: number): Promise<void> {
-    if (n === 0) return;
-    const plan = this.place(n);
-    // Allocate every new buffer first and wait for the device to confirm them, so that running out
-    // of device memory leaves the store as it was.
-    const grown = new Map<number, Chunk>();
+  /**
+   * Makes room for `n` more rows, with buffers of exactly the size they need, so that adds of up
+   * to `n` rows allocate nothing more (no doubling, no copies). If it throws, nothing changed.
+   */
+  async reserve(n: number): Promise<void> {
+    if (n <= 0) return;
+    const grown = await this.allocate(this.place(n), true);
     try {
-      for (const p of plan) {
-        const old = this.chunks[p.index];
-        const need = p.start + p.rows;
-        if (old && old.capacity >= need) continue;
-        const capacity = Math.min(this.chunkRows, Math.max(need, (old?.capacity ?? 0) * 2));
-        grown.set(p.index, {
-          xb: this.device.buffer('xb', capacity * this.dpad * 4),
-          xnorm: this.device.buffer('xnorm', capacity * 4),
-          rows: old?.rows ?? 0,
-          capacity,
-        });
-      }
-      await this.device.flush();
+      await this.install(grown);
     } catch (err) {
       this.device.discard();
-      for (const c of grown.values()) this.free(c);
-      throw err;
-    }
-    // The host copy first: if it cannot grow, nothing has changed yet.
-    const hostRows = this.host?.n ?? 0;
-    try {
-      this.host?.append(x, n);
-    } catch (err) {
-      for (const c of grown.values()) this.free(c);
-      throw err;
-    }
-    // Commit. A grown chunk holds the old rows too, so it stays in place if a later step fails;
-    // only the new rows' counts are rolled back.
-    const chunkCount = this.chunks.length;
-    const lastRows = chunkCount > 0 ? this.chunks[chunkCount - 1].rows : 0;
-    try {
-      await this.commit(x, n, plan, grown);
-    } catch (err) {
-      this.device.discard();
-      this.host?.truncate(hostRows);
       for (const c of grown.values()) if (!this.chunks.includes(c)) this.free(c);
-      if (chunkCount > 0) this.chunks[chunkCount - 1].rows = lastRows;
-      for (const c of this.chunks.splice(chunkCount)) this.free(c);
       throw err;
     }
   }
 
-  /** Which chunks the next `n` rows go to. */
+  async add(x: Float32Array, n: number): Promise<void> {
+    if (n === 0) return;
+    const plan = this.place(n);
+    const grown = await this.allocate(plan, false);
+    // Commit. A grown chunk holds the old rows too, so it stays in place if a later step fails;
+    // only the new rows' counts are rolled back.
+    const before = this.mark();
+    try {
+      await this.install(grown);
+      await this.write(x, n, plan);
+    } catch (err) {
+      this.device.discard();
+      for (const c of grown.values()) if (!this.chunks.includes(c)) this.free(c);
+      this.rollback(before);
+      throw err;
+    }
+  }
+
+  /** The rows each chunk holds now, for `rollback`. */
+  mark(): number[] {
+    return this.chunks.map((c) => c.rows);
+  }
+
+  /** Back to the rows of `mark` (adds since are dropped; chunks opened since are freed). */
+  rollback(mark: number[]): void {
+    for (const c of this.chunks.splice(mark.length)) this.free(c);
+    mark.forEach((rows, i) => (this.chunks[i].rows = rows));
+  }
+
+  /** Which chunks the next `n` rows go to: from the first chunk with room on. */
   private place(n: number): Placement[] {
     const plan: Placement[] = [];
     let remaining = n;
-    let index = this.chunks.length - 1;
-    let filled = index >= 0 ? this.chunks[index].rows : this.chunkRows;
+    let index = this.chunks.findIndex((c) => c.rows < this.chunkRows);
+    if (index < 0) index = this.chunks.length;
+    let filled = this.chunks[index]?.rows ?? 0;
     while (remaining > 0) {
       if (filled === this.chunkRows) {
         index++;
-        filled = 0;
+        filled = this.chunks[index]?.rows ?? 0;
       }
       const rows = Math.min(remaining, this.chunkRows - filled);
       plan.push({ index, start: filled, rows });
@@ -128,27 +125,61 @@ export class CodeStore implements BaseStore {
     return plan;
   }
 
-  private async commit(x: Float32Array, n: number, plan: Placement[], grown: Map<number, Chunk>): Promise<void> {
-    const { device, dpad } = this;
-    const rowBytes = dpad * 4;
+  /**
+   * New buffers (and host copies) for every chunk of `plan` too small for it: exactly the rows it
+   * needs, or (not `exact`) doubling. Allocates everything first and waits for the device to
+   * confirm it, so that running out of memory leaves the store as it was.
+   */
+  private async allocate(plan: Placement[], exact: boolean): Promise<Map<number, Chunk>> {
+    const grown = new Map<number, Chunk>();
+    try {
+      for (const p of plan) {
+        const old = this.chunks[p.index];
+        const need = p.start + p.rows;
+        if (old && old.capacity >= need) continue;
+        const capacity = exact ? need : Math.min(this.chunkRows, Math.max(need, (old?.capacity ?? 0) * 2));
+        const xb = this.device.buffer('xb', capacity * this.dpad * 4);
+        const c: Chunk = { xb, xnorm: this.device.buffer('xnorm', capacity * 4), host: null, rows: old?.rows ?? 0, capacity };
+        grown.set(p.index, c);
+        c.host = this.host.hostFor(xb, capacity);
+      }
+      await this.device.flush();
+    } catch (err) {
+      this.device.discard();
+      for (const c of grown.values()) this.free(c);
+      throw err;
+    }
+    return grown;
+  }
+
+  /** Moves each grown chunk's rows into its new buffers and puts it in place of the old one. */
+  private async install(grown: Map<number, Chunk>): Promise<void> {
+    const rowBytes = this.dpad * 4;
     for (const [i, c] of grown) {
       const old = this.chunks[i];
-      if (old) {
-        device.copy(old.xb, 0, c.xb, 0, old.rows * rowBytes);
-        device.copy(old.xnorm, 0, c.xnorm, 0, old.rows * 4);
-      }
+      if (!old) continue;
+      this.device.copy(old.xb, 0, c.xb, 0, old.rows * rowBytes);
+      this.device.copy(old.xnorm, 0, c.xnorm, 0, old.rows * 4);
+      this.host.carry(old, c, old.rows);
     }
-    await device.flush();
+    await this.device.flush();
     for (const [i, c] of grown) {
       const old = this.chunks[i];
       if (old) this.free(old);
       this.chunks[i] = c;
     }
+  }
+
+  /** Uploads the rows (and mirrors them), computes their norms, and counts them. */
+  private async write(x: Float32Array, n: number, plan: Placement[]): Promise<void> {
+    const { device, dpad } = this;
     const padded = padRows(x, n, this.d, dpad);
     let src = 0;
     for (const p of plan) {
       const c = this.chunks[p.index];
-      device.upload(c.xb, p.start * rowBytes, padded.subarray(src * dpad, (src + p.rows) * dpad));
+      const rows = padded.subarray(src * dpad, (src + p.rows) * dpad);
+      device.upload(c.xb, p.start * dpad * 4, rows);
+      this.host.mirror(c, p.start, rows);
       device.dispatch({ kernel: 'norms', x: c.xb, out: c.xnorm, n: p.rows, dpad, row0: p.start, out0: p.start });
       c.rows = p.start + p.rows;
       src += p.rows;
@@ -156,15 +187,22 @@ export class CodeStore implements BaseStore {
     await device.flush();
   }
 
-  rows(): Float32Array {
-    if (!this.host) throw new Error('this store was made without a host copy (hostCopy: false)');
-    return this.host.view();
+  /** Rows by id, for the given ids (see ChunkRows.rowsAt). */
+  rowsAt(ids: ArrayLike<number>): Promise<RowAt> {
+    return this.host.rowsAt(this.chunks, ids);
+  }
+
+  /** Every row in id order, in blocks (see ChunkRows.read). */
+  readRows(): AsyncGenerator<Float32Array> {
+    return this.host.read(
+      this.chunks,
+      this.chunks.map((c, chunk) => ({ chunk, start: 0, rows: c.rows })),
+    );
   }
 
   reset(): void {
     for (const c of this.chunks) this.free(c);
     this.chunks = [];
-    this.host?.clear();
   }
 
   dispose(): void {
@@ -174,5 +212,6 @@ export class CodeStore implements BaseStore {
   private free(c: Chunk): void {
     this.device.release(c.xb);
     this.device.release(c.xnorm);
+    c.host = null;
   }
 }

@@ -11,15 +11,22 @@
  * chunk (or a new chunk) with room for as many rows as the list already has, so a list's extents
  * grow geometrically and an add uploads only its own rows, their ids and the changed tables.
  * Spare room costs at most about the list's own size; space behind extents that could not grow is
- * not reclaimed until `reset` (a compaction would be the next step if that ever matters).
+ * not reclaimed until `reset` (a compaction would be the next step if that ever matters). A build
+ * that knows each list's final size first (`reserve`, see IvfFlatIndex.addFrom and loadIndex) gets
+ * extents and buffers of exactly that size: no spare room, no growth.
+ *
+ * The host reads rows (the exact re-score, save) as src/stores/rows.ts says: in place on the CPU,
+ * from one host copy on WebGPU (unless `hostCopy` is false), or read back; `positionOf` maps each
+ * id to its row.
  */
 import type { Device, DeviceBuffer } from '../device.js';
+import type { BaseStoreOptions } from '../backend.js';
 import { padRows, paddedDim } from '../device.js';
 import { chunkRows, rowsPerBinding } from '../plans/tiling.js';
 import { InvalidArgumentError } from '../types.js';
+import { ChunkRows, type RowAt, type RowChunk, type RowRun } from './rows.js';
 
-export interface ListChunk {
-  xb: DeviceBuffer;
+export interface ListChunk extends RowChunk {
   xnorm: DeviceBuffer;
   ids: DeviceBuffer;
   /** Rows the buffers hold. */
@@ -57,15 +64,43 @@ export class DeviceLists {
   idsInPositionOrder = true;
   /** The last id added to each list (for idsInPositionOrder). */
   private lastId = new Map<number, number>();
+  /** Each id's position (see `position`); entries of ids not stored mean nothing. */
+  private positionOf = new Uint32Array(0);
+  private readonly host: ChunkRows;
 
   constructor(
     readonly device: Device,
     readonly d: number,
     readonly nlist: number,
+    options: BaseStoreOptions = {},
   ) {
     this.dpad = paddedDim(d);
     this.chunkRows = chunkRows(device, this.dpad * 4);
     rowsPerBinding(device, 8 * nlist, `list table (8 bytes for each of nlist = ${nlist} lists)`);
+    this.host = new ChunkRows(device, d, this.dpad, this.chunkRows, options.hostCopy ?? true);
+  }
+
+  /**
+   * Makes room for `counts[l]` more rows in each list l, in extents and buffers of exactly that
+   * size, so that adds of those rows allocate nothing more. If it throws, nothing changed.
+   */
+  async reserve(counts: ArrayLike<number>): Promise<void> {
+    const touched: number[] = [];
+    for (let l = 0; l < this.nlist; l++) if (counts[l] > 0) touched.push(l);
+    const saved = this.snapshot(touched);
+    const oldChunks = this.chunks.length;
+    try {
+      for (const l of touched) {
+        const spare = (this.extents.get(l) ?? []).reduce((a, e) => a + e.cap - e.size, 0);
+        if (counts[l] > spare) this.reserveRows(l, counts[l] - spare);
+      }
+      await this.growChunks(true);
+    } catch (err) {
+      this.device.discard();
+      for (const ch of this.chunks.splice(oldChunks)) this.free(ch);
+      this.restore(saved);
+      throw err;
+    }
   }
 
   /**
@@ -100,7 +135,6 @@ export class DeviceLists {
       this.lastId.set(l, id);
     }
     const oldChunks = this.chunks.length;
-    const grown = new Map<number, ListChunk>();
     try {
       // Placement: which rows go where (host bookkeeping only).
       const writes: { chunk: number; at: number; from: number; rows: number; list: number }[] = [];
@@ -116,33 +150,13 @@ export class DeviceLists {
           m -= t;
         }
       }
-      // Buffers: new chunks and chunks whose reserved rows outgrew their buffers.
-      for (let c = 0; c < this.chunks.length; c++) {
-        const ch = this.chunks[c];
-        if (ch.used <= ch.capacity) continue;
-        const capacity = Math.min(this.chunkRows, Math.max(ch.used, 2 * ch.capacity));
-        grown.set(c, this.allocate(capacity, ch.ranges));
+      await this.growChunks(false);
+      const maxId = ids.reduce((a, id) => Math.max(a, id), 0);
+      if (maxId >= this.positionOf.length) {
+        const grownIds = new Uint32Array(Math.max(maxId + 1, 2 * this.positionOf.length));
+        grownIds.set(this.positionOf);
+        this.positionOf = grownIds;
       }
-      await this.device.flush();
-      // Commit: move grown chunks' rows, then write the new rows, their ids and norms.
-      for (const [c, g] of grown) {
-        const old = this.chunks[c];
-        if (old.capacity > 0) {
-          this.device.copy(old.xb, 0, g.xb, 0, old.capacity * this.dpad * 4);
-          this.device.copy(old.xnorm, 0, g.xnorm, 0, old.capacity * 4);
-          this.device.copy(old.ids, 0, g.ids, 0, old.capacity * 4);
-          g.hostIds.set(old.hostIds.subarray(0, old.capacity));
-        }
-        g.used = old.used;
-      }
-      // The copies run before the old buffers go back: nothing after this point can drop them.
-      await this.device.flush();
-      for (const [c, g] of grown) {
-        const old = this.chunks[c];
-        this.free(old);
-        this.chunks[c] = g;
-      }
-      grown.clear();
       for (const w of writes) {
         const ch = this.chunks[w.chunk];
         const pick = rows.subarray(w.from, w.from + w.rows);
@@ -151,8 +165,11 @@ export class DeviceLists {
         pick.forEach((r, j) => {
           xs.set(x.subarray(r * this.d, (r + 1) * this.d), j * this.d);
           is[j] = ids[r];
+          this.positionOf[ids[r]] = this.position(w.chunk, w.at + j);
         });
-        this.device.upload(ch.xb, w.at * this.dpad * 4, padRows(xs, w.rows, this.d, this.dpad));
+        const padded = padRows(xs, w.rows, this.d, this.dpad);
+        this.device.upload(ch.xb, w.at * this.dpad * 4, padded);
+        this.host.mirror(ch, w.at, padded);
         this.device.upload(ch.ids, w.at * 4, is);
         ch.hostIds.set(is, w.at);
       }
@@ -184,7 +201,6 @@ export class DeviceLists {
       this.ntotal += n;
     } catch (err) {
       this.device.discard();
-      for (const g of grown.values()) this.free(g);
       for (const ch of this.chunks.splice(oldChunks)) this.free(ch);
       this.restore(saved);
       throw err;
@@ -192,33 +208,84 @@ export class DeviceLists {
   }
 
   /**
-   * The extent the next rows of list `l` go to (`m` of them waiting): its last extent if it has
-   * room or can grow in place, else a new one in the last chunk or a new chunk.
+   * The first extent of list `l` with room (`m` rows waiting): one with spare room, else room made
+   * by growing the list by max(m, MIN_EXTENT, its size), so that it grows geometrically.
    */
   private extentFor(l: number, m: number): Extent {
+    const room = (): Extent | undefined => this.extents.get(l)?.find((e) => e.size < e.cap);
+    const listSize = (this.extents.get(l) ?? []).reduce((a, e) => a + e.size, 0);
+    if (!room()) this.reserveRows(l, Math.max(m, MIN_EXTENT, listSize));
+    return room()!;
+  }
+
+  /**
+   * Room for `m` more rows at the end of list `l` (host bookkeeping only; buffers follow in
+   * growChunks): its last extent grows in place where it ends its chunk's used rows, the rest goes
+   * to new extents in the last chunk (not the list's own) or new chunks.
+   */
+  private reserveRows(l: number, m: number): void {
     let exts = this.extents.get(l);
     if (!exts) this.extents.set(l, (exts = []));
-    const last = exts[exts.length - 1];
-    if (last && last.size < last.cap) return last;
-    const listSize = exts.reduce((a, e) => a + e.size, 0);
-    if (last) {
-      const ch = this.chunks[last.chunk];
-      const room = this.chunkRows - ch.used;
-      if (ch.used === last.start + last.cap && room > 0) {
-        const extra = Math.min(room, Math.max(m, last.cap));
-        ch.used += extra;
-        last.cap += extra;
-        return last;
+    while (m > 0) {
+      const last = exts[exts.length - 1];
+      if (last) {
+        const ch = this.chunks[last.chunk];
+        const room = this.chunkRows - ch.used;
+        if (ch.used === last.start + last.cap && room > 0) {
+          const extra = Math.min(room, m);
+          ch.used += extra;
+          last.cap += extra;
+          m -= extra;
+          continue;
+        }
       }
+      let c = this.chunks.length - 1;
+      if (c < 0 || this.chunks[c].used === this.chunkRows || last?.chunk === c) c = this.newChunk();
+      const ch = this.chunks[c];
+      const cap = Math.min(this.chunkRows - ch.used, m);
+      exts.push({ chunk: c, start: ch.used, size: 0, cap });
+      ch.used += cap;
+      m -= cap;
     }
-    let c = this.chunks.length - 1;
-    if (c < 0 || this.chunks[c].used === this.chunkRows || last?.chunk === c) c = this.newChunk();
-    const ch = this.chunks[c];
-    const cap = Math.min(this.chunkRows - ch.used, Math.max(m, MIN_EXTENT, listSize));
-    const e = { chunk: c, start: ch.used, size: 0, cap };
-    ch.used += cap;
-    exts.push(e);
-    return e;
+  }
+
+  /**
+   * Buffers for every chunk whose reserved rows outgrew them: `exact`, or doubling (at most a
+   * chunk). The rows move to the new buffers, which then replace the old. If it throws, the new
+   * buffers are freed and the old ones are still in place.
+   */
+  private async growChunks(exact: boolean): Promise<void> {
+    const grown = new Map<number, ListChunk>();
+    try {
+      for (let c = 0; c < this.chunks.length; c++) {
+        const ch = this.chunks[c];
+        if (ch.used <= ch.capacity) continue;
+        const capacity = exact ? ch.used : Math.min(this.chunkRows, Math.max(ch.used, 2 * ch.capacity));
+        grown.set(c, this.allocate(capacity, ch.ranges));
+      }
+      await this.device.flush();
+      for (const [c, g] of grown) {
+        const old = this.chunks[c];
+        if (old.capacity > 0) {
+          this.device.copy(old.xb, 0, g.xb, 0, old.capacity * this.dpad * 4);
+          this.device.copy(old.xnorm, 0, g.xnorm, 0, old.capacity * 4);
+          this.device.copy(old.ids, 0, g.ids, 0, old.capacity * 4);
+          g.hostIds.set(old.hostIds.subarray(0, old.capacity));
+          this.host.carry(old, g, old.capacity);
+        }
+        g.used = old.used;
+      }
+      // The copies run before the old buffers go back.
+      await this.device.flush();
+    } catch (err) {
+      this.device.discard();
+      for (const g of grown.values()) this.free(g);
+      throw err;
+    }
+    for (const [c, g] of grown) {
+      this.free(this.chunks[c]);
+      this.chunks[c] = g;
+    }
   }
 
   /** Opens an empty chunk (buffers come when rows are reserved in it) and returns its number. */
@@ -233,8 +300,10 @@ export class DeviceLists {
 
   private allocate(capacity: number, ranges: Uint32Array): ListChunk {
     const rows = Math.max(1, capacity);
+    const xb = this.device.buffer('ivf_xb', rows * this.dpad * 4);
     const ch: ListChunk = {
-      xb: this.device.buffer('ivf_xb', rows * this.dpad * 4),
+      xb,
+      host: this.host.hostFor(xb, rows),
       xnorm: this.device.buffer('ivf_xnorm', rows * 4),
       ids: this.device.buffer('ivf_ids', rows * 4),
       capacity,
@@ -245,6 +314,17 @@ export class DeviceLists {
     };
     this.device.upload(ch.rangesBuf, 0, ch.ranges);
     return ch;
+  }
+
+  /** Every list as it is now, for `rollback`. */
+  mark(): { saved: ReturnType<DeviceLists['snapshot']>; chunks: number } {
+    return { saved: this.snapshot(Array.from({ length: this.nlist }, (_, l) => l)), chunks: this.chunks.length };
+  }
+
+  /** Back to the lists `mark` saw (rows added since are dropped; chunks opened since are freed). */
+  rollback(mark: ReturnType<DeviceLists['mark']>): void {
+    for (const ch of this.chunks.splice(mark.chunks)) this.free(ch);
+    this.restore(mark.saved);
   }
 
   /** What an add of rows to `touched` lists may change, to put back if it fails. */
@@ -287,6 +367,44 @@ export class DeviceLists {
     return chunk * this.chunkRows + row;
   }
 
+  /** Vectors per list. */
+  listSizes(): Uint32Array {
+    const sizes = new Uint32Array(this.nlist);
+    for (const [l, exts] of this.extents) for (const e of exts) sizes[l] += e.size;
+    return sizes;
+  }
+
+  /** The stored rows of `ids`, by id (see BaseStore.rowsAt). */
+  async rowsAt(ids: ArrayLike<number>): Promise<RowAt> {
+    const positions: number[] = [];
+    for (let i = 0; i < ids.length; i++) if (ids[i] >= 0) positions.push(this.positionOf[ids[i]]);
+    const at = await this.host.rowsAt(this.chunks, positions);
+    return (id) => at(this.positionOf[id]);
+  }
+
+  /** The runs of every list, list after list (what save writes, in that order). */
+  private runs(): RowRun[] {
+    const runs: RowRun[] = [];
+    for (let l = 0; l < this.nlist; l++) for (const e of this.extents.get(l) ?? []) if (e.size > 0) runs.push({ chunk: e.chunk, start: e.start, rows: e.size });
+    return runs;
+  }
+
+  /** The ids of every list, list after list, in position order. */
+  listIds(): Uint32Array {
+    const out = new Uint32Array(this.ntotal);
+    let o = 0;
+    for (const r of this.runs()) {
+      out.set(this.chunks[r.chunk].hostIds.subarray(r.start, r.start + r.rows), o);
+      o += r.rows;
+    }
+    return out;
+  }
+
+  /** The rows of every list, list after list, in position order, in blocks (see ChunkRows.read). */
+  readRows(): AsyncGenerator<Float32Array> {
+    return this.host.read(this.chunks, this.runs());
+  }
+
   /** The id stored at a position (see `position`). */
   idAt(position: number): number {
     return this.chunks[Math.floor(position / this.chunkRows)].hostIds[position % this.chunkRows];
@@ -300,9 +418,11 @@ export class DeviceLists {
     this.ntotal = 0;
     this.lastId.clear();
     this.idsInPositionOrder = true;
+    this.positionOf = new Uint32Array(0);
   }
 
   private free(ch: ListChunk): void {
     for (const b of [ch.xb, ch.xnorm, ch.ids, ch.rangesBuf]) this.device.release(b);
+    ch.host = null;
   }
 }

@@ -100,6 +100,9 @@ describe('exact final order', () => {
   });
 });
 
+/** Row `id` of `xb` (rows of `d`), as a store's rowsAt gives it. */
+const byId = (xb: Float32Array, d: number) => (id: number) => xb.subarray(id * d, (id + 1) * d);
+
 describe('rescore', () => {
   it('orders hand-made candidates by exact distance, ties on the smaller id, padded', () => {
     // d = 2; base rows by id: 0 (0,0), 1 (3,4), 2 (0,5), 3 (1,1), 4 (5,0).
@@ -107,22 +110,22 @@ describe('rescore', () => {
     const xq = new Float32Array([0, 0, 1, 1]);
     // Candidates in a scrambled order, with -1 holes; kc = 5, k = 4.
     const cand = { labels: new Int32Array([4, -1, 1, 2, 0, 3, 0, -1, -1, -1]), distances: new Float32Array(10) };
-    const l2 = rescore('l2', xq, 2, 2, cand, 5, 4, { xb, rowOf: null });
+    const l2 = rescore('l2', xq, 2, 2, cand, 5, 4, byId(xb, 2));
     // Query 0: 0 at 0; 1, 2, 4 all at 25: ties by id.
     expect(Array.from(l2.labels)).toEqual([0, 1, 2, 4, 3, 0, -1, -1]);
     expect(Array.from(l2.distances)).toEqual([0, 25, 25, 25, 0, 2, Infinity, Infinity]);
-    const ip = rescore('ip', xq, 2, 2, cand, 5, 4, { xb, rowOf: null });
+    const ip = rescore('ip', xq, 2, 2, cand, 5, 4, byId(xb, 2));
     // Query 0 scores 0 with everything: ids in order. Query 1: 3 -> 2, 0 -> 0.
     expect(Array.from(ip.labels)).toEqual([0, 1, 2, 4, 3, 0, -1, -1]);
     expect(Array.from(ip.distances)).toEqual([0, 0, 0, 0, 2, 0, -Infinity, -Infinity]);
   });
 
-  it('reads rows through rowOf when ids are not row numbers', () => {
+  it('reads rows through the lookup it is given when ids are not row numbers', () => {
     const xb = new Float32Array([9, 9, 1, 0]); // row 0 holds id 1, row 1 holds id 0
-    const r = rescore('l2', new Float32Array([1, 0]), 1, 2, { labels: new Int32Array([1, 0]), distances: new Float32Array(2) }, 2, 2, {
-      xb,
-      rowOf: Uint32Array.from([1, 0]),
-    });
+    const rowOf = [1, 0];
+    const r = rescore('l2', new Float32Array([1, 0]), 1, 2, { labels: new Int32Array([1, 0]), distances: new Float32Array(2) }, 2, 2, (id) =>
+      xb.subarray(rowOf[id] * 2, rowOf[id] * 2 + 2),
+    );
     expect(Array.from(r.labels)).toEqual([0, 1]);
     expect(Array.from(r.distances)).toEqual([0, 145]);
   });
@@ -156,10 +159,7 @@ describe('rescore', () => {
 
   it('cosine: a zero vector has cosine 0 with everything, itself included', () => {
     const xb = new Float32Array([0, 0, 0.6, 0.8]);
-    const r = rescore('cosine', new Float32Array([0, 0, 0.6, 0.8]), 2, 2, { labels: new Int32Array([0, 1, 0, 1]), distances: new Float32Array(4) }, 2, 2, {
-      xb,
-      rowOf: null,
-    });
+    const r = rescore('cosine', new Float32Array([0, 0, 0.6, 0.8]), 2, 2, { labels: new Int32Array([0, 1, 0, 1]), distances: new Float32Array(4) }, 2, 2, byId(xb, 2));
     expect(Array.from(r.labels)).toEqual([0, 1, 1, 0]);
     expect(Array.from(r.distances)).toEqual([0, 0, 1, 0]);
   });
@@ -168,10 +168,7 @@ describe('rescore', () => {
     // Unit vectors a and b with cosine 1 - 2e-12: equal to 1 in float32, not in float64.
     const a = new Float32Array([0.6, 0.8]);
     const b = Float32Array.from([0.6 + 1.6e-6, 0.8 - 1.2e-6]);
-    const r = rescore('cosine', a, 1, 2, { labels: new Int32Array([0, 1]), distances: new Float32Array(2) }, 2, 2, {
-      xb: new Float32Array([...b, ...a]),
-      rowOf: null,
-    });
+    const r = rescore('cosine', a, 1, 2, { labels: new Int32Array([0, 1]), distances: new Float32Array(2) }, 2, 2, byId(new Float32Array([...b, ...a]), 2));
     expect(Array.from(r.labels)).toEqual([1, 0]);
     expect(r.distances[0]).toBe(1);
   });

@@ -5,7 +5,6 @@ import { PAD_ID } from '../../src/kernel-facts.js';
 import { padRows, paddedDim } from '../../src/device.js';
 import { norms } from '../../src/cpu/norms.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
-import { IvfLists } from '../../src/ivf-lists.js';
 import { randomFloats, randomSmallInts, rng } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -22,6 +21,22 @@ const shapes: number[][] = [
   [600, 9, 100, 3, 7, 3, 64],
 ];
 
+/** Rows of `x` grouped by list (stable), their ids (`id0 + row`) and `offsets[nlist + 1]`, as an index file lays lists out. */
+function toCsr(x: Float32Array, n: number, d: number, nlist: number, listOf: Uint32Array, id0: number) {
+  const offsets = new Uint32Array(nlist + 1);
+  for (let i = 0; i < n; i++) offsets[listOf[i] + 1]++;
+  for (let l = 0; l < nlist; l++) offsets[l + 1] += offsets[l];
+  const at = offsets.slice(0, nlist);
+  const xb = new Float32Array(n * d);
+  const ids = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const p = at[listOf[i]]++;
+    xb.set(x.subarray(i * d, (i + 1) * d), p * d);
+    ids[p] = id0 + i;
+  }
+  return { xb, ids, offsets };
+}
+
 describe.skipIf(!gpu)('gpu ivf-scan vs cpu twin', () => {
   for (const [n, d, nlist, nq, nprobe, nseg, k] of shapes) {
     for (const metric of ['l2', 'ip'] as KernelMetric[]) {
@@ -34,10 +49,9 @@ describe.skipIf(!gpu)('gpu ivf-scan vs cpu twin', () => {
           const r = rng(nlist);
           // Lists skewed towards low numbers, so that some lists are empty.
           const listOf = Uint32Array.from({ length: n }, () => Math.floor(r() ** 2 * nlist));
-          const lists = new IvfLists(d, nlist);
-          lists.add(x, n, listOf, 100);
+          const csr = toCsr(x, n, d, nlist, listOf, 100);
           const dpad = paddedDim(d);
-          const host = { ...lists.csr(), xnorm: norms(lists.csr().xb, n, d) };
+          const host = { ...csr, xnorm: norms(csr.xb, n, d) };
           const dev = { ...host, xb: padRows(host.xb, n, d, dpad) };
           const probes = Uint32Array.from({ length: nq * nprobe }, (_, i) => (i % 5 === 4 && nprobe > 1 ? PAD_ID : Math.floor(r() * nlist)));
           const qpad = new Float32Array(nq * dpad);

@@ -1,0 +1,120 @@
+/**
+ * Reading a store's rows on the host: the exact re-score reads each search's candidates, `save`
+ * reads everything. A store keeps its rows in chunks of `dpad` floats a row, one device buffer
+ * each; what the host reads is, per chunk, `host`:
+ *   - the device buffer's own memory where the device's memory is the host's (the CPU device):
+ *     no copy at all, rows are read in place;
+ *   - else a host copy in the same layout, kept as rows are added (WebGPU, `hostCopy` true: no
+ *     round trip for the re-score, no read-back for save);
+ *   - else nothing, and rows are read back from the device when asked for (WebGPU, `hostCopy` false).
+ * So a store holds at most one host copy of its rows, and none where the device's memory is the host's.
+ */
+import type { Device, DeviceBuffer } from '../device.js';
+
+export interface RowChunk {
+  xb: DeviceBuffer;
+  /** This chunk's rows on the host (see above), or null: read back from the device. */
+  host: Float32Array | null;
+}
+
+/** A stored row by position: a view whose first `d` floats are the row. */
+export type RowAt = (position: number) => Float32Array;
+
+/** A run of rows to read: `rows` rows from row `start` of chunk `chunk`. */
+export interface RowRun {
+  chunk: number;
+  start: number;
+  rows: number;
+}
+
+/** Bytes read back from the device at a time when a store streams its rows out (save). */
+const READ_BLOCK_BYTES = 16 << 20;
+
+export class ChunkRows {
+  constructor(
+    readonly device: Device,
+    readonly d: number,
+    readonly dpad: number,
+    /** Rows per chunk: position = chunk * chunkRows + row. */
+    readonly chunkRows: number,
+    /** Keep a host copy where the device's memory is not the host's. */
+    readonly keepCopy: boolean,
+  ) {}
+
+  /** The host side of a new chunk whose buffer `xb` holds `capacity` rows. */
+  hostFor(xb: DeviceBuffer, capacity: number): Float32Array | null {
+    return this.device.hostView(xb) ?? (this.keepCopy ? new Float32Array(capacity * this.dpad) : null);
+  }
+
+  /** Whether `chunk.host` is a copy the store must write itself (not the device's own memory). */
+  isCopy(chunk: RowChunk): boolean {
+    return chunk.host !== null && this.device.hostView(chunk.xb) === null;
+  }
+
+  /** Writes padded rows (`dpad` floats each) at `row` of the chunk's host copy, if it has one. */
+  mirror(chunk: RowChunk, row: number, padded: Float32Array): void {
+    if (this.isCopy(chunk)) chunk.host!.set(padded, row * this.dpad);
+  }
+
+  /** Copies the first `rows` rows of `from`'s host copy into `to`'s (a chunk growing), if they are copies. */
+  carry(from: RowChunk, to: RowChunk, rows: number): void {
+    if (this.isCopy(from) && this.isCopy(to)) to.host!.set(from.host!.subarray(0, rows * this.dpad));
+  }
+
+  /**
+   * Rows by position, for the given positions (all that will be asked for): read in place or from
+   * the host copy, else read back from the device in one round trip.
+   */
+  async rowsAt(chunks: RowChunk[], positions: ArrayLike<number>): Promise<RowAt> {
+    const { d, dpad, chunkRows } = this;
+    if (chunks.every((c) => c.host !== null)) {
+      return (p) => {
+        const row = p % chunkRows;
+        return chunks[(p - row) / chunkRows].host!.subarray(row * dpad, row * dpad + d);
+      };
+    }
+    const wanted = Array.from(new Set(Array.from(positions))).sort((a, b) => a - b);
+    // Runs of consecutive positions within one chunk, one read range each.
+    const runs: { first: number; count: number }[] = [];
+    for (const p of wanted) {
+      const last = runs[runs.length - 1];
+      if (last && p === last.first + last.count && p % chunkRows !== 0) last.count++;
+      else runs.push({ first: p, count: 1 });
+    }
+    const got = await this.device.read(
+      runs.map((r) => ({ buffer: chunks[Math.floor(r.first / chunkRows)].xb, offset: (r.first % chunkRows) * dpad * 4, bytes: r.count * dpad * 4 })),
+    );
+    const at = new Map<number, Float32Array>();
+    runs.forEach((r, i) => {
+      const rows = new Float32Array(got[i]);
+      for (let j = 0; j < r.count; j++) at.set(r.first + j, rows.subarray(j * dpad, j * dpad + d));
+    });
+    return (p) => at.get(p)!;
+  }
+
+  /**
+   * The rows of `runs`, in order, in blocks of whole rows (`d` floats each, no padding). A block
+   * may be a view of the store's memory: valid until the next block is asked for; do not modify it.
+   */
+  async *read(chunks: RowChunk[], runs: RowRun[]): AsyncGenerator<Float32Array> {
+    const { d, dpad } = this;
+    const blockRows = Math.max(1, Math.floor(READ_BLOCK_BYTES / (dpad * 4)));
+    for (const run of runs) {
+      const chunk = chunks[run.chunk];
+      for (let r0 = 0; r0 < run.rows; r0 += blockRows) {
+        const rows = Math.min(blockRows, run.rows - r0);
+        const first = run.start + r0;
+        const padded =
+          chunk.host?.subarray(first * dpad, (first + rows) * dpad) ??
+          new Float32Array((await this.device.read([{ buffer: chunk.xb, offset: first * dpad * 4, bytes: rows * dpad * 4 }]))[0]);
+        if (d === dpad) {
+          yield padded;
+        } else {
+          const out = new Float32Array(rows * d);
+          for (let i = 0; i < rows; i++) out.set(padded.subarray(i * dpad, i * dpad + d), i * d);
+          yield out;
+        }
+      }
+    }
+  }
+}

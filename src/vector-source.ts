@@ -1,0 +1,85 @@
+/**
+ * Rows read block by block: what `addFrom` and `train` take, so that a corpus need never be one
+ * array (a 31 GB file cannot be). A VectorReader (openVectors, src/io/vector-reader.ts) is one;
+ * `arraySource` makes one of an array.
+ */
+import { InvalidArgumentError, checkVectors } from './types.js';
+
+/**
+ * `rows` rows of `dim` floats. `blocks()` may be called more than once (an IVF build reads its
+ * source twice); each call starts again from the first row. A block's `data` is the caller's to
+ * keep or change.
+ */
+export interface VectorSource {
+  readonly rows: number;
+  readonly dim: number;
+  blocks(): AsyncIterable<{ data: Float32Array; rows: number }>;
+}
+
+/** Progress of a long operation: rows done of rows in all (and, where there are several, which phase). */
+export type RowProgress = (rowsDone: number, rows: number, phase?: string) => void;
+
+/** Checks that `source` is a VectorSource of rows of `dim`. */
+export function checkSource(source: VectorSource, dim: number): void {
+  if (!source || typeof source.blocks !== 'function' || !Number.isInteger(source.rows) || source.rows < 0) {
+    throw new InvalidArgumentError('the source must have an integer rows >= 0 and a blocks() method (see VectorSource; openVectors gives one)');
+  }
+  if (source.dim !== dim && source.rows > 0) throw new InvalidArgumentError(`the source has dim ${source.dim}; expected dim ${dim}`);
+}
+
+/** `x` (`n * dim`) as a source of blocks of at most `blockRows` rows (copies, so callers may keep them). */
+export function arraySource(x: Float32Array, dim: number, blockRows = 65536): VectorSource {
+  const rows = x.length / dim;
+  return {
+    rows,
+    dim,
+    async *blocks() {
+      for (let r0 = 0; r0 < rows; r0 += blockRows) {
+        const n = Math.min(blockRows, rows - r0);
+        yield { data: x.slice(r0 * dim, (r0 + n) * dim), rows: n };
+      }
+    },
+  };
+}
+
+/**
+ * Every block of `source`, validated (finite values; `what` names them in errors; `checkNorms` as
+ * checkVectors) and passed through `prepare` (the index's normalisation); checks the row count.
+ */
+export async function* checkedBlocks(
+  source: VectorSource,
+  what: string,
+  checkNorms: boolean,
+  prepare: (x: Float32Array) => Float32Array,
+): AsyncGenerator<{ data: Float32Array; rows: number; start: number }> {
+  let start = 0;
+  for await (const block of source.blocks()) {
+    const rows = checkVectors(block.data, source.dim, what, true, checkNorms);
+    if (start + rows > source.rows) throw new InvalidArgumentError(`${what}: the source said ${source.rows} rows and gave more`);
+    yield { data: prepare(block.data), rows, start };
+    start += rows;
+  }
+  if (start !== source.rows) throw new InvalidArgumentError(`${what}: the source said ${source.rows} rows and gave ${start}`);
+}
+
+/** The rows `pick` (ascending) of `source` in one pass, or all of them (`pick` null), in one array. */
+export async function gatherRows(
+  blocks: AsyncIterable<{ data: Float32Array; rows: number; start: number }>,
+  dim: number,
+  rows: number,
+  pick: ArrayLike<number> | null,
+): Promise<Float32Array> {
+  const out = new Float32Array((pick ? pick.length : rows) * dim);
+  let p = 0;
+  for await (const b of blocks) {
+    if (!pick) {
+      out.set(b.data.subarray(0, b.rows * dim), b.start * dim);
+      continue;
+    }
+    for (; p < pick.length && pick[p] < b.start + b.rows; p++) {
+      const r = pick[p] - b.start;
+      out.set(b.data.subarray(r * dim, (r + 1) * dim), p * dim);
+    }
+  }
+  return out;
+}
