@@ -276,9 +276,9 @@ export function padRows(x: Float32Array, n: number, d: number, dpad: number): Fl
   return out;
 }
 
-/** The inverse of padRows: `n` rows of `dpad` floats back to rows of `d`. */
+/** The inverse of padRows: `n` rows of `dpad` floats back to rows of `d`; no copy when d == dpad. */
 export function unpadRows(x: Float32Array, n: number, d: number, dpad: number): Float32Array {
-  if (d === dpad) return x.slice(0, n * d);
+  if (d === dpad) return x.length === n * d ? x : x.subarray(0, n * d);
   const out = new Float32Array(n * d);
   for (let i = 0; i < n; i++) out.set(x.subarray(i * dpad, i * dpad + d), i * d);
   return out;

@@ -6,7 +6,7 @@ import type { Backend, BaseStore } from './backend.js';
 import type { KernelMetric } from './kernel-facts.js';
 import type { Metric, SearchResult, SearchTimings } from './types.js';
 import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkSource, checkedBlocks } from './vector-source.js';
+import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks } from './vector-source.js';
 import { writeIndexFile } from './io/index-file.js';
 import { OperationQueue } from './operation-queue.js';
 import { candidatesFor, rescore, timedRescore } from './rescore.js';
@@ -80,6 +80,7 @@ export class FlatIndex {
     this.queue.checkOpen('addFrom');
     checkSource(source, this.dim);
     return this.queue.mutate(async () => {
+      checkIdRoom(this.ntotal, source.rows);
       const mark = this.store.mark();
       try {
         await this.store.reserve(source.rows);
@@ -108,6 +109,7 @@ export class FlatIndex {
     const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
     const x = prepare ? prepareRows(this.metric, xb, this.dim) : xb;
     return this.queue.mutate(async () => {
+      checkIdRoom(this.ntotal, n);
       if (n > 0) await this.store.add(x, n);
     });
   }

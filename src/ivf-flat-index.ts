@@ -17,8 +17,8 @@ import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
 import type { SearchOptions } from './flat-index.js';
 import type { Metric, SearchResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkSource, checkedBlocks } from './vector-source.js';
-import { writeIndexFile } from './io/index-file.js';
+import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks } from './vector-source.js';
+import { checkLists, writeIndexFile } from './io/index-file.js';
 import { OperationQueue } from './operation-queue.js';
 import { candidatesFor, rescore, timedRescore } from './rescore.js';
 
@@ -125,7 +125,7 @@ export class IvfFlatIndex {
       n = checkVectors(xt, this.dim, 'xt', true, this.metric !== 'cosine');
       x = prepareRows(this.metric, xt, this.dim);
     } else {
-      checkSource(xt, this.dim);
+      checkSource(xt, this.dim, 'xt');
       n = xt.rows;
       const source = xt;
       x = { rows: n, dim: this.dim, blocks: () => checkedBlocks(source, 'xt', this.metric !== 'cosine', (b) => prepareOwnRows(this.metric, b, this.dim)) };
@@ -161,7 +161,7 @@ export class IvfFlatIndex {
   }
 
   private async installCentroids(centroids: Float32Array): Promise<void> {
-    const coarse = this.backend.createBaseStore(this.dim);
+    const coarse = this.backend.createBaseStore(this.dim, { hostCopy: false }); // the centroids are kept below
     await coarse.add(centroids, this.nlist);
     this.trainedCentroids = centroids;
     this.coarse?.dispose();
@@ -188,6 +188,7 @@ export class IvfFlatIndex {
     const x = prepareRows(this.metric, xb, this.dim);
     return this.queue.mutate(async () => {
       const coarse = this.requireTrained('add');
+      checkIdRoom(this.ntotal, n);
       if (n === 0) return;
       const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
       const listOf = new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n);
@@ -209,6 +210,7 @@ export class IvfFlatIndex {
     checkSource(source, this.dim);
     return this.queue.mutate(async () => {
       const coarse = this.requireTrained('addFrom');
+      checkIdRoom(this.ntotal, source.rows);
       const prepare = (b: Float32Array): Float32Array => prepareOwnRows(this.metric, b, this.dim);
       const checkNorms = this.metric !== 'cosine';
       const n = source.rows;
@@ -284,6 +286,9 @@ export class IvfFlatIndex {
    */
   async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>): Promise<void> {
     this.queue.checkOpen('restoreLists');
+    if (offsets.length !== this.nlist + 1) throw new InvalidArgumentError(`restoreLists: offsets must hold nlist + 1 = ${this.nlist + 1} values; got ${offsets.length}`);
+    checkLists('restoreLists', offsets, ids, ids.length);
+    checkIdRoom(0, ids.length);
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
       const d = this.dim;
@@ -294,6 +299,9 @@ export class IvfFlatIndex {
         let list = 0;
         for await (const block of xb instanceof Float32Array ? [xb] : xb) {
           const n = block.length / d;
+          if (!Number.isInteger(n) || at + n > ids.length) {
+            throw new InvalidArgumentError(`restoreLists: a block of ${block.length} values after ${at} rows: not whole rows of dim ${d}, or more rows than the ${ids.length} ids`);
+          }
           const listOf = new Uint32Array(n);
           for (let i = 0; i < n; i++) {
             while (offsets[list + 1] <= at + i) list++;

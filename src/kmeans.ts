@@ -81,7 +81,7 @@ export class KMeans {
     if (maxPoints !== Infinity && (!Number.isInteger(maxPoints) || maxPoints < k)) {
       throw new InvalidArgumentError(`maxPoints must be an integer >= k = ${k}; got ${maxPoints}`);
     }
-    const nAll = xt instanceof Float32Array ? checkVectors(xt, d, 'xt', true) : (checkSource(xt, d), xt.rows);
+    const nAll = xt instanceof Float32Array ? checkVectors(xt, d, 'xt', true) : (checkSource(xt, d, 'xt'), xt.rows);
     if (nAll < k) {
       throw new InvalidArgumentError(`k-means needs at least k = ${k} training points; got ${nAll}`);
     }
@@ -127,14 +127,20 @@ function copyRows(x: Float32Array, d: number, rows: number[]): Float32Array {
   return out;
 }
 
-/** The first m entries of a seeded Fisher-Yates shuffle of 0 .. n-1. */
+/**
+ * The first m entries of a seeded Fisher-Yates shuffle of 0 .. n-1, in O(m) memory: only the
+ * entries a swap moved are held (in a Map), so sampling a billion rows costs the sample alone.
+ */
 function shuffledPrefix(n: number, m: number, random: () => number): number[] {
-  const perm = Int32Array.from({ length: n }, (_, i) => i);
+  const moved = new Map<number, number>();
+  const out = new Array<number>(m);
   for (let i = 0; i < m; i++) {
     const j = i + Math.floor(random() * (n - i));
-    [perm[i], perm[j]] = [perm[j], perm[i]];
+    const atJ = moved.get(j) ?? j;
+    moved.set(j, moved.get(i) ?? i);
+    out[i] = atJ;
   }
-  return Array.from(perm.subarray(0, m));
+  return out;
 }
 
 function initRandom(x: Float32Array, n: number, d: number, k: number, random: () => number): Float32Array {

@@ -75,9 +75,10 @@ const FLOAT32_MAX = 3.4028234663852886e38;
  * Checks that `x` is a Float32Array of `n * dim` finite values, each row's squared norm at most a
  * quarter of float32's range (so that every squared distance between rows is finite; pass
  * `checkNorms` false for rows that are normalised before use, as for cosine), and returns `n`.
- * `what` names the argument in messages ("xb", "xq"). Rows are 0-based in messages.
+ * `what` names the argument in messages ("xb", "xq"). Rows are 0-based in messages, counted from
+ * `row0` (a block's first row in its file).
  */
-export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: boolean, checkNorms = true): number {
+export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: boolean, checkNorms = true, row0 = 0): number {
   if (!(x instanceof Float32Array)) {
     const got = x === null ? 'null' : typeof x === 'object' ? (x as object).constructor?.name : typeof x;
     throw new InvalidArgumentError(`${what} must be a Float32Array of n * ${dim} values; got ${got}`);
@@ -98,14 +99,14 @@ export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: 
     for (let i = row * dim; i < (row + 1) * dim; i++) {
       if (!Number.isFinite(x[i])) {
         throw new InvalidArgumentError(
-          `${what} row ${row} has a non-finite value (${x[i]}) at column ${i % dim}; all values must be finite`,
+          `${what} row ${row0 + row} has a non-finite value (${x[i]}) at column ${i % dim}; all values must be finite`,
         );
       }
       norm2 += x[i] * x[i];
     }
     if (checkNorms && norm2 > FLOAT32_MAX / 4) {
       throw new InvalidArgumentError(
-        `${what} row ${row} has a squared norm of ${norm2.toExponential(3)}; at most ${(FLOAT32_MAX / 4).toExponential(3)} ` +
+        `${what} row ${row0 + row} has a squared norm of ${norm2.toExponential(3)}; at most ${(FLOAT32_MAX / 4).toExponential(3)} ` +
           `(a quarter of float32's range, so that distances stay finite): scale the vectors down`,
       );
     }

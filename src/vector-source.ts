@@ -19,16 +19,37 @@ export interface VectorSource {
 /** Progress of a long operation: rows done of rows in all (and, where there are several, which phase). */
 export type RowProgress = (rowsDone: number, rows: number, phase?: string) => void;
 
-/** Checks that `source` is a VectorSource of rows of `dim`. */
-export function checkSource(source: VectorSource, dim: number): void {
-  if (!source || typeof source.blocks !== 'function' || !Number.isInteger(source.rows) || source.rows < 0) {
-    throw new InvalidArgumentError('the source must have an integer rows >= 0 and a blocks() method (see VectorSource; openVectors gives one)');
+/** Checks that `source` is a VectorSource of rows of `dim` (`what` names it in messages). */
+export function checkSource(source: VectorSource, dim: number, what = 'the source'): void {
+  if (ArrayBuffer.isView(source) || Array.isArray(source)) {
+    const got = (source as object).constructor?.name;
+    throw new InvalidArgumentError(`${what} must be a Float32Array of n * ${dim} values or a VectorSource (see openVectors); got ${got}`);
   }
-  if (source.dim !== dim && source.rows > 0) throw new InvalidArgumentError(`the source has dim ${source.dim}; expected dim ${dim}`);
+  if (!source || typeof source.blocks !== 'function' || !Number.isInteger(source.rows) || source.rows < 0) {
+    const got = source === null || typeof source !== 'object' ? String(source) : `rows ${String(source.rows)}, blocks ${typeof source.blocks}`;
+    throw new InvalidArgumentError(`${what} must be a Float32Array or a VectorSource (an integer rows >= 0 and a blocks() method; openVectors gives one); got ${got}`);
+  }
+  if (source.dim !== dim && source.rows > 0) throw new InvalidArgumentError(`${what} has dim ${source.dim}; expected dim ${dim}`);
 }
 
+/** The most ids an index holds: ids are int32 in results. */
+export const MAX_IDS = 2 ** 31 - 1;
+
+/** Checks that `n` more vectors fit beside `ntotal` (ids stay below 2^31, int32 in results). */
+export function checkIdRoom(ntotal: number, n: number): void {
+  if (ntotal + n > MAX_IDS) {
+    throw new InvalidArgumentError(`${n} more vectors beside ${ntotal} would need ids beyond ${MAX_IDS}; an index holds at most ${MAX_IDS} (ids are int32)`);
+  }
+}
+
+/** Rows per block of an array source: about 16 MiB of floats, as the file readers' blocks. */
+const ARRAY_BLOCK_BYTES = 16 << 20;
+
 /** `x` (`n * dim`) as a source of blocks of at most `blockRows` rows (copies, so callers may keep them). */
-export function arraySource(x: Float32Array, dim: number, blockRows = 65536): VectorSource {
+export function arraySource(x: Float32Array, dim: number, blockRows = Math.max(1, Math.floor(ARRAY_BLOCK_BYTES / (4 * dim)))): VectorSource {
+  if (!(x instanceof Float32Array) || !Number.isInteger(dim) || dim < 1 || x.length % dim !== 0) {
+    throw new InvalidArgumentError(`arraySource needs a Float32Array of n * dim values and an integer dim >= 1; got length ${(x as { length?: number })?.length} and dim ${dim}`);
+  }
   const rows = x.length / dim;
   return {
     rows,
@@ -54,7 +75,8 @@ export async function* checkedBlocks(
 ): AsyncGenerator<{ data: Float32Array; rows: number; start: number }> {
   let start = 0;
   for await (const block of source.blocks()) {
-    const rows = checkVectors(block.data, source.dim, what, true, checkNorms);
+    const rows = checkVectors(block.data, source.dim, what, true, checkNorms, start);
+    if (rows !== block.rows) throw new InvalidArgumentError(`${what}: a block of ${block.rows} rows holds ${block.data.length} values (${rows} rows of dim ${source.dim})`);
     if (start + rows > source.rows) throw new InvalidArgumentError(`${what}: the source said ${source.rows} rows and gave more`);
     yield { data: prepare(block.data), rows, start };
     start += rows;

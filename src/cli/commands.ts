@@ -17,6 +17,7 @@ import { type DedupMetric, type DedupResult, dedup } from '../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { knnGraph } from '../jobs/knn-graph.js';
 import type { Metric } from '../types.js';
+import type { VectorSource } from '../vector-source.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -210,6 +211,18 @@ function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings {
   return { type, metric: metricOf(v), nprobe: nprobeOf(v, type, defaultNprobe), trainSample: trainSampleOf(v, type) };
 }
 
+/** `file` as a source whose every pass reports the bytes it has read, under `label`. */
+function reporting(file: VectorReader, label: string): VectorSource {
+  return {
+    rows: file.rows,
+    dim: file.dim,
+    blocks: () => {
+      const p = new Progress(label);
+      return file.blocks({ onProgress: (done, total) => p.update(done, total) });
+    },
+  };
+}
+
 /**
  * Builds the index `s` describes from `file`, read block by block: trained (IVF: on a sample, the
  * only rows held), filled (IVF: a pass to assign the rows to lists, a pass to add them), its nprobe
@@ -224,7 +237,7 @@ async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader
   };
   if (index instanceof IvfFlatIndex) {
     const p = new Progress('training');
-    await index.train(file, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
+    await index.train(reporting(file, 'reading the training sample'), { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
     if (s.nprobe !== undefined) index.nprobe = s.nprobe;
   }
   await index.addFrom(file, { onProgress });
@@ -350,7 +363,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
       outputs.push(pairs);
       const csv = extname(out).toLowerCase() === '.csv';
       if (csv) pairs.write('i,j,score\n');
-      r = await dedup(backend, file, file.dim, {
+      r = await dedup(backend, reporting(file, 'reading'), file.dim, {
         metric: metric as DedupMetric,
         threshold,
         maxCandidates,

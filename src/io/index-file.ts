@@ -179,7 +179,7 @@ export class IndexFileReader {
     for (let o = 0; o < bytes; ) {
       let got: number;
       try {
-        got = (await this.fh.read(out, o, bytes - o, this.offset)).bytesRead;
+        got = (await this.fh.read(out, o, Math.min(bytes - o, 1 << 30), this.offset)).bytesRead; // fs reads take < 2 GiB
       } catch (err) {
         throw fileError(this.path, 'cannot read', err);
       }

@@ -1,8 +1,9 @@
 /**
  * Reads an index file written by `save` back into a FlatIndex or IvfFlatIndex on `backend`, block
  * by block: the vectors go to the device as they are read (buffers sized once, from the header),
- * so memory is the index itself plus one block. If anything fails (a malformed block, the checksum
- * at the end), the index built so far is disposed and the error thrown.
+ * so memory is the index itself plus one block (for IVF also the ids as read and their checks,
+ * 5 bytes a vector, beside the lists' own 8: ids and positions). If anything fails (a malformed
+ * block, the checksum at the end), the index built so far is disposed and the error thrown.
  */
 import type { Backend } from '../backend.js';
 import { FlatIndex } from '../flat-index.js';

@@ -55,6 +55,7 @@ export async function readNpyHeader(path: string, bytes: number, take: (length: 
   if (lengthField.length < start - 8) throw new InvalidArgumentError(`${path}: truncated header (needs ${start} bytes; file has ${bytes})`);
   const lengthView = new DataView(lengthField.buffer, lengthField.byteOffset, lengthField.byteLength);
   const headerLen = major === 1 ? lengthView.getUint16(0, true) : lengthView.getUint32(0, true);
+  if (start + headerLen > bytes) throw new InvalidArgumentError(`${path}: truncated header (needs ${start + headerLen} bytes; file has ${bytes})`);
   const headerBytes = await take(headerLen);
   if (headerBytes.length < headerLen) throw new InvalidArgumentError(`${path}: truncated header (needs ${start + headerLen} bytes; file has ${bytes})`);
   const header = new TextDecoder().decode(headerBytes);

@@ -122,6 +122,8 @@ class Reader implements VectorReader {
     readonly path: string,
     readonly format: string,
     readonly bytes: number,
+    /** The file's modification time when opened: a pass over a file changed since is refused. */
+    private readonly modified: number,
     shape: Shape,
   ) {
     this.rows = shape.rows;
@@ -141,8 +143,13 @@ class Reader implements VectorReader {
   }
 
   private async *pass<T extends Values>(Type: ValuesType<T>, blockRows: number, onProgress: BlockOptions['onProgress']): AsyncGenerator<Block<T>> {
-    const { source } = await openSource(this.path, this.layout?.gzip ?? false);
+    const { source, bytes, modified } = await openSource(this.path, this.layout?.gzip ?? false);
     try {
+      // Rows must be the rows counted at open (an IVF build reads its input twice, and keeps
+      // what the first pass found).
+      if (bytes !== this.bytes || modified !== this.modified) {
+        throw new InvalidArgumentError(`${this.path}: the file changed since it was opened (${this.bytes} bytes then, ${bytes} now); run again`);
+      }
       const progress = (bytesDone: number): void => onProgress?.(Math.min(bytesDone, this.bytes), this.bytes);
       if (this.layout) yield* rowBlocks(this, this.layout, source, Type, blockRows, progress);
       else yield* jsonlBlocks(this, source, Type, blockRows, progress);
@@ -154,7 +161,7 @@ class Reader implements VectorReader {
 
 async function openReader(path: string): Promise<Reader> {
   const format = formatOf(path);
-  const { source, bytes } = await openSource(path, format === 'idx.gz');
+  const { source, bytes, modified } = await openSource(path, format === 'idx.gz');
   /** The next `length` bytes (fewer at the end of the data). */
   const take = async (length: number): Promise<Uint8Array> => {
     const buf = new Uint8Array(length);
@@ -166,7 +173,7 @@ async function openReader(path: string): Promise<Reader> {
     else if (format === '.npy') shape = await openNpy(path, bytes, take);
     else if (format === 'idx' || format === 'idx.gz') shape = await openIdx(path, format === 'idx.gz', bytes, take);
     else shape = await openTexmex(path, format, bytes, take);
-    return new Reader(path, format, bytes, shape);
+    return new Reader(path, format, bytes, modified, shape);
   } finally {
     await source.close();
   }
@@ -207,14 +214,14 @@ interface ByteSource {
 /** The most one read call asks for (fs.read takes at most 2 GiB - 1). */
 const MAX_READ = 1 << 30;
 
-/** The file at `path` from its first byte (gunzipped when `gzip`), and its size. */
-async function openSource(path: string, gzip: boolean): Promise<{ source: ByteSource; bytes: number }> {
+/** The file at `path` from its first byte (gunzipped when `gzip`), its size and modification time. */
+async function openSource(path: string, gzip: boolean): Promise<{ source: ByteSource; bytes: number; modified: number }> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(path, 'r');
     const stat = await handle.stat();
     if (stat.isDirectory()) throw Object.assign(new Error('directory'), { code: 'EISDIR' });
-    return { source: gzip ? gunzipSource(handle, path) : fileSource(handle, path), bytes: stat.size };
+    return { source: gzip ? gunzipSource(handle, path) : fileSource(handle, path), bytes: stat.size, modified: stat.mtimeMs };
   } catch (err) {
     await handle?.close();
     throw fileError(path, 'cannot read', err);

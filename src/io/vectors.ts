@@ -1,5 +1,5 @@
 /**
- * Vector files in and out, chosen by extension; the one place callers import them from:
+ * Vector files in and out, chosen by extension (the package exports them from here):
  *   read:  .fvecs .bvecs .ivecs (TEXMEX), .npy, .jsonl, IDX: vector-reader.ts, as blocks of rows
  *          (`openVectors`) or, for files that fit in memory, all at once (`readVectors`);
  *   write: .fvecs .ivecs .npy .jsonl .csv: `writeVectors` below, through VectorStreamWriter

@@ -96,7 +96,7 @@ export async function dedup(backend: Backend, x: Float32Array | VectorSource, d:
   let n: number;
   if (x instanceof Float32Array) n = checkVectors(x, d, 'vectors', true, options.metric !== 'cosine');
   else {
-    checkSource(x, d);
+    checkSource(x, d, 'vectors');
     n = x.rows;
   }
   const { metric, threshold } = options;

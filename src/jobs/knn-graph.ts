@@ -30,7 +30,7 @@ export async function knnGraph(index: Index, options: KnnGraphOptions): Promise<
     throw new InvalidArgumentError(`queries have length ${given.length}, which is not a multiple of dim ${d}`);
   }
   const source = given instanceof Float32Array ? arraySource(given, d) : given;
-  checkSource(source, d);
+  checkSource(source, d, 'queries');
   const nq = source.rows;
   const kk = excludeSelf ? k + 1 : k;
   if (!Number.isInteger(k) || k < 1 || kk > index.backend.maxK) {

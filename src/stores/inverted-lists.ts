@@ -86,7 +86,12 @@ export class DeviceLists {
    */
   async reserve(counts: ArrayLike<number>): Promise<void> {
     const touched: number[] = [];
-    for (let l = 0; l < this.nlist; l++) if (counts[l] > 0) touched.push(l);
+    let total = 0;
+    for (let l = 0; l < this.nlist; l++) {
+      if (counts[l] > 0) touched.push(l);
+      total += counts[l];
+    }
+    this.growPositions(this.ntotal + total);
     const saved = this.snapshot(touched);
     const oldChunks = this.chunks.length;
     try {
@@ -152,11 +157,7 @@ export class DeviceLists {
       }
       await this.growChunks(false);
       const maxId = ids.reduce((a, id) => Math.max(a, id), 0);
-      if (maxId >= this.positionOf.length) {
-        const grownIds = new Uint32Array(Math.max(maxId + 1, 2 * this.positionOf.length));
-        grownIds.set(this.positionOf);
-        this.positionOf = grownIds;
-      }
+      if (maxId >= this.positionOf.length) this.growPositions(Math.max(maxId + 1, 2 * this.positionOf.length));
       for (const w of writes) {
         const ch = this.chunks[w.chunk];
         const pick = rows.subarray(w.from, w.from + w.rows);
@@ -314,6 +315,14 @@ export class DeviceLists {
     };
     this.device.upload(ch.rangesBuf, 0, ch.ranges);
     return ch;
+  }
+
+  /** Room in `positionOf` for ids below `n` (exactly `n` after a reserve; doubling as adds go). */
+  private growPositions(n: number): void {
+    if (n <= this.positionOf.length) return;
+    const grown = new Uint32Array(n);
+    grown.set(this.positionOf);
+    this.positionOf = grown;
   }
 
   /** Every list as it is now, for `rollback`. */

@@ -10,6 +10,7 @@
  * So a store holds at most one host copy of its rows, and none where the device's memory is the host's.
  */
 import type { Device, DeviceBuffer } from '../device.js';
+import { unpadRows } from '../device.js';
 
 export interface RowChunk {
   xb: DeviceBuffer;
@@ -62,8 +63,8 @@ export class ChunkRows {
   }
 
   /**
-   * Rows by position, for the given positions (all that will be asked for): read in place or from
-   * the host copy, else read back from the device in one round trip.
+   * Rows by position, for the given positions (all that will be asked for; negative ones are
+   * ignored): read in place or from the host copy, else read back from the device in one round trip.
    */
   async rowsAt(chunks: RowChunk[], positions: ArrayLike<number>): Promise<RowAt> {
     const { d, dpad, chunkRows } = this;
@@ -73,7 +74,7 @@ export class ChunkRows {
         return chunks[(p - row) / chunkRows].host!.subarray(row * dpad, row * dpad + d);
       };
     }
-    const wanted = Array.from(new Set(Array.from(positions))).sort((a, b) => a - b);
+    const wanted = Array.from(new Set(Array.from(positions))).filter((p) => p >= 0).sort((a, b) => a - b); // -1: no candidate
     // Runs of consecutive positions within one chunk, one read range each.
     const runs: { first: number; count: number }[] = [];
     for (const p of wanted) {
@@ -95,26 +96,35 @@ export class ChunkRows {
   /**
    * The rows of `runs`, in order, in blocks of whole rows (`d` floats each, no padding). A block
    * may be a view of the store's memory: valid until the next block is asked for; do not modify it.
+   * Rows with no host side are read back in rounds of up to 16 MiB, however short the runs (an
+   * IVF index has one per list and chunk).
    */
   async *read(chunks: RowChunk[], runs: RowRun[]): AsyncGenerator<Float32Array> {
-    const { d, dpad } = this;
+    const { dpad } = this;
     const blockRows = Math.max(1, Math.floor(READ_BLOCK_BYTES / (dpad * 4)));
+    let pending: RowRun[] = [];
+    let pendingRows = 0;
+    const flush = async (): Promise<Float32Array[]> => {
+      const got = await this.device.read(pending.map((p) => ({ buffer: chunks[p.chunk].xb, offset: p.start * dpad * 4, bytes: p.rows * dpad * 4 })));
+      const blocks = pending.map((p, i) => unpadRows(new Float32Array(got[i]), p.rows, this.d, dpad));
+      pending = [];
+      pendingRows = 0;
+      return blocks;
+    };
     for (const run of runs) {
       const chunk = chunks[run.chunk];
       for (let r0 = 0; r0 < run.rows; r0 += blockRows) {
-        const rows = Math.min(blockRows, run.rows - r0);
-        const first = run.start + r0;
-        const padded =
-          chunk.host?.subarray(first * dpad, (first + rows) * dpad) ??
-          new Float32Array((await this.device.read([{ buffer: chunk.xb, offset: first * dpad * 4, bytes: rows * dpad * 4 }]))[0]);
-        if (d === dpad) {
-          yield padded;
-        } else {
-          const out = new Float32Array(rows * d);
-          for (let i = 0; i < rows; i++) out.set(padded.subarray(i * dpad, i * dpad + d), i * d);
-          yield out;
+        const piece = { chunk: run.chunk, start: run.start + r0, rows: Math.min(blockRows, run.rows - r0) };
+        if (chunk.host) {
+          if (pending.length > 0) yield* await flush();
+          yield unpadRows(chunk.host.subarray(piece.start * dpad, (piece.start + piece.rows) * dpad), piece.rows, this.d, dpad);
+          continue;
         }
+        if (pendingRows + piece.rows > blockRows) yield* await flush();
+        pending.push(piece);
+        pendingRows += piece.rows;
       }
     }
+    if (pending.length > 0) yield* await flush();
   }
 }

@@ -117,7 +117,18 @@ for (const [name, backend] of backends) {
       await expect(flat.addFrom(arraySource(randomFloats(10 * 3, 1), 3))).rejects.toThrow('the source has dim 3; expected dim 12');
       const bad = x.slice(0, 50 * d);
       bad[45 * d + 2] = NaN;
-      await expect(flat.addFrom(arraySource(bad, d, 20))).rejects.toThrow(/xb/);
+      // Rows are numbered in the whole source, not within the block (row 45 is row 5 of block 2).
+      await expect(flat.addFrom(arraySource(bad, d, 20))).rejects.toThrow('xb row 45 has a non-finite value (NaN) at column 2');
+      expect(flat.ntotal).toBe(0);
+      const torn = { rows: 10, dim: d, blocks: async function* () { yield { data: x.slice(0, 10 * d), rows: 9 }; } };
+      await expect(flat.addFrom(torn)).rejects.toThrow('a block of 9 rows holds 120 values (10 rows of dim 12)');
+      await expect(flat.addFrom({ rows: 2 ** 31, dim: d, blocks: arraySource(x, d).blocks })).rejects.toThrow(
+        '2147483648 more vectors beside 0 would need ids beyond 2147483647',
+      );
+      const ivf = new IvfFlatIndex(backend!, { dim: d, nlist: 4 });
+      await expect(ivf.train(new Float64Array(40 * d) as unknown as Float32Array)).rejects.toThrow(
+        'xt must be a Float32Array of n * 12 values or a VectorSource (see openVectors); got Float64Array',
+      );
       expect(flat.ntotal).toBe(0);
     });
   });
@@ -158,6 +169,12 @@ describe('host copies: at most one, none on the CPU', () => {
       const back = await loadIndex(gpu!, join(dir, `none-${kind}.idx`), { hostCopy: false });
       expectIdentical(await back.search(xq, 7), await copy.search(xq, 7), `${kind} loaded`);
     }
+    // k above ntotal: rows padded with -1, which the read-back must skip.
+    const small = new FlatIndex(gpu!, { dim: d, hostCopy: false });
+    await small.add(x.subarray(0, 5 * d));
+    const r = await small.search(xq.subarray(0, 2 * d), 8);
+    expect(Array.from(r.labels.subarray(5, 8))).toEqual([-1, -1, -1]);
+    expect(new Set(r.labels.subarray(0, 5))).toEqual(new Set([0, 1, 2, 3, 4]));
   });
 });
 
