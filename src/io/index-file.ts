@@ -229,6 +229,7 @@ export class IndexFileReader {
       await this.close();
     }
     if (!Buffer.from(stored).equals(digest)) throw new InvalidArgumentError(`${this.path}: checksum mismatch: the file is corrupt`);
+    this.onProgress?.(this.bytes, this.bytes);
   }
 
   async close(): Promise<void> {
