@@ -244,7 +244,6 @@ async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader
   return index;
 }
 
-
 export async function build(argv: string[]): Promise<void> {
   const v = parse('build', argv);
   if (!v) return;
