@@ -4,6 +4,7 @@ import { type DedupMetric, dedup, groupPairs } from '../../src/jobs/dedup.js';
 import { randomSmallInts, rng } from '../../src/random.js';
 import { fioriEmbeddings } from '../helpers/embeddings.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { type VectorSource, arraySource } from '../../src/vector-source.js';
 
 const gpu = await gpuBackend();
 // Tiny tiles, chunks and pair buffer: the self-join crosses chunks and tiles and overflows.
@@ -86,6 +87,31 @@ describe('dedup', () => {
       });
     }
   }
+
+  it('from a source read in blocks (even, then uneven): the same pairs and scores as from the array', async () => {
+    const t = 0.99;
+    const want = await dedup(cpu, planted, emb.d, { metric: 'cosine', threshold: t });
+    expect(keys(want)).toEqual(['3,400', '100,101', '500,777']);
+    const even = await dedup(cpu, arraySource(planted, emb.d, 50), emb.d, { metric: 'cosine', threshold: t });
+    // Blocks of 1, 2, 3, ... rows: the rows' blocks are found by search, not by division.
+    const uneven: VectorSource = {
+      rows: emb.n,
+      dim: emb.d,
+      async *blocks() {
+        for (let r0 = 0, size = 1; r0 < emb.n; r0 += size, size++) {
+          const rows = Math.min(size, emb.n - r0);
+          yield { data: planted.slice(r0 * emb.d, (r0 + rows) * emb.d), rows };
+        }
+      },
+    };
+    const bumpy = await dedup(cpu, uneven, emb.d, { metric: 'l2', threshold: 0.05 });
+    const bumpyWant = await dedup(cpu, planted, emb.d, { metric: 'l2', threshold: 0.05 });
+    for (const [got, exp] of [[even, want], [bumpy, bumpyWant]]) {
+      expect(keys(got)).toEqual(keys(exp));
+      expect(Array.from(got.score)).toEqual(Array.from(exp.score));
+    }
+    expect(bumpyWant.pairs).toBeGreaterThan(0);
+  });
 
   it('finds 14 pairs above cosine 0.95 in the real embeddings (as their package documents)', async () => {
     const r = await dedup(cpu, emb.x, emb.d, { metric: 'cosine', threshold: 0.95 });
