@@ -91,7 +91,7 @@ export class KMeans {
     const x =
       xt instanceof Float32Array
         ? pick
-          ? copyRows(xt, d, Array.from(pick))
+          ? copyRows(xt, d, pick)
           : xt
         : await gatherRows(checkedBlocks(xt, 'xt', true, (b) => b), d, nAll, pick);
     const n = x.length / d;
@@ -121,9 +121,9 @@ export class KMeans {
 }
 
 /** The given rows of `x`, in the given order. */
-function copyRows(x: Float32Array, d: number, rows: number[]): Float32Array {
+function copyRows(x: Float32Array, d: number, rows: ArrayLike<number>): Float32Array {
   const out = new Float32Array(rows.length * d);
-  rows.forEach((row, i) => out.set(x.subarray(row * d, (row + 1) * d), i * d));
+  for (let i = 0; i < rows.length; i++) out.set(x.subarray(rows[i] * d, (rows[i] + 1) * d), i * d);
   return out;
 }
 

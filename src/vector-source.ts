@@ -3,6 +3,7 @@
  * array (a 31 GB file cannot be). A VectorReader (openVectors, src/io/vector-reader.ts) is one;
  * `arraySource` makes one of an array.
  */
+import { DEFAULT_BLOCK_BYTES } from './io/vector-reader.js';
 import { InvalidArgumentError, checkVectors } from './types.js';
 
 /**
@@ -42,11 +43,11 @@ export function checkIdRoom(ntotal: number, n: number): void {
   }
 }
 
-/** Rows per block of an array source: about 16 MiB of floats, as the file readers' blocks. */
-const ARRAY_BLOCK_BYTES = 16 << 20;
-
-/** `x` (`n * dim`) as a source of blocks of at most `blockRows` rows (copies, so callers may keep them). */
-export function arraySource(x: Float32Array, dim: number, blockRows = Math.max(1, Math.floor(ARRAY_BLOCK_BYTES / (4 * dim)))): VectorSource {
+/**
+ * `x` (`n * dim`) as a source of blocks of at most `blockRows` rows (by default as many as the file
+ * readers' blocks hold); copies, so callers may keep them.
+ */
+export function arraySource(x: Float32Array, dim: number, blockRows = Math.max(1, Math.floor(DEFAULT_BLOCK_BYTES / (4 * dim)))): VectorSource {
   if (!(x instanceof Float32Array) || !Number.isInteger(dim) || dim < 1 || x.length % dim !== 0) {
     throw new InvalidArgumentError(`arraySource needs a Float32Array of n * dim values and an integer dim >= 1; got length ${(x as { length?: number })?.length} and dim ${dim}`);
   }

@@ -2,7 +2,8 @@
  * File problems the user can fix (a missing input, a directory given as a file, a full disk), as
  * one line that names the user's path and what went wrong, instead of Node's raw error.
  */
-import { readFileSync, statSync } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 
 export class FileError extends Error {
   override name = 'FileError';
@@ -29,12 +30,16 @@ export function fileError(path: string, doing: string, err: unknown): FileError 
   return new FileError(`${path}: ${doing}: ${reason}${code && REASONS[code] ? ` (${code})` : ''}`);
 }
 
-/** The whole file at `path`, or a FileError naming it. */
-export function readFileOrFail(path: string): Buffer {
+/** The file at `path` opened for reading, with its stat; a FileError naming it if it cannot be (or is a directory). */
+export async function openForReading(path: string): Promise<{ handle: FileHandle; stat: Stats }> {
+  let handle: FileHandle | undefined;
   try {
-    if (statSync(path).isDirectory()) throw Object.assign(new Error('directory'), { code: 'EISDIR' });
-    return readFileSync(path);
+    handle = await open(path, 'r');
+    const stat = await handle.stat();
+    if (stat.isDirectory()) throw Object.assign(new Error('directory'), { code: 'EISDIR' });
+    return { handle, stat };
   } catch (err) {
+    await handle?.close();
     throw fileError(path, 'cannot read', err);
   }
 }

@@ -23,10 +23,10 @@
  * drop what it built when that fails.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { type FileHandle, open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
-import { fileError } from './file-error.js';
+import { fileError, openForReading } from './file-error.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
 
 export const INDEX_MAGIC = 'WGPUKNN\0';
@@ -148,15 +148,8 @@ export class IndexFileReader {
   }
 
   static async open(path: string, onProgress?: (bytesDone: number, bytesTotal: number) => void): Promise<IndexFileReader> {
-    let fh: FileHandle;
+    const { handle: fh, stat: st } = await openForReading(path);
     try {
-      fh = await open(path, 'r');
-    } catch (err) {
-      throw fileError(path, 'cannot read', err);
-    }
-    try {
-      const st = await fh.stat();
-      if (st.isDirectory()) throw Object.assign(new Error('directory'), { code: 'EISDIR' });
       const head = new Uint8Array(HEADER_BYTES);
       const got = (await fh.read(head, 0, HEADER_BYTES, 0)).bytesRead;
       const header = parseHeader(path, head.subarray(0, got));

@@ -18,11 +18,11 @@
  * are little-endian: this assumes a little-endian host (x86, ARM as Node runs on them).
  * Malformed input is rejected with the file's path and the row, byte offset or line number.
  */
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { createGunzip } from 'node:zlib';
 import { InvalidArgumentError } from '../types.js';
-import { FileError, fileError } from './file-error.js';
+import { FileError, fileError, openForReading } from './file-error.js';
 import { npyTruncated, readNpyHeader } from './npy.js';
 
 /** The default block: as many rows as fit in 16 MiB of float32. */
@@ -216,16 +216,8 @@ const MAX_READ = 1 << 30;
 
 /** The file at `path` from its first byte (gunzipped when `gzip`), its size and modification time. */
 async function openSource(path: string, gzip: boolean): Promise<{ source: ByteSource; bytes: number; modified: number }> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(path, 'r');
-    const stat = await handle.stat();
-    if (stat.isDirectory()) throw Object.assign(new Error('directory'), { code: 'EISDIR' });
-    return { source: gzip ? gunzipSource(handle, path) : fileSource(handle, path), bytes: stat.size, modified: stat.mtimeMs };
-  } catch (err) {
-    await handle?.close();
-    throw fileError(path, 'cannot read', err);
-  }
+  const { handle, stat } = await openForReading(path);
+  return { source: gzip ? gunzipSource(handle, path) : fileSource(handle, path), bytes: stat.size, modified: stat.mtimeMs };
 }
 
 function fileSource(handle: FileHandle, path: string): ByteSource {

@@ -128,10 +128,8 @@ export async function dedup(backend: Backend, x: Float32Array | VectorSource, d:
     for (let p = 0; p < block.length; p += 2) {
       const a = block[p];
       const b = block[p + 1];
-      const xa = rows.block(a);
-      const ao = rows.offset(a);
-      const xb = rows.block(b);
-      const bo = rows.offset(b);
+      const [xa, ao] = rows.at(a);
+      const [xb, bo] = rows.at(b);
       let s = 0;
       if (metric === 'cosine') {
         // Compared as distances: near 1, the cosine itself would round to 1 (see cosineDistance).
@@ -190,31 +188,25 @@ export async function dedup(backend: Backend, x: Float32Array | VectorSource, d:
 
 /**
  * Rows kept on the host in blocks as they arrive (no block copied twice, no single array however
- * many rows): row r is at `offset(r)` of `block(r)`. One block of a given array holds it all.
+ * many rows): `at(r)` finds row r's block by its first row. One block of a given array holds it all.
  */
 class RowBlocks {
   private blocks: Float32Array[] = [];
+  /** The first row of each block. */
   private starts: number[] = [];
   private rows = 0;
-  /** Rows of the first block, and whether every block but the last has as many (then no search). */
-  private size0 = 0;
-  private uniform = true;
-  private last = 0;
 
   constructor(private readonly d: number) {}
 
   append(x: Float32Array, rows: number): void {
     if (rows === 0) return;
-    if (this.blocks.length === 0) this.size0 = rows;
-    else if (this.last !== this.size0) this.uniform = false;
     this.blocks.push(x);
     this.starts.push(this.rows);
     this.rows += rows;
-    this.last = rows;
   }
 
-  private index(r: number): number {
-    if (this.uniform) return Math.min(Math.floor(r / this.size0), this.blocks.length - 1);
+  /** Row r: its block and the offset of its first value there. */
+  at(r: number): [Float32Array, number] {
     let lo = 0;
     let hi = this.starts.length - 1;
     while (lo < hi) {
@@ -222,15 +214,7 @@ class RowBlocks {
       if (this.starts[mid] <= r) lo = mid;
       else hi = mid - 1;
     }
-    return lo;
-  }
-
-  block(r: number): Float32Array {
-    return this.blocks[this.index(r)];
-  }
-
-  offset(r: number): number {
-    return (r - this.starts[this.index(r)]) * this.d;
+    return [this.blocks[lo], (r - this.starts[lo]) * this.d];
   }
 }
 

@@ -384,11 +384,8 @@ export class DeviceLists {
   }
 
   /** The stored rows of `ids`, by id (see BaseStore.rowsAt). */
-  async rowsAt(ids: ArrayLike<number>): Promise<RowAt> {
-    const positions: number[] = [];
-    for (let i = 0; i < ids.length; i++) if (ids[i] >= 0) positions.push(this.positionOf[ids[i]]);
-    const at = await this.host.rowsAt(this.chunks, positions);
-    return (id) => at(this.positionOf[id]);
+  rowsAt(ids: ArrayLike<number>): Promise<RowAt> {
+    return this.host.rowsAt(this.chunks, ids, (id) => this.positionOf[id]);
   }
 
   /** The runs of every list, list after list (what save writes, in that order). */

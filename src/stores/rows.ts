@@ -18,8 +18,8 @@ export interface RowChunk {
   host: Float32Array | null;
 }
 
-/** A stored row by position: a view whose first `d` floats are the row. */
-export type RowAt = (position: number) => Float32Array;
+/** A stored row by id: a view whose first `d` floats are the row. */
+export type RowAt = (id: number) => Float32Array;
 
 /** A run of rows to read: `rows` rows from row `start` of chunk `chunk`. */
 export interface RowRun {
@@ -63,21 +63,24 @@ export class ChunkRows {
   }
 
   /**
-   * Rows by position, for the given positions (all that will be asked for; negative ones are
-   * ignored): read in place or from the host copy, else read back from the device in one round trip.
+   * Rows by id, for the given ids (all that will be asked for; negative ones are ignored), each at
+   * `position(id)` (by default the id itself): read in place or from the host copy, else read back
+   * from the device in one round trip.
    */
-  async rowsAt(chunks: RowChunk[], positions: ArrayLike<number>): Promise<RowAt> {
+  async rowsAt(chunks: RowChunk[], ids: ArrayLike<number>, position: (id: number) => number = (id) => id): Promise<RowAt> {
     const { d, dpad, chunkRows } = this;
     if (chunks.every((c) => c.host !== null)) {
-      return (p) => {
+      return (id) => {
+        const p = position(id);
         const row = p % chunkRows;
         return chunks[(p - row) / chunkRows].host!.subarray(row * dpad, row * dpad + d);
       };
     }
-    const wanted = Array.from(new Set(Array.from(positions))).filter((p) => p >= 0).sort((a, b) => a - b); // -1: no candidate
+    const wanted = new Set<number>();
+    for (let i = 0; i < ids.length; i++) if (ids[i] >= 0) wanted.add(position(ids[i])); // -1: no candidate
     // Runs of consecutive positions within one chunk, one read range each.
     const runs: { first: number; count: number }[] = [];
-    for (const p of wanted) {
+    for (const p of Array.from(wanted).sort((a, b) => a - b)) {
       const last = runs[runs.length - 1];
       if (last && p === last.first + last.count && p % chunkRows !== 0) last.count++;
       else runs.push({ first: p, count: 1 });
@@ -90,7 +93,7 @@ export class ChunkRows {
       const rows = new Float32Array(got[i]);
       for (let j = 0; j < r.count; j++) at.set(r.first + j, rows.subarray(j * dpad, j * dpad + d));
     });
-    return (p) => at.get(p)!;
+    return (id) => at.get(position(id))!;
   }
 
   /**

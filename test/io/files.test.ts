@@ -10,23 +10,12 @@ import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { npyBytes } from '../helpers/files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-io-'));
 const gpu = await gpuBackend();
 const cpu = cpuBackend();
 afterAll(disposeGpuBackends);
-
-/** A hand-made .npy file of the given dtype and raw little-endian bytes. */
-function npyBytes(descr: string, shape: string, body: Uint8Array, fortran = 'False'): Uint8Array {
-  let header = `{'descr': '${descr}', 'fortran_order': ${fortran}, 'shape': ${shape}, }`;
-  header = header.padEnd(Math.ceil((11 + header.length) / 64) * 64 - 11, ' ') + '\n';
-  const out = new Uint8Array(10 + header.length + body.length);
-  out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0], 0);
-  new DataView(out.buffer).setUint16(8, header.length, true);
-  out.set(new TextEncoder().encode(header), 10);
-  out.set(body, 10 + header.length);
-  return out;
-}
 
 describe('vector files', () => {
   const x = randomFloats(7 * 5, 1);

@@ -14,6 +14,7 @@ import { type VectorReader, openVectors, readIvecs, readVectors } from '../../sr
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
 import { InvalidArgumentError } from '../../src/types.js';
+import { npyBytes } from '../helpers/files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-reader-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -51,18 +52,6 @@ async function pass(reader: VectorReader, blockRows?: number): Promise<{ shape: 
     }
   }
   return { shape, values, ids };
-}
-
-/** A hand-made .npy file of the given dtype and raw little-endian bytes. */
-function npyBytes(descr: string, shape: string, body: Uint8Array): Uint8Array {
-  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
-  header = header.padEnd(Math.ceil((11 + header.length) / 64) * 64 - 11, ' ') + '\n';
-  const out = new Uint8Array(10 + header.length + body.length);
-  out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0], 0);
-  new DataView(out.buffer).setUint16(8, header.length, true);
-  out.set(new TextEncoder().encode(header), 10);
-  out.set(body, 10 + header.length);
-  return out;
 }
 
 /** An IDX file of `n` images of 2 x 3 unsigned bytes, with `rowsInData` of them present. */
