@@ -3,7 +3,7 @@ import type { KernelMetric } from '../../src/kernel-facts.js';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { padRows, paddedDim } from '../../src/device.js';
-import { type GemmVariant, encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
+import { GEMM_SHADERS, type GemmVariant, encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -13,16 +13,19 @@ const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);
 
 // [nq, nb, d, q0, rows, col0, cols, ldc]: odd sizes, offsets, tiles that are not multiples of the
-// 8 x 4 register block, and a stride wider than the tile.
+// 8 x 4 register block nor of the tiled variant's 64 x 64 workgroup tile (several of them, ragged
+// in both directions), d not a multiple of its 16-float inner tile, and a stride wider than the tile.
 const shapes: number[][] = [
   [1, 1, 1, 0, 1, 0, 1, 1],
   [3, 7, 3, 1, 2, 2, 5, 6],
   [16, 300, 128, 0, 16, 0, 300, 300],
   [21, 130, 17, 4, 13, 9, 121, 125],
   [9, 1030, 5, 0, 9, 3, 1027, 1027],
+  [150, 200, 37, 5, 139, 11, 181, 190],
+  [70, 300, 20, 0, 70, 0, 300, 300],
 ];
 
-const variants = gpu ? gemmVariants(gpu.device.kernels) : [];
+const variants = gpu ? gemmVariants(gpu.device.ctx) : [];
 
 /**
  * Scores one tile of `shape` ([nq, nb, d, q0, rows, col0, cols, ldc]) of `xq` against `xb` with
@@ -53,44 +56,68 @@ async function scoreTile(
 }
 
 describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
-  it('offers the portable variant everywhere, and the subgroup one exactly where subgroups have >= 8 lanes', () => {
-    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${gpu!.device.ctx.hasSubgroups8})`);
-    expect(variants).toEqual(gpu!.device.ctx.hasSubgroups8 ? ['subgroup', 'portable'] : ['portable']);
+  it('offers portable and tiled everywhere, and subgroup exactly where subgroups have >= 8 lanes', () => {
+    const { ctx } = gpu!.device;
+    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${ctx.hasSubgroups8})`);
+    expect(variants).toEqual(ctx.hasSubgroups8 ? ['subgroup', 'portable', 'tiled'] : ['portable', 'tiled']);
+    if (ctx.hasSubgroups8) expect(ctx.device.features.has('subgroups'), 'the device was created with the subgroups feature').toBe(true);
   });
 
-  const noSub = !gpu?.device.ctx.hasSubgroups8;
-  it.skipIf(noSub)(
-    `the subgroup variant is the default, runs gemm-scores.wgsl and equals the cpu twin${noSub ? ' [skipped: the adapter has no subgroups of >= 8 lanes]' : ''}`,
-    async () => {
-      expect(gpu!.device.ctx.device.features.has('subgroups'), 'the device was created with the subgroups feature').toBe(true);
-      const shape = [21, 130, 17, 4, 13, 9, 121, 125];
-      const [nq, nb, d, , rows, , cols, ldc] = shape;
-      for (const chosen of [undefined, 'subgroup', 'portable'] as const) {
-        for (const metric of ['l2', 'ip'] as KernelMetric[]) {
-          const h = new KernelHarness(gpu!);
-          // Which shader each dispatch asked the pipeline cache for.
-          const requested: string[] = [];
-          const get = h.kernels.pipelines.get.bind(h.kernels.pipelines);
-          const spy = vi.spyOn(h.kernels.pipelines, 'get').mockImplementation((name, constants) => {
-            requested.push(name);
-            return get(name, constants);
-          });
-          try {
-            const { got, want } = await scoreTile(h, chosen, shape, metric, randomSmallInts(nq * d, 5), randomSmallInts(nb * d, 6));
-            expect(requested, `variant ${chosen ?? '(default)'}`).toEqual([chosen === 'portable' ? 'gemm-scores-portable' : 'gemm-scores']);
-            // Small integers: every intermediate is exact, so the tile must equal the twin's
-            // (labels: the element's place in the tile, so a difference says where it is).
-            const tile = (a: Float32Array): Float32Array => Float32Array.from({ length: rows * cols }, (_, e) => a[Math.floor(e / cols) * ldc + (e % cols)]);
-            const at = Int32Array.from({ length: rows * cols }, (_, e) => e);
-            expectIdentical({ distances: tile(got), labels: at }, { distances: tile(want), labels: at }, `variant ${chosen ?? '(default)'} ${metric} (element r * ${cols} + c)`);
-          } finally {
-            spy.mockRestore();
-            h.dispose();
-          }
+  it('each variant runs its own shader, the default runs the first offered, and each equals the cpu twin', async () => {
+    const shape = [21, 130, 17, 4, 13, 9, 121, 125];
+    const [nq, nb, d, , rows, , cols, ldc] = shape;
+    for (const chosen of [undefined, ...variants]) {
+      for (const metric of ['l2', 'ip'] as KernelMetric[]) {
+        const h = new KernelHarness(gpu!);
+        // Which shader each dispatch asked the pipeline cache for.
+        const requested: string[] = [];
+        const get = h.kernels.pipelines.get.bind(h.kernels.pipelines);
+        const spy = vi.spyOn(h.kernels.pipelines, 'get').mockImplementation((name, constants) => {
+          requested.push(name);
+          return get(name, constants);
+        });
+        try {
+          const { got, want } = await scoreTile(h, chosen, shape, metric, randomSmallInts(nq * d, 5), randomSmallInts(nb * d, 6));
+          expect(requested, `variant ${chosen ?? '(default)'}`).toEqual([GEMM_SHADERS[chosen ?? variants[0]]]);
+          // Small integers: every intermediate is exact, so the tile must equal the twin's
+          // (labels: the element's place in the tile, so a difference says where it is).
+          const tile = (a: Float32Array): Float32Array => Float32Array.from({ length: rows * cols }, (_, e) => a[Math.floor(e / cols) * ldc + (e % cols)]);
+          const at = Int32Array.from({ length: rows * cols }, (_, e) => e);
+          expectIdentical({ distances: tile(got), labels: at }, { distances: tile(want), labels: at }, `variant ${chosen ?? '(default)'} ${metric} (element r * ${cols} + c)`);
+        } finally {
+          spy.mockRestore();
+          h.dispose();
         }
       }
-    },
-  );
+    }
+  });
+
+  it('tiled with 8 x 8 workgroups, where a device allows fewer than 256 invocations (compatibility mode), equals the cpu twin', async () => {
+    const { ctx } = gpu!.device;
+    const real = ctx.limits;
+    const limits = { maxComputeWorkgroupsPerDimension: real.maxComputeWorkgroupsPerDimension, maxComputeInvocationsPerWorkgroup: 128 };
+    const spy = vi.spyOn(ctx, 'limits', 'get').mockReturnValue(limits as GPUSupportedLimits);
+    const shape = [150, 200, 37, 5, 139, 11, 181, 190];
+    const [nq, nb, d] = shape;
+    try {
+      for (const metric of ['l2', 'ip'] as KernelMetric[]) {
+        const h = new KernelHarness(gpu!);
+        const get = vi.spyOn(h.kernels.pipelines, 'get');
+        try {
+          const { got, want } = await scoreTile(h, 'tiled', shape, metric, randomSmallInts(nq * d, 7), randomSmallInts(nb * d, 8));
+          expect(get.mock.calls.map(([name, constants]) => [name, constants?.TW])).toEqual([['gemm-scores-tiled', 8]]);
+          // Small integers: exact. NaN outside the tile on both sides (unwritten), so every element compares.
+          const bad = got.findIndex((g, e) => g !== want[e] && !(Number.isNaN(g) && Number.isNaN(want[e])));
+          expect(bad, `${metric}: the first element that differs (r * ldc + c)`).toBe(-1);
+        } finally {
+          get.mockRestore();
+          h.dispose();
+        }
+      }
+    } finally {
+      spy.mockRestore();
+    }
+  });
 
   for (const variant of variants) {
   for (const [nq, nb, d, q0, rows, col0, cols, ldc] of shapes) {

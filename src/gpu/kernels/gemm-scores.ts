@@ -1,31 +1,64 @@
 /**
- * Dispatch of shaders/gemm-scores.wgsl, or of gemm-scores-portable.wgsl on devices without
- * subgroups of at least 8 lanes (CPU twin of both: src/cpu/gemm-scores.ts).
+ * Dispatch of gemm-scores, in one of three variants computing the same tile (CPU twin of all:
+ * src/cpu/gemm-scores.ts): `subgroup` (shaders/gemm-scores.wgsl, register-blocked, needs subgroups
+ * of at least 8 lanes), `portable` (gemm-scores-portable.wgsl, register-blocked, plain loads) and
+ * `tiled` (gemm-scores-tiled.wgsl, workgroup-memory tiles). The first the device offers runs unless
+ * a caller names one.
  */
 import type { GemmScoresArgs } from '../../device.js';
+import type { KernelMetric } from '../../kernel-facts.js';
+import type { GpuContext } from '../context.js';
 import type { Kernels } from './kernels.js';
 
+export type GemmVariant = 'subgroup' | 'portable' | 'tiled';
+
+/** Every variant's shader (in shaders/), in the order `gemmVariants` offers them. */
+export const GEMM_SHADERS: Readonly<Record<GemmVariant, string>> = {
+  subgroup: 'gemm-scores',
+  portable: 'gemm-scores-portable',
+  tiled: 'gemm-scores-tiled',
+};
+
+/** Workgroup size of the register-blocked variants. */
 const WG = 64;
-/** Queries per workgroup (the shader's QB). */
+/** Queries per workgroup of the register-blocked variants (their shaders' QB). */
 const QB = 8;
 
-export type GemmVariant = 'subgroup' | 'portable';
-
-/** The variants this device can run, best first. */
-export function gemmVariants(kernels: Kernels): GemmVariant[] {
-  return kernels.ctx.hasSubgroups8 ? ['subgroup', 'portable'] : ['portable'];
+/** The variants this device can run: all three where subgroups have at least 8 lanes, else two. */
+export function gemmVariants(ctx: GpuContext): GemmVariant[] {
+  return ctx.hasSubgroups8 ? ['subgroup', 'portable', 'tiled'] : ['portable', 'tiled'];
 }
 
-export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs<GPUBuffer>, variant: GemmVariant = gemmVariants(kernels)[0]): void {
-  const gx = Math.ceil(a.cols / (4 * WG));
-  const gy = Math.ceil(a.rows / QB);
+/**
+ * Side of the tiled variant's square workgroup: 16 (a 64 x 64 tile of scores) where the device
+ * allows 256 invocations per workgroup (WebGPU's default), else 8 (compatibility mode allows 128).
+ */
+function tiledSide(kernels: Kernels): number {
+  return kernels.ctx.limits.maxComputeInvocationsPerWorkgroup >= 256 ? 16 : 8;
+}
+
+/** The compute pipeline of `variant` for `metric`, compiled on first use. */
+export function gemmPipeline(kernels: Kernels, variant: GemmVariant, metric: KernelMetric): GPUComputePipeline {
+  const size: Record<string, number> = variant === 'tiled' ? { TW: tiledSide(kernels) } : { WG };
+  return kernels.pipelines.get(GEMM_SHADERS[variant], { ...size, METRIC: metric === 'l2' ? 0 : 1 });
+}
+
+/**
+ * Records the score tile of `a` (a.rows x a.cols scores, row stride a.ldc) with `variant` (default:
+ * the first the device offers). Throws if the tile needs more workgroups per dimension than the device allows.
+ */
+export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs<GPUBuffer>, variant: GemmVariant = gemmVariants(kernels.ctx)[0]): void {
+  const tileCols = variant === 'tiled' ? 4 * tiledSide(kernels) : 4 * WG;
+  const tileRows = variant === 'tiled' ? 4 * tiledSide(kernels) : QB;
+  const gx = Math.ceil(a.cols / tileCols);
+  const gy = Math.ceil(a.rows / tileRows);
   const max = kernels.maxGroups;
   if (gx > max || gy > max) {
-    throw new Error(`gemm-scores: tile ${a.rows} x ${a.cols} needs ${gx} x ${gy} workgroups; the device allows ${max} per dimension`);
+    throw new Error(`gemm-scores (${variant}): tile ${a.rows} x ${a.cols} needs ${gx} x ${gy} workgroups; the device allows ${max} per dimension`);
   }
   kernels.recorder.dispatch(
     'gemm-scores',
-    kernels.pipelines.get(variant === 'subgroup' ? 'gemm-scores' : 'gemm-scores-portable', { WG, METRIC: a.metric === 'l2' ? 0 : 1 }),
+    gemmPipeline(kernels, variant, a.metric),
     [a.rows, a.cols, a.dpad / 4, a.q0, a.col0, a.ldc],
     [a.xq, a.xb, a.xnorm, a.scores],
     [gx, gy],
