@@ -3,7 +3,8 @@
 //   METRIC 0 (l2): ||x||^2 - 2 q.x  (||q||^2 is added to the final k only, on the host)
 //   METRIC 1 (ip): -q.x             (everything is minimised)
 // CPU twin: src/cpu/gemm-scores.ts. The variant for GPUs with fast workgroup memory (see
-// gemm-scores.wgsl).
+// gemm-scores.wgsl); which variant a device runs is measured once per adapter
+// (src/gpu/kernel-choice.ts).
 // Strategy: a workgroup-memory tiled GEMM after tfjs-backend-webgpu's matmul_packed and
 // onnxruntime-web's MatMul. A TW x TW workgroup computes a (4 TW) x (4 TW) tile of scores, each
 // invocation 4 queries x 4 base vectors in registers. The inner dimension is walked TK = 16 floats

@@ -5,6 +5,7 @@
 import { Backend, type BackendKind } from './backend.js';
 import type { DeviceTuning } from './device.js';
 import { checkMaxBindingBytes, checkTuning } from './device.js';
+import { type GemmVariantOption, checkGemmVariantOption } from './gpu/kernel-choice.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
 
 export interface BackendOptions {
@@ -22,6 +23,11 @@ export interface BackendOptions {
   timeKernels?: boolean;
   /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
   dawnFlags?: string[];
+  /**
+   * WebGPU's gemm-scores kernel: `auto` (default) measures the variants once per adapter and caches
+   * the fastest; `subgroup`, `portable` or `tiled` forces one (see README, "Scoring kernels").
+   */
+  gemmVariant?: GemmVariantOption;
   /** Where `auto`'s warning goes; defaults to stderr. */
   warn?: (message: string) => void;
 }
@@ -35,13 +41,14 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   if (choice !== 'auto' && choice !== 'webgpu' && choice !== 'cpu') {
     throw new InvalidArgumentError(`backend must be one of auto, webgpu, cpu; got ${String(choice)}`);
   }
-  const known = ['backend', 'maxBindingBytes', 'tuning', 'timeKernels', 'dawnFlags', 'warn'];
+  const known = ['backend', 'maxBindingBytes', 'tuning', 'timeKernels', 'dawnFlags', 'gemmVariant', 'warn'];
   const unknown = Object.keys(options).filter((key) => !known.includes(key));
   if (unknown.length > 0) {
     throw new InvalidArgumentError(`createBackend: unknown option ${unknown.join(', ')}; expected ${known.join(', ')} (tile sizes are under tuning)`);
   }
   checkMaxBindingBytes(options.maxBindingBytes);
   checkTuning(options.tuning ?? {});
+  checkGemmVariantOption(options.gemmVariant);
   const deviceOptions = { ...options.tuning, maxBindingBytes: options.maxBindingBytes };
   const cpu = async (): Promise<Backend> => {
     const { CpuDevice } = await import('./cpu/cpu-device.js');
@@ -52,7 +59,7 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   const { GpuDevice } = await import('./gpu/gpu-device.js');
   let reason: string;
   try {
-    const gpu = await GpuDevice.create({ ...deviceOptions, timeKernels: options.timeKernels, dawnFlags: options.dawnFlags });
+    const gpu = await GpuDevice.create({ ...deviceOptions, timeKernels: options.timeKernels, dawnFlags: options.dawnFlags, gemmVariant: options.gemmVariant });
     if (gpu) return new Backend(gpu);
     reason = 'no WebGPU adapter was found';
   } catch (err) {

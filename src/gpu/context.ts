@@ -98,10 +98,12 @@ export class GpuContext {
     return Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
   }
 
-  describe(): string {
+  /** One line: the backend and the adapter, then `extra` (such as the kernels chosen for it). */
+  describe(...extra: string[]): string {
     const a = this.adapterInfo;
     const parts = [a.vendor, a.architecture, a.device].filter(Boolean).join(' ');
-    return `webgpu (${a.backend}: ${parts}${a.description ? `; ${a.description}` : ''}${a.isFallbackAdapter ? '; software adapter' : ''})`;
+    const more = [a.description, a.isFallbackAdapter ? 'software adapter' : '', ...extra].filter(Boolean);
+    return `webgpu (${a.backend}: ${parts}${more.map((m) => `; ${m}`).join('')})`;
   }
 
   /** Throws if the device is gone; call before encoding work. */

@@ -9,7 +9,8 @@ import type { SearchTimings } from '../types.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { BufferPool, type PoolStats } from './buffer-pool.js';
 import { GpuContext } from './context.js';
-import { encodeGemmScores } from './kernels/gemm-scores.js';
+import { type GemmChoice, type GemmVariantOption, checkGemmVariantOption, chooseGemmVariant, timeGemmVariants } from './kernel-choice.js';
+import { encodeGemmScores, gemmVariants } from './kernels/gemm-scores.js';
 import { encodeIvfScan } from './kernels/ivf-scan.js';
 import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
@@ -27,6 +28,8 @@ export interface GpuDeviceOptions extends DeviceOptions {
   dawnFlags?: string[];
   /** Bytes of released buffers the pool keeps for reuse (default 256 MiB); beyond, they are destroyed. */
   poolIdleBytes?: number;
+  /** The gemm-scores variant: `auto` (default) measures once per adapter and caches (src/gpu/kernel-choice.ts). */
+  gemmVariant?: GemmVariantOption;
 }
 
 class GpuDeviceBuffer implements DeviceBuffer {
@@ -43,7 +46,6 @@ export class GpuDevice implements Device {
   readonly kind = 'webgpu' as const;
   readonly limits: DeviceLimits;
   readonly tuning: Required<DeviceTuning>;
-  readonly pipelines: PipelineCache;
   readonly kernels: Kernels;
   private readonly pool: BufferPool;
   private readonly recorder: Recorder;
@@ -55,11 +57,13 @@ export class GpuDevice implements Device {
   private constructor(
     readonly ctx: GpuContext,
     private readonly options: GpuDeviceOptions,
+    readonly pipelines: PipelineCache,
+    /** The gemm-scores variant this device runs, and how it was chosen. */
+    readonly gemm: GemmChoice,
   ) {
-    this.pipelines = new PipelineCache(ctx);
     this.pool = new BufferPool(ctx.device, ctx.maxBinding, options.poolIdleBytes);
     this.recorder = new Recorder(ctx, this.pool);
-    this.kernels = new Kernels(ctx, this.pipelines, this.recorder);
+    this.kernels = new Kernels(ctx, this.pipelines, this.recorder, gemm.variant);
     this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: TOPK_MAX_K };
     const fallback = ctx.adapterInfo.isFallbackAdapter;
     this.tuning = {
@@ -77,13 +81,24 @@ export class GpuDevice implements Device {
   /** Null when there is no adapter. */
   static async create(options: GpuDeviceOptions = {}): Promise<GpuDevice | null> {
     checkMaxBindingBytes(options.maxBindingBytes);
-    checkTuning(options, ['timeKernels', 'dawnFlags', 'poolIdleBytes']);
+    checkTuning(options, ['timeKernels', 'dawnFlags', 'poolIdleBytes', 'gemmVariant']);
+    checkGemmVariantOption(options.gemmVariant);
     const ctx = await GpuContext.create(options.dawnFlags ?? []);
-    return ctx ? new GpuDevice(ctx, options) : null;
+    if (!ctx) return null;
+    // Its pipelines compiled while measuring are the device's.
+    const pipelines = new PipelineCache(ctx);
+    let gemm: GemmChoice;
+    try {
+      gemm = await chooseGemmVariant(ctx.adapterInfo, gemmVariants(ctx), options.gemmVariant ?? 'auto', (v) => timeGemmVariants(ctx, pipelines, v));
+    } catch (err) {
+      ctx.dispose(); // else the process could not exit
+      throw err;
+    }
+    return new GpuDevice(ctx, options, pipelines, gemm);
   }
 
   get description(): string {
-    return this.ctx.describe();
+    return this.ctx.describe(`gemm-scores ${this.gemm.variant}, ${this.gemm.source}`);
   }
 
   /** Buffers created and reused, and bind groups created, so far (for tests and benchmarks of the pool). */

@@ -57,13 +57,14 @@ async function scoreTile(
 
 describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
   it('offers portable and tiled everywhere, and subgroup exactly where subgroups have >= 8 lanes', () => {
-    const { ctx } = gpu!.device;
-    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${ctx.hasSubgroups8})`);
+    const { ctx, gemm } = gpu!.device;
+    console.log(`[gpu] gemm-scores variants: ${variants.join(', ')} (hasSubgroups8 = ${ctx.hasSubgroups8}); chosen: ${gemm.variant} (${gemm.source})`);
     expect(variants).toEqual(ctx.hasSubgroups8 ? ['subgroup', 'portable', 'tiled'] : ['portable', 'tiled']);
+    expect(variants).toContain(gemm.variant);
     if (ctx.hasSubgroups8) expect(ctx.device.features.has('subgroups'), 'the device was created with the subgroups feature').toBe(true);
   });
 
-  it('each variant runs its own shader, the default runs the first offered, and each equals the cpu twin', async () => {
+  it("each variant runs its own shader, the default runs the device's choice, and each equals the cpu twin", async () => {
     const shape = [21, 130, 17, 4, 13, 9, 121, 125];
     const [nq, nb, d, , rows, , cols, ldc] = shape;
     for (const chosen of [undefined, ...variants]) {
@@ -78,7 +79,7 @@ describe.skipIf(!gpu)('gpu gemm-scores vs cpu twin', () => {
         });
         try {
           const { got, want } = await scoreTile(h, chosen, shape, metric, randomSmallInts(nq * d, 5), randomSmallInts(nb * d, 6));
-          expect(requested, `variant ${chosen ?? '(default)'}`).toEqual([GEMM_SHADERS[chosen ?? variants[0]]]);
+          expect(requested, `variant ${chosen ?? '(default)'}`).toEqual([GEMM_SHADERS[chosen ?? gpu!.device.gemm.variant]]);
           // Small integers: every intermediate is exact, so the tile must equal the twin's
           // (labels: the element's place in the tile, so a difference says where it is).
           const tile = (a: Float32Array): Float32Array => Float32Array.from({ length: rows * cols }, (_, e) => a[Math.floor(e / cols) * ldc + (e % cols)]);

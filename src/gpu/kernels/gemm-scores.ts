@@ -2,8 +2,8 @@
  * Dispatch of gemm-scores, in one of three variants computing the same tile (CPU twin of all:
  * src/cpu/gemm-scores.ts): `subgroup` (shaders/gemm-scores.wgsl, register-blocked, needs subgroups
  * of at least 8 lanes), `portable` (gemm-scores-portable.wgsl, register-blocked, plain loads) and
- * `tiled` (gemm-scores-tiled.wgsl, workgroup-memory tiles). The first the device offers runs unless
- * a caller names one.
+ * `tiled` (gemm-scores-tiled.wgsl, workgroup-memory tiles). Which one a device runs is measured per
+ * adapter (src/gpu/kernel-choice.ts) and kept in `Kernels.gemmVariant`.
  */
 import type { GemmScoresArgs } from '../../device.js';
 import type { KernelMetric } from '../../kernel-facts.js';
@@ -45,9 +45,9 @@ export function gemmPipeline(kernels: Kernels, variant: GemmVariant, metric: Ker
 
 /**
  * Records the score tile of `a` (a.rows x a.cols scores, row stride a.ldc) with `variant` (default:
- * the first the device offers). Throws if the tile needs more workgroups per dimension than the device allows.
+ * the device's choice). Throws if the tile needs more workgroups per dimension than the device allows.
  */
-export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs<GPUBuffer>, variant: GemmVariant = gemmVariants(kernels.ctx)[0]): void {
+export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs<GPUBuffer>, variant: GemmVariant = kernels.gemmVariant): void {
   const tileCols = variant === 'tiled' ? 4 * tiledSide(kernels) : 4 * WG;
   const tileRows = variant === 'tiled' ? 4 * tiledSide(kernels) : QB;
   const gx = Math.ceil(a.cols / tileCols);
