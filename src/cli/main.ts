@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { createBackend } from '../create-backend.js';
 import type { GpuDevice } from '../gpu/gpu-device.js';
+import { describeGemmChoice } from '../gpu/kernel-choice.js';
 import { FileError } from '../io/file-error.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { build, dedupCommand, knnGraphCommand, search } from './commands.js';
@@ -45,7 +46,8 @@ options:
 
 const INFO_USAGE = `usage: webgpu-knn info [--backend auto|webgpu|cpu]
 
-Prints the backend in use and, for WebGPU, the adapter and the limits that matter here.`;
+Prints the backend in use and, for WebGPU, the adapter, the limits that matter here, and the
+gemm-scores variant measured for the adapter (cached; see README, "Scoring kernels").`;
 
 interface BenchModule {
   benchMain(argv: string[]): Promise<void>;
@@ -68,13 +70,14 @@ async function info(argv: string[]): Promise<void> {
     console.log(`max k: ${backend.maxK}`);
     console.log(`max binding bytes: ${backend.maxBindingBytes}`);
     if (backend.kind === 'webgpu') {
-      const ctx = (backend.device as GpuDevice).ctx;
+      const { ctx, gemm } = backend.device as GpuDevice;
       const l = ctx.limits;
       console.log(`software (CPU-emulated) adapter: ${ctx.adapterInfo.isFallbackAdapter}`);
       console.log(`maxStorageBufferBindingSize: ${l.maxStorageBufferBindingSize}`);
       console.log(`maxBufferSize: ${l.maxBufferSize}`);
       console.log(`maxComputeWorkgroupsPerDimension: ${l.maxComputeWorkgroupsPerDimension}`);
       console.log(`timestamp queries: ${ctx.hasTimestamps}; subgroups (>= 8 lanes): ${ctx.hasSubgroups8}`);
+      console.log(`gemm-scores variant: ${describeGemmChoice(gemm)}`);
     }
   } finally {
     backend.dispose();
