@@ -17,7 +17,7 @@
  *       topk, topk-merge -> each pair's k best rows of the list (by row position)
  *   one readback; on the host each query's nprobe lists become its k best by (score, id).
  * A scan invocation scores one query against a list with one load per multiply-add; the GEMM
- * reuses every load across 8 queries x 4 rows, which wins as soon as lists have a few queries.
+ * reuses every load across many queries and rows (16 x 2 on lavapipe), which wins as soon as lists have a few queries.
  */
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';

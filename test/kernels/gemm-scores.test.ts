@@ -13,7 +13,7 @@ const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);
 
 // [nq, nb, d, q0, rows, col0, cols, ldc]: odd sizes, offsets, tiles that are not multiples of the
-// 8 x 4 register block nor of the tiled variant's 64 x 64 workgroup tile (several of them, ragged
+// 16 x 2 and 8 x 4 register blocks nor of the tiled variant's 64 x 64 workgroup tile (several of them, ragged
 // in both directions), d not a multiple of its 16-float inner tile, and a stride wider than the tile.
 const shapes: number[][] = [
   [1, 1, 1, 0, 1, 0, 1, 1],

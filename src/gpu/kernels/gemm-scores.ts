@@ -21,8 +21,6 @@ export const GEMM_SHADERS: Readonly<Record<GemmVariant, string>> = {
 
 /** Workgroup size of the register-blocked variants. */
 const WG = 64;
-/** Queries per workgroup of the register-blocked variants (their shaders' QB). */
-const QB = 8;
 
 /** The variants this device can run: all three where subgroups have at least 8 lanes, else two. */
 export function gemmVariants(ctx: GpuContext): GemmVariant[] {
@@ -37,6 +35,17 @@ function tiledSide(kernels: Kernels): number {
   return kernels.ctx.limits.maxComputeInvocationsPerWorkgroup >= 256 ? 16 : 8;
 }
 
+/**
+ * The score block one workgroup of `variant` computes: query rows by base vectors (the shaders' QB
+ * by CB * WG for the register-blocked variants, a square for the tiled one).
+ */
+function workgroupTile(kernels: Kernels, variant: GemmVariant): { rows: number; cols: number } {
+  if (variant === 'subgroup') return { rows: 16, cols: 2 * WG };
+  if (variant === 'portable') return { rows: 8, cols: 4 * WG };
+  const side = 4 * tiledSide(kernels);
+  return { rows: side, cols: side };
+}
+
 /** The compute pipeline of `variant` for `metric`, compiled on first use. */
 export function gemmPipeline(kernels: Kernels, variant: GemmVariant, metric: KernelMetric): GPUComputePipeline {
   const size: Record<string, number> = variant === 'tiled' ? { TW: tiledSide(kernels) } : { WG };
@@ -48,10 +57,9 @@ export function gemmPipeline(kernels: Kernels, variant: GemmVariant, metric: Ker
  * the device's choice). Throws if the tile needs more workgroups per dimension than the device allows.
  */
 export function encodeGemmScores(kernels: Kernels, a: GemmScoresArgs<GPUBuffer>, variant: GemmVariant = kernels.gemmVariant): void {
-  const tileCols = variant === 'tiled' ? 4 * tiledSide(kernels) : 4 * WG;
-  const tileRows = variant === 'tiled' ? 4 * tiledSide(kernels) : QB;
-  const gx = Math.ceil(a.cols / tileCols);
-  const gy = Math.ceil(a.rows / tileRows);
+  const tile = workgroupTile(kernels, variant);
+  const gx = Math.ceil(a.cols / tile.cols);
+  const gy = Math.ceil(a.rows / tile.rows);
   const max = kernels.maxGroups;
   if (gx > max || gy > max) {
     throw new Error(`gemm-scores (${variant}): tile ${a.rows} x ${a.cols} needs ${gx} x ${gy} workgroups; the device allows ${max} per dimension`);
