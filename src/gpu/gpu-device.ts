@@ -211,7 +211,7 @@ export class GpuDevice implements Device {
       await this.settle(); // throws the submit's error too, and leaves nothing behind for the next read
       const kernelMs = await done;
       const t2 = performance.now();
-      await staging.mapAsync(GPUMapMode.READ, 0, Math.max(16, total));
+      await this.ctx.wait(staging.mapAsync(GPUMapMode.READ, 0, Math.max(16, total)));
       this.ctx.check();
       const bytes = staging.getMappedRange(0, Math.max(16, total)).slice(0);
       staging.unmap();

@@ -152,12 +152,12 @@ export class Recorder {
     this.ops.length = 0;
     const invalid = device.popErrorScope();
     try {
-      const error = await invalid;
+      const error = await this.ctx.wait(invalid);
       if (error) throw new Error(`WebGPU rejected the commands: ${error.message}`);
-      await device.queue.onSubmittedWorkDone();
+      await this.ctx.wait(device.queue.onSubmittedWorkDone());
       this.ctx.check();
       if (!staging) return null;
-      await staging.mapAsync(GPUMapMode.READ);
+      await this.ctx.wait(staging.mapAsync(GPUMapMode.READ));
       const ticks = new BigUint64Array(staging.getMappedRange().slice(0));
       staging.unmap();
       const perKernel: Record<string, number> = {};
