@@ -5,6 +5,7 @@
  */
 import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
 import { checkMaxBindingBytes, checkTuning } from '../device.js';
+import { TOPK_MAX_K } from '../kernel-facts.js';
 import type { SearchTimings } from '../types.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { BufferPool, type PoolStats } from './buffer-pool.js';
@@ -15,7 +16,8 @@ import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
 import { encodeNorms } from './kernels/norms.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
-import { TOPK_MAX_K, encodeTopk } from './kernels/topk.js';
+import { encodeSelectRadix } from './kernels/select-radix.js';
+import { encodeTopk } from './kernels/topk.js';
 import { encodeTopkMerge } from './kernels/topk-merge.js';
 import { PipelineCache } from './pipelines.js';
 import { Recorder, STORAGE } from './recorder.js';
@@ -161,6 +163,10 @@ export class GpuDevice implements Device {
         return encodeTopkMerge(k, {
           ...call, partS: b(call.partS), partI: b(call.partI), runInS: b(call.runInS), runInI: b(call.runInI),
           runOutS: b(call.runOutS), runOutI: b(call.runOutI),
+        });
+      case 'select-radix':
+        return encodeSelectRadix(k, {
+          ...call, scores: b(call.scores), runInS: b(call.runInS), runInI: b(call.runInI), runOutS: b(call.runOutS), runOutI: b(call.runOutI),
         });
       case 'ivf-scan':
         return encodeIvfScan(k, {

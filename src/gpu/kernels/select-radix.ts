@@ -1,0 +1,16 @@
+/** Dispatch of shaders/select-radix.wgsl (CPU twin: src/cpu/select-radix.ts). */
+import type { SelectRadixArgs } from '../../device.js';
+import type { Kernels } from './kernels.js';
+
+/** Invocations per workgroup (one workgroup per row): WebGPU's default limit. */
+const WG = 256;
+
+export function encodeSelectRadix(kernels: Kernels, a: SelectRadixArgs<GPUBuffer>): void {
+  kernels.recorder.dispatch(
+    'select-radix',
+    kernels.pipelines.get('select-radix', { WG }),
+    [a.rows, a.cols, a.ldc, a.k, a.first ? 1 : 0, a.row0, a.id0],
+    [a.scores, a.runInS, a.runInI, a.runOutS, a.runOutI],
+    kernels.fold(a.rows * WG, WG),
+  );
+}
