@@ -1,7 +1,8 @@
 // select-radix.wgsl: per row of a score tile, the k best (score, id) of the tile's row and the row's
 // running list together: the row's new running list. For k too large for a private heap (topk.wgsl);
 // after cuVS select_k (radix).
-//   tile row r: scores[r * ldc .. + cols); column c has id id0 + c
+//   tile row r: scores[r * ldc .. + cols); column c has id id0 + c, or col_ids[id0 + c] when
+//   use_ids == 1 (the ids of rows in storage order, such as an IVF chunk's)
 //   running lists: run_in_*/run_out_*[(row0 + r) * k .. + k); run_in is ignored when first == 1;
 //   padding entries (+inf, 0xffffffff) may sit anywhere in run_in. run_out must not alias run_in.
 // CPU twin: src/cpu/select-radix.ts.
@@ -41,7 +42,8 @@ struct Params {
   k: u32,
   first: u32,  // 1: there is no running list yet
   row0: u32,   // first row of the running lists
-  id0: u32,    // id of column 0
+  id0: u32,    // id of column 0, or its index in col_ids
+  use_ids: u32,
 }
 
 // The bin holding the need-th entry of a pass, the entries in the bins below it, and its count.
@@ -53,10 +55,11 @@ struct Found {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> scores: array<f32>;
-@group(0) @binding(2) var<storage, read> run_in_s: array<f32>;
-@group(0) @binding(3) var<storage, read> run_in_i: array<u32>;
-@group(0) @binding(4) var<storage, read_write> run_out_s: array<f32>;
-@group(0) @binding(5) var<storage, read_write> run_out_i: array<u32>;
+@group(0) @binding(2) var<storage, read> col_ids: array<u32>;
+@group(0) @binding(3) var<storage, read> run_in_s: array<f32>;
+@group(0) @binding(4) var<storage, read> run_in_i: array<u32>;
+@group(0) @binding(5) var<storage, read_write> run_out_s: array<f32>;
+@group(0) @binding(6) var<storage, read_write> run_out_i: array<u32>;
 
 var<workgroup> hist: array<atomic<u32>, RADIX>;
 var<workgroup> span_sum: array<u32, RADIX / SPAN>;
@@ -80,6 +83,13 @@ fn order_key(s: f32) -> u32 {
     return ~b;
   }
   return b | 0x80000000u;
+}
+
+fn col_id(c: u32) -> u32 {
+  if (p.use_ids == 1u) {
+    return col_ids[p.id0 + c];
+  }
+  return p.id0 + c;
 }
 
 // The pass's digit of an entry that matches the digits fixed so far, or RADIX.
@@ -193,13 +203,13 @@ fn main(
       workgroupBarrier();
       if (compact) {
         for (var t = lid; t < nc; t += WG) {
-          count(cand_key[t], p.id0 + cand_col[t], by_id, kstar, prefix, mask, shift);
+          count(cand_key[t], col_id(cand_col[t]), by_id, kstar, prefix, mask, shift);
         }
       } else {
         for (var c = lid; c < p.cols; c += WG) {
           let key = order_key(scores[tile0 + c]);
           if (key <= b) {
-            count(key, p.id0 + c, by_id, kstar, prefix, mask, shift);
+            count(key, col_id(c), by_id, kstar, prefix, mask, shift);
           }
         }
       }
@@ -248,14 +258,14 @@ fn main(
   if (compact) {
     for (var t = lid; t < nc; t += WG) {
       let c = cand_col[t];
-      emit(scores[tile0 + c], cand_key[t], p.id0 + c, kstar, istar, run0);
+      emit(scores[tile0 + c], cand_key[t], col_id(c), kstar, istar, run0);
     }
   } else {
     for (var c = lid; c < p.cols; c += WG) {
       let s = scores[tile0 + c];
       let key = order_key(s);
       if (key <= b) {
-        emit(s, key, p.id0 + c, kstar, istar, run0);
+        emit(s, key, col_id(c), kstar, istar, run0);
       }
     }
   }

@@ -136,8 +136,10 @@ export interface TopkMergeArgs<B = DeviceBuffer> {
 }
 
 export interface SelectRadixArgs<B = DeviceBuffer> {
-  /** The score tile: row r's `cols` scores at `scores[r * ldc ..]`; column c has id `id0 + c`. */
+  /** The score tile: row r's `cols` scores at `scores[r * ldc ..]`; column c has id `id0 + c`, or `ids[id0 + c]`. */
   scores: B;
+  /** Ids of rows in storage order (such as an IVF chunk's), or null: the ids are the positions `id0 + c`. */
+  ids: B | null;
   /** Running lists in (row r at `(row0 + r) * k`); ignored when `first` (there is none yet), but must still be bound. */
   runInS: B;
   runInI: B;

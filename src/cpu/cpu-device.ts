@@ -117,7 +117,7 @@ export class CpuDevice implements Device {
       case 'select-radix': {
         const at = c.row0 * c.k;
         const len = c.rows * c.k;
-        selectRadix(f(c.scores), c.ldc, c.rows, c.cols, c.id0, c.k,
+        selectRadix(f(c.scores), c.ldc, c.rows, c.cols, c.id0, c.ids ? u(c.ids) : null, c.k,
           c.first ? null : f(c.runInS).subarray(at, at + len), c.first ? null : u(c.runInI).subarray(at, at + len),
           f(c.runOutS).subarray(at, at + len), u(c.runOutI).subarray(at, at + len));
         return;

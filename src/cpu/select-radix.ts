@@ -4,7 +4,8 @@ import { PAD_ID } from '../kernel-facts.js';
  * CPU twin of shaders/select-radix.wgsl: for each row of a score tile, the k best (score, id) of
  * the tile's row and the row's running list together: the row's new running list.
  *
- * Layout: `scores[r * ldc + c]` for r < rows, c < cols; the id of column c is `id0 + c`.
+ * Layout: `scores[r * ldc + c]` for r < rows, c < cols; the id of column c is `id0 + c`, or
+ * `colIds[id0 + c]` when given (the ids of rows in storage order, such as an IVF chunk's).
  * `runInS/runInI`: `rows * k` (row r at `r * k`), or null for "no running list yet" (first tile);
  * padding entries are (+Infinity, PAD_ID), anywhere in the row.
  * `runOutS/runOutI`: `rows * k`; must not alias the inputs.
@@ -29,6 +30,7 @@ export function selectRadix(
   rows: number,
   cols: number,
   id0: number,
+  colIds: Uint32Array | null,
   k: number,
   runInS: Float32Array | null,
   runInI: Uint32Array | null,
@@ -54,7 +56,7 @@ export function selectRadix(
       const key = orderKey(scoreBits[r * ldc + c]);
       if (key > bound) continue;
       keys[n] = key;
-      ids[n] = id0 + c;
+      ids[n] = colIds ? colIds[id0 + c] : id0 + c;
       vals[n++] = scores[r * ldc + c];
     }
     for (let j = r * k; runInS && runInI && runBits && j < (r + 1) * k; j++) {

@@ -166,7 +166,7 @@ export class GpuDevice implements Device {
         });
       case 'select-radix':
         return encodeSelectRadix(k, {
-          ...call, scores: b(call.scores), runInS: b(call.runInS), runInI: b(call.runInI), runOutS: b(call.runOutS), runOutI: b(call.runOutI),
+          ...call, scores: b(call.scores), ids: call.ids ? b(call.ids) : null, runInS: b(call.runInS), runInI: b(call.runInI), runOutS: b(call.runOutS), runOutI: b(call.runOutI),
         });
       case 'ivf-scan':
         return encodeIvfScan(k, {

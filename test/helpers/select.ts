@@ -18,6 +18,8 @@ export interface SelectCase {
   ldc: number;
   k: number;
   id0: number;
+  /** Column c's id is `colIds[id0 + c]`, or `id0 + c` where null. */
+  colIds: Uint32Array | null;
   /** `rows * ldc` */
   scores: Float32Array;
   /** `rows * k`, or null (first tile). */
@@ -47,7 +49,8 @@ const byScoreThenId = (a: [number, number], b: [number, number]): number => a[0]
  * A tile of `rows x cols` (row stride `ldc`, ids from `id0`) and, unless `runValid` is null, a
  * running list per row with `runValid` valid entries and padding, shuffled: the best `runValid` of
  * `seen` entries (as after earlier tiles of `seen` columns in all; at least runValid), with ids
- * spread over the whole u32 range, none in the tile's.
+ * spread over the whole u32 range, none in the tile's. With `withIds`, the tile's ids come from
+ * an id array and fall as the columns rise.
  */
 export function selectCase(
   rows: number,
@@ -59,11 +62,14 @@ export function selectCase(
   data: SelectData,
   seed: number,
   seen = 0,
+  withIds = false,
 ): SelectCase {
   const r = rng(seed);
   const scores = new Float32Array(rows * ldc).fill(-1000); // columns past cols must be ignored
   for (let row = 0; row < rows; row++) for (let c = 0; c < cols; c++) scores[row * ldc + c] = score(data, r);
-  if (runValid === null) return { rows, cols, ldc, k, id0, scores, runS: null, runI: null };
+  const colIds = withIds ? Uint32Array.from({ length: id0 + cols }, (_, j) => 0xc0000000 - 7 * j) : null;
+  const tileIds = new Set(Array.from({ length: cols }, (_, c) => (colIds ? colIds[id0 + c] : id0 + c)));
+  if (runValid === null) return { rows, cols, ldc, k, id0, colIds, scores, runS: null, runI: null };
   const runS = new Float32Array(rows * k);
   const runI = new Uint32Array(rows * k);
   let next = 1;
@@ -72,7 +78,7 @@ export function selectCase(
     while (pool.length < Math.max(runValid, seen)) {
       // Odd multipliers permute the u32s: distinct ids, every digit exercised.
       const id = Math.imul(next++, 0x9e3779b1) >>> 0;
-      if (id !== PAD_ID && (id < id0 || id >= id0 + cols)) pool.push([Math.fround(score(data, r)), id]);
+      if (id !== PAD_ID && !tileIds.has(id)) pool.push([Math.fround(score(data, r)), id]);
     }
     const entries = pool.sort(byScoreThenId).slice(0, runValid);
     while (entries.length < k) entries.push([Infinity, PAD_ID]);
@@ -85,7 +91,7 @@ export function selectCase(
       runI[row * k + j] = id;
     });
   }
-  return { rows, cols, ldc, k, id0, scores, runS, runI };
+  return { rows, cols, ldc, k, id0, colIds, scores, runS, runI };
 }
 
 /** Each row's k best (score, id) of the tile row and the running list, best first, padded: the full-sort oracle. */
@@ -93,7 +99,7 @@ export function oracle(c: SelectCase): [number, number][][] {
   const out: [number, number][][] = [];
   for (let row = 0; row < c.rows; row++) {
     const all: [number, number][] = [];
-    for (let col = 0; col < c.cols; col++) all.push([c.scores[row * c.ldc + col], c.id0 + col]);
+    for (let col = 0; col < c.cols; col++) all.push([c.scores[row * c.ldc + col], c.colIds ? c.colIds[c.id0 + col] : c.id0 + col]);
     for (let j = 0; c.runS && c.runI && j < c.k; j++) {
       if (c.runI[row * c.k + j] !== PAD_ID) all.push([c.runS[row * c.k + j], c.runI[row * c.k + j]]);
     }

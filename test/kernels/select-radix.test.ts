@@ -14,14 +14,17 @@ afterAll(disposeGpuBackends);
 // cols (padding), cols not a multiple of the workgroup (256), first tile or a running list in
 // (full, or part padding). A running list that is the best of many entries passes few tile entries
 // (the kernel keeps them in workgroup memory, up to 1536: none, some, too many), one that is not
-// passes most (the kernel reads the tile in every pass).
-const shapes: [number, number, number, number, number, number | null, number, SelectData[]][] = [
+// passes most (the kernel reads the tile in every pass). Tile ids are positions, or from an id
+// array (falling as the columns rise) where the id0 is written `ids + N`.
+const shapes: [number, number, number, number, number | `ids + ${number}`, number | null, number, SelectData[]][] = [
   [3, 1000, 1003, 1, 0, 1, 0, ['equal']],
   [3, 1000, 1003, 1, 0, 1, 100_000, []],
   [2, 1, 1, 1, 5, null, 0, []],
   [4, 3000, 3000, HEAP_MAX_K + 1, 0x7fffff00, HEAP_MAX_K + 1, 0, ['equal', 'zeros']],
   [4, 3000, 3000, HEAP_MAX_K + 1, 0x7fffff00, HEAP_MAX_K + 1, 12_000, ['zeros']],
+  [4, 3000, 3000, HEAP_MAX_K + 1, 'ids + 5', HEAP_MAX_K + 1, 12_000, ['equal']],
   [4, 777, 800, HEAP_MAX_K + 1, 9, 100, 0, ['inf']],
+  [4, 777, 800, HEAP_MAX_K + 1, 'ids + 0', 100, 0, []],
   [3, 100, 100, 300, 0, null, 0, []],
   [3, 100, 100, 300, 0, 150, 0, ['inf']],
   [2, 5000, 5003, 4096, 1 << 24, null, 0, []],
@@ -34,11 +37,13 @@ const shapes: [number, number, number, number, number, number | null, number, Se
 
 describe.skipIf(!gpu)('gpu select-radix vs cpu twin (rows sorted by (score, id))', () => {
   let seed = 1;
-  for (const [rows, cols, ldc, k, id0, valid, seen, extra] of shapes) {
+  for (const [rows, cols, ldc, k, id0Of, valid, seen, extra] of shapes) {
+    const withIds = typeof id0Of === 'string';
+    const id0 = withIds ? Number(id0Of.slice('ids + '.length)) : id0Of;
     for (const data of ['ints', 'floats', ...extra] as SelectData[]) {
       const caseSeed = seed++;
-      it(`rows=${rows} cols=${cols} k=${k} ${valid === null ? 'first tile' : `running list of ${valid}${seen ? ` (best of ${seen})` : ''}`}, ${data} (seed ${caseSeed})`, async () => {
-        const c = selectCase(rows, cols, ldc, k, id0, valid, data, caseSeed, seen);
+      it(`rows=${rows} cols=${cols} k=${k} ${valid === null ? 'first tile' : `running list of ${valid}${seen ? ` (best of ${seen})` : ''}`}${withIds ? ', ids from an array' : ''}, ${data} (seed ${caseSeed})`, async () => {
+        const c = selectCase(rows, cols, ldc, k, id0, valid, data, caseSeed, seen, withIds);
         const h = new KernelHarness(gpu!);
         const len = rows * k;
         // Rows 0 .. of the running lists sit at row0 = 1 in buffers one row longer.
@@ -52,7 +57,7 @@ describe.skipIf(!gpu)('gpu select-radix vs cpu twin (rows sorted by (score, id))
         const outS = h.output(len + k, POISON);
         const outI = h.output(len + k, POISON);
         encodeSelectRadix(h.kernels, {
-          scores: h.upload(c.scores), runInS: h.upload(runS), runInI: h.upload(runI), runOutS: outS, runOutI: outI,
+          scores: h.upload(c.scores), ids: c.colIds ? h.upload(c.colIds) : null, runInS: h.upload(runS), runInI: h.upload(runI), runOutS: outS, runOutI: outI,
           rows, cols, ldc, k, id0, first: valid === null, row0,
         });
         await h.run();
@@ -64,7 +69,7 @@ describe.skipIf(!gpu)('gpu select-radix vs cpu twin (rows sorted by (score, id))
         const gotI = allI.subarray(k);
         const wantS = new Float32Array(len);
         const wantI = new Uint32Array(len);
-        selectRadix(c.scores, ldc, rows, cols, id0, k, c.runS, c.runI, wantS, wantI);
+        selectRadix(c.scores, ldc, rows, cols, id0, c.colIds, k, c.runS, c.runI, wantS, wantI);
         const want = sortedRows(wantS, wantI, rows, k);
         expectSameRows(sortedRows(gotS, gotI, rows, k), want, 'gpu vs twin');
         // The twin is checked against a full sort in test/cpu; here the GPU is too, cheaply.

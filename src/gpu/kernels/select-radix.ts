@@ -9,8 +9,9 @@ export function encodeSelectRadix(kernels: Kernels, a: SelectRadixArgs<GPUBuffer
   kernels.recorder.dispatch(
     'select-radix',
     kernels.pipelines.get('select-radix', { WG }),
-    [a.rows, a.cols, a.ldc, a.k, a.first ? 1 : 0, a.row0, a.id0],
-    [a.scores, a.runInS, a.runInI, a.runOutS, a.runOutI],
+    [a.rows, a.cols, a.ldc, a.k, a.first ? 1 : 0, a.row0, a.id0, a.ids ? 1 : 0],
+    // Without ids the shader reads nothing from col_ids; any buffer satisfies the layout.
+    [a.scores, a.ids ?? a.scores, a.runInS, a.runInI, a.runOutS, a.runOutI],
     kernels.fold(a.rows * WG, WG),
   );
 }
