@@ -5,7 +5,6 @@
  */
 import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
 import { checkMaxBindingBytes, checkTuning } from '../device.js';
-import { TOPK_MAX_K } from '../kernel-facts.js';
 import type { SearchTimings } from '../types.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { BufferPool, type PoolStats } from './buffer-pool.js';
@@ -16,7 +15,7 @@ import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
 import { encodeNorms } from './kernels/norms.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
-import { encodeSelectRadix } from './kernels/select-radix.js';
+import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
 import { encodeTopk } from './kernels/topk.js';
 import { encodeTopkMerge } from './kernels/topk-merge.js';
 import { PipelineCache } from './pipelines.js';
@@ -62,7 +61,7 @@ export class GpuDevice implements Device {
     this.pool = new BufferPool(ctx.device, ctx.maxBinding, options.poolIdleBytes);
     this.recorder = new Recorder(ctx, this.pool);
     this.kernels = new Kernels(ctx, this.pipelines, this.recorder);
-    this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: TOPK_MAX_K };
+    this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: GPU_MAX_K };
     const fallback = ctx.adapterInfo.isFallbackAdapter;
     this.tuning = {
       tileCols: options.tileCols ?? 16384,

@@ -2,6 +2,13 @@
 import type { SelectRadixArgs } from '../../device.js';
 import type { Kernels } from './kernels.js';
 
+/**
+ * Largest k (and nprobe) the GPU's searches take (its limits.maxK). select-radix holds nothing per
+ * k in workgroup memory, so this bounds a search's lists (nq x k pairs), not the kernel; it leaves
+ * k = 4096 its re-score margin (candidatesFor asks for 8192).
+ */
+export const GPU_MAX_K = 8192;
+
 /** Invocations per workgroup (one workgroup per row): WebGPU's default limit. */
 const WG = 256;
 
