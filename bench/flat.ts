@@ -122,7 +122,7 @@ export async function runFlatBench(o: FlatBenchOptions): Promise<FlatBenchRecord
   const rows = records.map((r) => {
     const cpuQps = records.find((c) => c.backend === 'cpu' && c.k === r.k)?.qps;
     const share = r.kernelShare
-      ? `${(100 * ((r.kernelShare.topk ?? 0) + (r.kernelShare['topk-merge'] ?? 0))).toFixed(1)}%`
+      ? `${(100 * ((r.kernelShare.topk ?? 0) + (r.kernelShare['topk-merge'] ?? 0) + (r.kernelShare['select-radix'] ?? 0))).toFixed(1)}%`
       : '-';
     return [
       r.backend,

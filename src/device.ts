@@ -135,6 +135,26 @@ export interface TopkMergeArgs<B = DeviceBuffer> {
   seg0?: number;
 }
 
+export interface SelectRadixArgs<B = DeviceBuffer> {
+  /** The score tile: row r's `cols` scores at `scores[r * ldc ..]`; column c has id `id0 + c`, or `ids[id0 + c]`. */
+  scores: B;
+  /** Ids of rows in storage order (such as an IVF chunk's), or null: the ids are the positions `id0 + c`. */
+  ids: B | null;
+  /** Running lists in (row r at `(row0 + r) * k`); ignored when `first` (there is none yet), but must still be bound. */
+  runInS: B;
+  runInI: B;
+  /** Running lists out, as runIn; the selected entries in no particular order, then padding. Must not alias runIn. */
+  runOutS: B;
+  runOutI: B;
+  rows: number;
+  cols: number;
+  ldc: number;
+  k: number;
+  id0: number;
+  first: boolean;
+  row0: number;
+}
+
 export interface IvfScanArgs<B = DeviceBuffer> {
   metric: KernelMetric;
   xq: B;
@@ -212,6 +232,7 @@ export type KernelCall<B = DeviceBuffer> =
   | ({ kernel: 'gemm-scores' } & GemmScoresArgs<B>)
   | ({ kernel: 'topk' } & TopkArgs<B>)
   | ({ kernel: 'topk-merge' } & TopkMergeArgs<B>)
+  | ({ kernel: 'select-radix' } & SelectRadixArgs<B>)
   | ({ kernel: 'ivf-scan' } & IvfScanArgs<B>)
   | ({ kernel: 'pairs-threshold' } & PairsThresholdArgs<B>)
   | ({ kernel: 'kmeans-partial' } & KmeansPartialArgs<B>)

@@ -13,3 +13,20 @@ export const PAD_ID = 0xffffffff;
 
 /** Most partial lists one topk-merge dispatch merges per row. WGSL: `MAX_SEG` in topk-merge.wgsl. */
 export const MERGE_ROUND = 32;
+
+/**
+ * Largest k the private-heap kernels hold (topk.wgsl, ivf-scan.wgsl: a heap of K_CAP, the next
+ * power of two >= k, per invocation).
+ */
+export const TOPK_MAX_K = 1024;
+
+/**
+ * Largest k a scan selects with the private heaps (topk, then topk-merge); above it, select-radix
+ * selects each row of a score tile in one workgroup. The same on every device, so the CPU runs the
+ * plan the GPU runs. Measured on lavapipe (scratch script: 1000 x 16384 L2 score tiles of clustered
+ * data, the first tile and then 3 to 5 with running lists, min of 3): the heaps were faster at every
+ * k from 64 to 1024 (all tiles: select-radix 2.6x slower at k = 64, 1.6x at 256, 1.3x at 512,
+ * 1.1-1.9x at 1024), so they serve as far as they go (TOPK_MAX_K). A real GPU, where a heap of
+ * hundreds of entries spills out of registers, may want less: measure there.
+ */
+export const HEAP_MAX_K = TOPK_MAX_K;

@@ -1,4 +1,4 @@
-import type { KernelMetric } from './kernel-facts.js';
+import { type KernelMetric, PAD_ID } from './kernel-facts.js';
 import type { SearchResult } from './types.js';
 
 /**
@@ -29,4 +29,48 @@ export function finalizeResults(
     }
   }
   return { distances, labels };
+}
+
+/**
+ * Sorts each of `rows` lists of k (score, id) in place by (score, id), best first (row r at
+ * `r * k`): the entries before the row's first PAD_ID, which select-radix leaves in no particular
+ * order (padding follows them). Each entry becomes one 64-bit word, the score's bits made
+ * order-preserving above the id, and a native sort orders the words. Those bits put -0 below +0,
+ * which the kernels take as equal scores: a row holding both has its zeros put in id order.
+ */
+export function sortLists(scores: Float32Array, ids: Uint32Array, rows: number, k: number): void {
+  const bits = new Uint32Array(scores.buffer, scores.byteOffset, scores.length);
+  const words = new BigUint64Array(k);
+  // Each word's halves, little-endian (as on every WebGPU host): [2j] the id, [2j + 1] the key.
+  const half = new Uint32Array(words.buffer);
+  for (let r = 0; r < rows; r++) {
+    const o = r * k;
+    let m = 0;
+    for (; m < k && ids[o + m] !== PAD_ID; m++) {
+      const b = bits[o + m];
+      half[2 * m] = ids[o + m];
+      half[2 * m + 1] = b & 0x80000000 ? ~b : b | 0x80000000;
+    }
+    words.subarray(0, m).sort();
+    for (let j = 0; j < m; j++) {
+      const key = half[2 * j + 1];
+      bits[o + j] = key & 0x80000000 ? key & 0x7fffffff : ~key;
+      ids[o + j] = half[2 * j];
+    }
+    orderZerosById(bits, ids, o, o + m);
+  }
+}
+
+/** In sorted entries [from, to) (score bits, id), puts the run of -0 and +0 scores in id order. */
+function orderZerosById(bits: Uint32Array, ids: Uint32Array, from: number, to: number): void {
+  let a = from;
+  while (a < to && bits[a] !== 0x80000000) a++; // -0 sorts first among the zeros
+  let e = a;
+  while (e < to && (bits[e] << 1) === 0) e++;
+  if (a === e || bits[e - 1] !== 0) return; // no -0, or no +0 after it
+  const zeros = Array.from({ length: e - a }, (_, j) => [ids[a + j], bits[a + j]]).sort((x, y) => x[0] - y[0]);
+  zeros.forEach(([id, b], j) => {
+    ids[a + j] = id;
+    bits[a + j] = b;
+  });
 }

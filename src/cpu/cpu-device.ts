@@ -13,6 +13,7 @@ import { ivfScan } from './ivf-scan.js';
 import { kmeansPartial, kmeansReduce } from './kmeans-update.js';
 import { norms } from './norms.js';
 import { pairsThreshold } from './pairs-threshold.js';
+import { selectRadix } from './select-radix.js';
 import { topk } from './topk.js';
 import { topkMerge } from './topk-merge.js';
 
@@ -111,6 +112,14 @@ export class CpuDevice implements Device {
         topkMerge(f(c.partS), u(c.partI), c.rows, c.nseg, c.k,
           c.first ? null : f(c.runInS).subarray(at, at + len), c.first ? null : u(c.runInI).subarray(at, at + len),
           f(c.runOutS).subarray(at, at + len), u(c.runOutI).subarray(at, at + len), c.stride ?? c.nseg, c.seg0 ?? 0);
+        return;
+      }
+      case 'select-radix': {
+        const at = c.row0 * c.k;
+        const len = c.rows * c.k;
+        selectRadix(f(c.scores), c.ldc, c.rows, c.cols, c.id0, c.ids ? u(c.ids) : null, c.k,
+          c.first ? null : f(c.runInS).subarray(at, at + len), c.first ? null : u(c.runInI).subarray(at, at + len),
+          f(c.runOutS).subarray(at, at + len), u(c.runOutI).subarray(at, at + len));
         return;
       }
       case 'ivf-scan':

@@ -16,7 +16,8 @@ import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
 import { encodeNorms } from './kernels/norms.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
-import { TOPK_MAX_K, encodeTopk } from './kernels/topk.js';
+import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
+import { encodeTopk } from './kernels/topk.js';
 import { encodeTopkMerge } from './kernels/topk-merge.js';
 import { PipelineCache } from './pipelines.js';
 import { Recorder, STORAGE } from './recorder.js';
@@ -64,7 +65,7 @@ export class GpuDevice implements Device {
     this.pool = new BufferPool(ctx.device, ctx.maxBinding, options.poolIdleBytes);
     this.recorder = new Recorder(ctx, this.pool);
     this.kernels = new Kernels(ctx, this.pipelines, this.recorder, gemm.variant);
-    this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: TOPK_MAX_K };
+    this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: GPU_MAX_K };
     const fallback = ctx.adapterInfo.isFallbackAdapter;
     this.tuning = {
       tileCols: options.tileCols ?? 16384,
@@ -176,6 +177,10 @@ export class GpuDevice implements Device {
         return encodeTopkMerge(k, {
           ...call, partS: b(call.partS), partI: b(call.partI), runInS: b(call.runInS), runInI: b(call.runInI),
           runOutS: b(call.runOutS), runOutI: b(call.runOutI),
+        });
+      case 'select-radix':
+        return encodeSelectRadix(k, {
+          ...call, scores: b(call.scores), ids: call.ids ? b(call.ids) : null, runInS: b(call.runInS), runInI: b(call.runInI), runOutS: b(call.runOutS), runOutI: b(call.runOutI),
         });
       case 'ivf-scan':
         return encodeIvfScan(k, {

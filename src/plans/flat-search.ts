@@ -4,41 +4,51 @@
  *   for each batch of queries (each fits one binding):
  *     for each query tile (queryTile queries), for each chunk, for each column tile (tileCols rows):
  *       gemm-scores  -> scores[queryTile x tileCols]   (the nq x n matrix is never materialised)
- *       topk         -> nseg partial lists per query row
- *       topk-merge   -> the row's running list of the k best (ping-pong between two buffers)
- *     one readback of the batch's lists
+ *       k <= HEAP_MAX_K:
+ *         topk         -> nseg partial lists per query row (a private heap per segment)
+ *         topk-merge   -> the row's running list of the k best (ping-pong between two buffers)
+ *       k > HEAP_MAX_K:
+ *         select-radix -> the row's running list of the k best (ping-pong), unsorted
+ *     one readback of the batch's lists (large k: each row then sorted on the host)
  *
+ * The choice by k is the same on every device, so the CPU runs the plan the GPU runs.
  * `flatLists` records the inner part for queries already on the device; the IVF plan (coarse
  * search) and the k-means step (assignment) use it too.
  */
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
-import { type KernelMetric, PAD_ID } from '../kernel-facts.js';
-import { finalizeResults } from '../results.js';
+import { HEAP_MAX_K, type KernelMetric, PAD_ID } from '../kernel-facts.js';
+import { finalizeResults, sortLists } from '../results.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { SearchResult, SearchTimings } from '../types.js';
 import { norms as hostNorms } from '../cpu/norms.js';
 import { type RunLists, Scratch } from './scratch.js';
 import { checkResultRow, queryBatch, scoreTiles, selectSegments } from './tiling.js';
 
-/** Rows a flat scan visits: rows [start, start + rows) of a chunk's buffers, the first with id `id0`. */
+/**
+ * Rows a flat scan visits: rows [start, start + rows) of a chunk's buffers, the first with id
+ * `id0`; or, with `ids` (only for k > HEAP_MAX_K: select-radix reads them), the row at position p
+ * has id `ids[id0 + p - start]`.
+ */
 export interface RowRun {
   xb: DeviceBuffer;
   xnorm: DeviceBuffer;
   start: number;
   rows: number;
   id0: number;
+  ids?: DeviceBuffer;
 }
 
-/** One flat scan's score tile, partial lists and two running lists (the ping-pong), with their sizes. */
+/** One flat scan's score tile, selection buffers and two running lists (the ping-pong), with their sizes. */
 export interface ScoreScratch {
   tileCols: number;
   queryTile: number;
-  nseg: number;
-  segLen: number;
   scores: DeviceBuffer;
-  partS: DeviceBuffer;
-  partI: DeviceBuffer;
+  /**
+   * The heaps' partial lists (k <= HEAP_MAX_K): nseg per query row, of segments segLen columns
+   * long. Null for larger k: select-radix merges each tile row into the running list directly.
+   */
+  heap: { nseg: number; segLen: number; partS: DeviceBuffer; partI: DeviceBuffer } | null;
   run: [RunLists, RunLists];
 }
 
@@ -50,23 +60,30 @@ export function scoreScratch(scratch: Scratch, k: number, rows: number, width: n
   const { device } = scratch;
   checkResultRow(device, k);
   const { tileCols, queryTile } = scoreTiles(device, rows, width, chunkRows);
-  const nseg = selectSegments(device, queryTile, tileCols, k);
+  let heap: ScoreScratch['heap'] = null;
+  if (k <= HEAP_MAX_K) {
+    const nseg = selectSegments(device, queryTile, tileCols, k);
+    heap = {
+      nseg,
+      segLen: Math.ceil(tileCols / nseg),
+      partS: scratch.buffer('part_s', queryTile * nseg * k * 4),
+      partI: scratch.buffer('part_i', queryTile * nseg * k * 4),
+    };
+  }
   return {
     tileCols,
     queryTile,
-    nseg,
-    segLen: Math.ceil(tileCols / nseg),
     scores: scratch.buffer('scores', queryTile * tileCols * 4),
-    partS: scratch.buffer('part_s', queryTile * nseg * k * 4),
-    partI: scratch.buffer('part_i', queryTile * nseg * k * 4),
+    heap,
     run: [scratch.lists(runRows * k), scratch.lists(runRows * k)],
   };
 }
 
 /**
  * Records, for `rows` queries (rows q0 .. of `xq`, padded to `dpad`; at most `t.queryTile`), the
- * scan of `runs` in column tiles: gemm-scores, topk, and topk-merge into running-list rows
- * [row0, row0 + rows). Returns the number of tiles: the final lists are in `t.run[tiles % 2]`.
+ * scan of `runs` in column tiles: gemm-scores, then topk and topk-merge (k <= HEAP_MAX_K) or
+ * select-radix (larger k, lists unsorted) into running-list rows [row0, row0 + rows). Returns the
+ * number of tiles: the final lists are in `t.run[tiles % 2]`.
  */
 export function scoreRuns(
   device: Device,
@@ -80,21 +97,30 @@ export function scoreRuns(
   dpad: number,
   metric: KernelMetric,
 ): number {
-  const { tileCols, nseg, segLen, scores, partS, partI, run } = t;
+  const { tileCols, scores, heap, run } = t;
   let tiles = 0;
   for (const r of runs) {
+    if (heap && r.ids) throw new Error(`a run with ids needs select-radix (k > ${HEAP_MAX_K}); got k = ${k}`);
     for (let c0 = 0; c0 < r.rows; c0 += tileCols) {
       const cols = Math.min(tileCols, r.rows - c0);
       const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
+      const first = tiles === 0;
       device.dispatch({ kernel: 'gemm-scores', metric, xq, xb: r.xb, xnorm: r.xnorm, scores, q0, rows, col0: r.start + c0, cols, dpad, ldc: tileCols });
-      device.dispatch({
-        kernel: 'topk', scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: r.id0 + c0,
-        bound: tiles === 0 ? null : { s: src.s, i: src.i, row0 },
-      });
-      device.dispatch({
-        kernel: 'topk-merge', partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
-        rows, k, nseg, first: tiles === 0, row0,
-      });
+      if (heap) {
+        const { nseg, segLen, partS, partI } = heap;
+        device.dispatch({
+          kernel: 'topk', scores, outS: partS, outI: partI, rows, cols, ldc: tileCols, k, nseg, segLen, id0: r.id0 + c0,
+          bound: first ? null : { s: src.s, i: src.i, row0 },
+        });
+        device.dispatch({
+          kernel: 'topk-merge', partS, partI, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i, rows, k, nseg, first, row0,
+        });
+      } else {
+        device.dispatch({
+          kernel: 'select-radix', scores, ids: r.ids ?? null, runInS: src.s, runInI: src.i, runOutS: dst.s, runOutI: dst.i,
+          rows, cols, ldc: tileCols, k, id0: r.id0 + c0, first, row0,
+        });
+      }
       tiles++;
     }
   }
@@ -103,7 +129,8 @@ export function scoreRuns(
 
 /**
  * Records a flat search of `nq` queries (rows of `xq` from `q0`, padded to base.dpad) against
- * `base` and returns the lists holding each query's k best (score, id), best first, `nq * k`.
+ * `base` and returns the lists holding each query's k best (score, id), `nq * k`: best first, or
+ * for k > HEAP_MAX_K unsorted and then padding (readLists sorts them).
  * `nq * k` results must fit one binding (queryBatch sizes batches so).
  */
 export function flatLists(
@@ -132,10 +159,16 @@ export function uploadQueries(scratch: Scratch, xq: Float32Array, nq: number, d:
   return buf;
 }
 
-/** Reads `len` entries of each of `lists` back (one submit, one readback). */
-export async function readLists(device: Device, lists: RunLists, len: number, timings?: SearchTimings): Promise<HostLists> {
-  const [s, i] = await device.read([{ buffer: lists.s, offset: 0, bytes: len * 4 }, { buffer: lists.i, offset: 0, bytes: len * 4 }], timings);
-  return { s: new Float32Array(s), i: new Uint32Array(i) };
+/**
+ * Reads the first `rows` lists of k entries back (one submit, one readback), best first: above
+ * HEAP_MAX_K select-radix leaves them unsorted, and they are sorted here.
+ */
+export async function readLists(device: Device, lists: RunLists, rows: number, k: number, timings?: SearchTimings): Promise<HostLists> {
+  const bytes = rows * k * 4;
+  const [s, i] = await device.read([{ buffer: lists.s, offset: 0, bytes }, { buffer: lists.i, offset: 0, bytes }], timings);
+  const out = { s: new Float32Array(s), i: new Uint32Array(i) };
+  if (k > HEAP_MAX_K) sortLists(out.s, out.i, rows, k);
+  return out;
 }
 
 /** Each query's k best (score, id), best first, on the host: row r at `r * k`. */
@@ -206,6 +239,6 @@ export function searchFlat(
 ): Promise<SearchResult> {
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
   return searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) =>
-    readLists(device, flatLists(scratch, base, xqBuf, 0, rows, k, metric), rows * k, timings),
+    readLists(device, flatLists(scratch, base, xqBuf, 0, rows, k, metric), rows, k, timings),
   );
 }

@@ -1,7 +1,7 @@
 /**
  * IVF search, written once for every device, with two strategies:
  *
- * scan (few queries per list):
+ * scan (few queries per list; only for k <= HEAP_MAX_K: a private heap per (query, list, segment)):
  *   for each batch of queries (queries, probes and running lists each fit one binding):
  *     coarse: flatLists against the centroids, k = nprobe  -> probes[rows x nprobe] on the device
  *     for each query tile (its partial lists fit one binding), for each chunk of the lists:
@@ -14,17 +14,18 @@
  *   probe) pairs are grouped by list and the queries copied into one row per pair, list after list
  *   (`grouped`); then for each probed list, for each of its runs of rows in a chunk:
  *       gemm-scores -> the list's queries against the run, in score tiles, as a flat search
- *       topk, topk-merge -> each pair's k best rows of the list (by row position)
+ *       topk, topk-merge or select-radix -> each pair's k best rows of the list (by row position;
+ *         for k > HEAP_MAX_K by id where the ids do not increase with position)
  *   one readback; on the host each query's nprobe lists become its k best by (score, id).
  * A scan invocation scores one query against a list with one load per multiply-add; the GEMM
  * reuses every load across many queries and rows (16 x 2 on lavapipe), which wins as soon as lists have a few queries.
  */
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
-import { type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
+import { HEAP_MAX_K, type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
-import type { SearchResult, SearchTimings } from '../types.js';
+import { InvalidArgumentError, type SearchResult, type SearchTimings } from '../types.js';
 import { type HostLists, type RowRun, flatLists, readLists, scoreRuns, scoreScratch, searchInBatches } from './flat-search.js';
 import type { RunLists, Scratch } from './scratch.js';
 import { checkResultRow, groupedBatch, queryBatch, scanTiles } from './tiling.js';
@@ -33,9 +34,11 @@ export type IvfStrategy = 'scan' | 'gemm';
 
 /**
  * The strategy for a batch of `rows` queries: GEMM once the probed lists have, on average, at
- * least `GEMM_MIN_QUERIES_PER_LIST` queries each (see the README for the measured crossover).
+ * least `GEMM_MIN_QUERIES_PER_LIST` queries each (see the README for the measured crossover), and
+ * always for k > HEAP_MAX_K, which the scan's heaps do not hold.
  */
-export function chooseIvfStrategy(device: Device, rows: number, nprobe: number, nlist: number): IvfStrategy {
+export function chooseIvfStrategy(device: Device, rows: number, nprobe: number, nlist: number, k: number): IvfStrategy {
+  if (k > HEAP_MAX_K) return 'gemm';
   const forced = device.tuning.ivfStrategy;
   if (forced !== 'auto') return forced;
   return (rows * nprobe) / nlist >= GEMM_MIN_QUERIES_PER_LIST ? 'gemm' : 'scan';
@@ -61,17 +64,25 @@ export function searchIvf(
 ): Promise<SearchResult> {
   const { dpad } = coarse;
   const batch = lists.ntotal > 0 ? queryBatch(device, nq, dpad, k, nprobe) : 0;
-  // Where even one query's copies exceed a binding, the scan does the batch.
+  // Where even one query's copies exceed a binding, the scan does the batch. Where ids do not
+  // increase with position, the GEMM's heaps would break ties by position: the scan does it, up to
+  // HEAP_MAX_K (beyond, select-radix reads the ids).
   const grouped = groupedBatch(device, batch, dpad, k, nprobe);
-  const strategy = grouped >= 1 && lists.idsInPositionOrder ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist) : 'scan';
+  const gemmOrders = lists.idsInPositionOrder || k > HEAP_MAX_K;
+  const strategy = grouped >= 1 && gemmOrders ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist, k) : 'scan';
   // Every size check before the first call is recorded (a check failing later would leave calls behind).
   if (batch > 0) {
-    if (strategy === 'scan') scanTiles(device, Math.min(nq, batch), nprobe, k);
-    else checkResultRow(device, k);
+    if (strategy === 'gemm') checkResultRow(device, k);
+    else if (k > HEAP_MAX_K) {
+      throw new InvalidArgumentError(
+        `IVF search with k = ${k}: above ${HEAP_MAX_K} only the GEMM strategy selects, and it needs one query's ${nprobe} probed lists ` +
+          `of k (${nprobe * Math.max(dpad, k) * 4} bytes) in one binding; this device binds at most ${device.limits.maxBindingBytes} bytes at once (maxBindingBytes)`,
+      );
+    } else scanTiles(device, Math.min(nq, batch), nprobe, k);
   }
   return searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, timings, async (scratch, xqBuf, rows, queries) => {
     const probes = flatLists(scratch, coarse, xqBuf, 0, rows, nprobe, metric).i;
-    if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric), rows * k, timings);
+    if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric), rows, k, timings);
     const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);
     return gemmLists(scratch, lists, queries, coarse.d, new Uint32Array(hostProbes), rows, k, nprobe, metric, timings);
   });
@@ -165,13 +176,17 @@ async function gemmLists(
   const xg = scratch.buffer('xq_grouped', npairs * dpad * 4);
   device.upload(xg, 0, padRows(grouped, npairs, d, dpad));
   // Tiles as wide as the longest run of rows probed (lists are short: no empty segments to select).
+  // Selected by position, mapped to ids on the host; where ids do not increase with position
+  // (only here for k > HEAP_MAX_K), select-radix reads the chunks' ids, to break ties on them.
+  const byId = !lists.idsInPositionOrder;
   const runsOf = new Map<number, RowRun[]>();
   let longest = 1;
   for (const l of order) {
     const runs = lists.extentsOf(l).map((e) => {
       const ch = lists.chunks[e.chunk];
       longest = Math.max(longest, e.size);
-      return { xb: ch.xb, xnorm: ch.xnorm, start: e.start, rows: e.size, id0: lists.position(e.chunk, e.start) };
+      const ids = byId ? { id0: e.start, ids: ch.ids } : { id0: lists.position(e.chunk, e.start) };
+      return { xb: ch.xb, xnorm: ch.xnorm, start: e.start, rows: e.size, ...ids };
     });
     runsOf.set(l, runs);
   }
@@ -209,7 +224,7 @@ async function gemmLists(
       const src = host[which];
       for (let j = t * k; j < (t + 1) * k && src.i[j] !== PAD_ID; j++) {
         candS[m] = src.s[j];
-        candI[m] = lists.idAt(src.i[j]);
+        candI[m] = byId ? src.i[j] : lists.idAt(src.i[j]);
         m++;
       }
     }

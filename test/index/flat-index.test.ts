@@ -26,7 +26,8 @@ interface Shape {
 
 const shapes: Shape[] = [
   { name: 'k = 1', n: 200, d: 8, nq: 9, k: 1 },
-  { name: 'k = max (1024)', n: 1500, d: 4, nq: 3, k: 1024 },
+  { name: 'k = 1024 (the heaps\' largest; its candidates take select-radix)', n: 1500, d: 4, nq: 3, k: 1024 },
+  { name: 'k = max (8192)', n: 9000, d: 4, nq: 3, k: 8192 },
   { name: 'k > n (padding)', n: 20, d: 6, nq: 4, k: 50 },
   { name: 'n not a multiple of the tile', n: 1001, d: 16, nq: 13, k: 10 },
   { name: 'odd d', n: 300, d: 17, nq: 11, k: 7 },

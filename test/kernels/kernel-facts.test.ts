@@ -13,7 +13,7 @@ describe('kernel facts shared by the WGSL and the TypeScript', () => {
     expect(wgslConst('topk-merge', 'MAX_SEG')).toBe(MERGE_ROUND);
   });
 
-  it.each(['heap', 'topk-merge', 'topk', 'ivf-scan'])('%s.wgsl pads with PAD_ID', (shader) => {
+  it.each(['heap', 'topk-merge', 'topk', 'ivf-scan', 'select-radix'])('%s.wgsl pads with PAD_ID', (shader) => {
     expect(wgslConst(shader, 'PAD_ID')).toBe(PAD_ID);
   });
 });

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { topk } from '../../src/cpu/topk.js';
 import { topkMerge } from '../../src/cpu/topk-merge.js';
-import { TOPK_MAX_K, encodeTopk } from '../../src/gpu/kernels/topk.js';
+import { encodeTopk } from '../../src/gpu/kernels/topk.js';
+import { TOPK_MAX_K } from '../../src/kernel-facts.js';
 import { encodeTopkMerge } from '../../src/gpu/kernels/topk-merge.js';
 import { rng } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';

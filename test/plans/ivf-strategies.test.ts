@@ -8,6 +8,7 @@ import type { Backend } from '../../src/backend.js';
 import type { DeviceOptions } from '../../src/device.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { HEAP_MAX_K } from '../../src/kernel-facts.js';
 import { chooseIvfStrategy } from '../../src/plans/ivf-search.js';
 import { clusteredFloats, randomSmallInts } from '../../src/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
@@ -119,10 +120,15 @@ describe('ids that do not increase with position', () => {
 describe('choosing the strategy', () => {
   it('auto takes the GEMM once lists average three queries each; a forced one is kept', () => {
     const auto = cpuBackend().device;
-    expect(chooseIvfStrategy(auto, 1, 8, 1024)).toBe('scan');
-    expect(chooseIvfStrategy(auto, 383, 8, 1024)).toBe('scan');
-    expect(chooseIvfStrategy(auto, 384, 8, 1024)).toBe('gemm');
-    expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'scan' }).device, 1000, 8, 1024)).toBe('scan');
-    expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'gemm' }).device, 1, 1, 1024)).toBe('gemm');
+    expect(chooseIvfStrategy(auto, 1, 8, 1024, 10)).toBe('scan');
+    expect(chooseIvfStrategy(auto, 383, 8, 1024, 10)).toBe('scan');
+    expect(chooseIvfStrategy(auto, 384, 8, 1024, 10)).toBe('gemm');
+    expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'scan' }).device, 1000, 8, 1024, HEAP_MAX_K)).toBe('scan');
+    expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'gemm' }).device, 1, 1, 1024, 10)).toBe('gemm');
+  });
+
+  it('k above HEAP_MAX_K always takes the GEMM: the scan holds no more', () => {
+    expect(chooseIvfStrategy(cpuBackend().device, 1, 8, 1024, HEAP_MAX_K + 1)).toBe('gemm');
+    expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'scan' }).device, 1, 8, 1024, HEAP_MAX_K + 1)).toBe('gemm');
   });
 });

@@ -1,14 +1,13 @@
 /** Dispatch of shaders/topk.wgsl (CPU twin: src/cpu/topk.ts). */
 import type { TopkArgs } from '../../device.js';
+import { TOPK_MAX_K } from '../../kernel-facts.js';
 import type { Kernels } from './kernels.js';
 
 const WG = 64;
 
-/** Largest k the private-heap selection supports; the heap capacity is the next power of two. */
-export const TOPK_MAX_K = 1024;
-
-/** The heap capacity (a pipeline constant) for k: the next power of two, at least 2. */
+/** The heap capacity (a pipeline constant) for k <= TOPK_MAX_K: the next power of two, at least 2. */
 export function kBucket(k: number): number {
+  if (k > TOPK_MAX_K) throw new Error(`a private heap holds k in [1, ${TOPK_MAX_K}]; got ${k} (larger k take select-radix)`);
   let cap = 2;
   while (cap < k) cap *= 2;
   return cap;
