@@ -58,7 +58,7 @@ export interface DeviceTuning {
   /**
    * How IVF lists are scored (src/plans/ivf-search.ts): `scan` (one query against one list per
    * invocation), `gemm` (each list against all the batch's queries that probe it), or `auto`
-   * (default: GEMM once lists have, on average, three queries or more each).
+   * (default: GEMM once lists have, on average, six queries or more each).
    */
   ivfStrategy?: 'auto' | 'scan' | 'gemm';
 }

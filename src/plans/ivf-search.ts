@@ -45,11 +45,13 @@ export function chooseIvfStrategy(device: Device, rows: number, nprobe: number, 
 }
 
 /**
- * Measured on lavapipe (Fashion-MNIST 20,000 x 784, IVF128, nprobe 4, queries/s): the scan 2.1x
- * faster at batches of 10 (0.3 queries per list), the GEMM 1.1x faster at 100 (3) and 1.5x at
- * 1000 (31); even at 1.
+ * Measured on lavapipe with the 16-query gemm-scores (clustered 200,000 x 128, IVF512, nprobe 16,
+ * k = 10, queries/s, GEMM / scan): 0.25 - 0.34 at batches of 1 - 30 (up to 0.9 queries per list),
+ * 0.80 at 100 (3.1), 0.5 - 1.2 at 130 - 200 (4 - 6, two runs each), 1.51 at 300 (9.4), 2.14 at 1000
+ * (31). The crossover lies between 4 and 9 queries per list. (With the 8-query kernel it was about
+ * 3, on Fashion-MNIST 20,000 x 784, IVF128.)
  */
-export const GEMM_MIN_QUERIES_PER_LIST = 3;
+export const GEMM_MIN_QUERIES_PER_LIST = 6;
 
 export function searchIvf(
   device: Device,

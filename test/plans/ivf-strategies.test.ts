@@ -9,7 +9,7 @@ import type { DeviceOptions } from '../../src/device.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
 import { HEAP_MAX_K } from '../../src/kernel-facts.js';
-import { chooseIvfStrategy } from '../../src/plans/ivf-search.js';
+import { GEMM_MIN_QUERIES_PER_LIST, chooseIvfStrategy } from '../../src/plans/ivf-search.js';
 import { clusteredFloats, randomSmallInts } from '../../src/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -118,11 +118,12 @@ describe('ids that do not increase with position', () => {
 });
 
 describe('choosing the strategy', () => {
-  it('auto takes the GEMM once lists average three queries each; a forced one is kept', () => {
+  it('auto takes the GEMM once lists average GEMM_MIN_QUERIES_PER_LIST queries each; a forced one is kept', () => {
     const auto = cpuBackend().device;
     expect(chooseIvfStrategy(auto, 1, 8, 1024, 10)).toBe('scan');
-    expect(chooseIvfStrategy(auto, 383, 8, 1024, 10)).toBe('scan');
-    expect(chooseIvfStrategy(auto, 384, 8, 1024, 10)).toBe('gemm');
+    const rows = (1024 / 8) * GEMM_MIN_QUERIES_PER_LIST;
+    expect(chooseIvfStrategy(auto, rows - 1, 8, 1024, 10)).toBe('scan');
+    expect(chooseIvfStrategy(auto, rows, 8, 1024, 10)).toBe('gemm');
     expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'scan' }).device, 1000, 8, 1024, HEAP_MAX_K)).toBe('scan');
     expect(chooseIvfStrategy(cpuBackend({ ivfStrategy: 'gemm' }).device, 1, 1, 1024, 10)).toBe('gemm');
   });
