@@ -23,8 +23,9 @@ export const RESCORE_MIN = 32;
 
 /**
  * How many candidates to ask the backend for, to return `k` re-scored neighbours: k +
- * RESCORE_MARGIN rounded up to a power of two, at least RESCORE_MIN, at most `maxK`. The GPU's
- * selection kernels are specialised for power-of-two k, so the rounding costs little there.
+ * RESCORE_MARGIN rounded up to a power of two, at least RESCORE_MIN, at most `maxK`. The GPU's heap
+ * selection (k <= HEAP_MAX_K) sizes its heaps to the next power of two anyway, so the rounding costs
+ * little there; above it, select-radix costs about the same for any k.
  */
 export function candidatesFor(k: number, maxK: number): number {
   let kc = RESCORE_MIN;
