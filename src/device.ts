@@ -27,6 +27,11 @@ export interface DeviceLimits {
   readonly maxBindingBytes: number;
   /** Largest k (and nprobe) the selection kernels support. */
   readonly maxK: number;
+  /**
+   * Most base vectors one gemm-scores call may score: on the GPU, the columns one workgroup of the
+   * device's variant covers times the workgroups a dispatch may have per dimension.
+   */
+  readonly maxTileCols: number;
 }
 
 /**
@@ -58,7 +63,8 @@ export interface DeviceTuning {
   /**
    * How IVF lists are scored (src/plans/ivf-search.ts): `scan` (one query against one list per
    * invocation), `gemm` (each list against all the batch's queries that probe it), or `auto`
-   * (default: GEMM once lists have, on average, six queries or more each).
+   * (default: GEMM once lists have, on average, six queries or more each). For k above HEAP_MAX_K
+   * the GEMM runs whatever this says: the scan's heaps hold no more.
    */
   ivfStrategy?: 'auto' | 'scan' | 'gemm';
 }

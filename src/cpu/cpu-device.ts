@@ -44,7 +44,7 @@ export class CpuDevice implements Device {
   constructor(options: DeviceOptions = {}) {
     checkMaxBindingBytes(options.maxBindingBytes);
     checkTuning(options);
-    this.limits = { maxBindingBytes: Math.min(CPU_MAX_BINDING, options.maxBindingBytes ?? Infinity), maxK: CPU_MAX_K };
+    this.limits = { maxBindingBytes: Math.min(CPU_MAX_BINDING, options.maxBindingBytes ?? Infinity), maxK: CPU_MAX_K, maxTileCols: Infinity };
     // Small tiles: a 64 x 4096 score tile (1 MiB) stays in cache.
     this.tuning = {
       tileCols: options.tileCols ?? 4096,

@@ -10,7 +10,7 @@ import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { BufferPool, type PoolStats } from './buffer-pool.js';
 import { GpuContext } from './context.js';
 import { type GemmChoice, type GemmVariantOption, checkGemmVariantOption, chooseGemmVariant, timeGemmVariants } from './kernel-choice.js';
-import { encodeGemmScores, gemmVariants } from './kernels/gemm-scores.js';
+import { encodeGemmScores, gemmTileCols, gemmVariants } from './kernels/gemm-scores.js';
 import { encodeIvfScan } from './kernels/ivf-scan.js';
 import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
@@ -65,7 +65,11 @@ export class GpuDevice implements Device {
     this.pool = new BufferPool(ctx.device, ctx.maxBinding, options.poolIdleBytes);
     this.recorder = new Recorder(ctx, this.pool);
     this.kernels = new Kernels(ctx, this.pipelines, this.recorder, gemm.variant);
-    this.limits = { maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity), maxK: GPU_MAX_K };
+    this.limits = {
+      maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity),
+      maxK: GPU_MAX_K,
+      maxTileCols: gemmTileCols(this.kernels, gemm.variant) * this.kernels.maxGroups,
+    };
     const fallback = ctx.adapterInfo.isFallbackAdapter;
     this.tuning = {
       tileCols: options.tileCols ?? 16384,

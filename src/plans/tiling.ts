@@ -51,13 +51,17 @@ export interface ScoreTiles {
 /**
  * Score tiles against a base of `ntotal` rows stored `chunkRows` per chunk: `tileCols` columns by
  * `queryTile` rows within the score budget and one binding; no wider than the data, so a small base
- * (centroids) leaves room for more rows. At most 65535 rows: the pairs-threshold dispatch has one
- * workgroup row per query row.
+ * (centroids) leaves room for more rows, and no wider than one gemm-scores call may score
+ * (`limits.maxTileCols`: its dispatch's workgroup limit). At most 65535 rows: the pairs-threshold
+ * dispatch has one workgroup row per query row.
  */
 export function scoreTiles(device: Device, nq: number, ntotal: number, chunkRowsOfBase: number): ScoreTiles {
   const { tuning, limits } = device;
   const budget = Math.min(limits.maxBindingBytes, tuning.scoreTileBytes);
-  const tileCols = Math.max(1, Math.min(tuning.tileCols, chunkRowsOfBase, Math.ceil(Math.max(1, ntotal) / 4) * 4, Math.floor(budget / 4)));
+  const tileCols = Math.max(
+    1,
+    Math.min(tuning.tileCols, chunkRowsOfBase, Math.ceil(Math.max(1, ntotal) / 4) * 4, Math.floor(budget / 4), limits.maxTileCols),
+  );
   return { tileCols, queryTile: Math.max(1, Math.min(nq, 65535, Math.floor(budget / (tileCols * 4)))) };
 }
 

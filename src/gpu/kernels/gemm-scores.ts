@@ -46,6 +46,11 @@ function workgroupTile(kernels: Kernels, variant: GemmVariant): { rows: number; 
   return { rows: side, cols: side };
 }
 
+/** Base vectors one workgroup of `variant` scores (DeviceLimits.maxTileCols is this times the dispatch limit). */
+export function gemmTileCols(kernels: Kernels, variant: GemmVariant): number {
+  return workgroupTile(kernels, variant).cols;
+}
+
 /** The compute pipeline of `variant` for `metric`, compiled on first use. */
 export function gemmPipeline(kernels: Kernels, variant: GemmVariant, metric: KernelMetric): GPUComputePipeline {
   const size: Record<string, number> = variant === 'tiled' ? { TW: tiledSide(kernels) } : { WG };
