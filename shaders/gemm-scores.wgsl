@@ -15,8 +15,8 @@ enable subgroups;
 // load of a storage buffer inside a loop into one bounds-checked scalar load per lane and
 // component, whatever the index (about half this loop's time), so multiply-adds per loaded float
 // count: here 4 * QB * CB / (4 * CB + 4 * QB / 8) = 8, against 6.4 for 8 queries x 4 vectors;
-// scalar accumulators rather than vec4 ones; 32 of
-// them is what the registers hold without spilling. At 1000 x 16384 x 128, four alternating runs:
+// scalar accumulators rather than vec4 ones; 32 of them is what the registers hold without
+// spilling. At 1000 x 16384 x 128, four alternating runs:
 // 13.8 - 15.8 GFLOP/s against 11.2 - 15.0 for the 8 x 4 kernel (medians 14.7 and 11.8). Uniform
 // loads (every lane loading the same query, in a loop or fully unrolled) were 10x slower on
 // lavapipe: it loads them per lane too, which is why the broadcasts.
