@@ -13,24 +13,10 @@
 // in-range row and are not written.
 
 override WG: u32 = 64u;
-override METRIC: u32 = 0u;
 // Queries per workgroup; the body below is unrolled for QB = 8 (a0..a7, s0..s7).
 const QB: u32 = 8u;
 
-struct Params {
-  rows: u32,   // queries in this tile
-  cols: u32,   // base vectors in this tile
-  dpad4: u32,  // row length in vec4s (queries and base alike)
-  q0: u32,     // first query row
-  col0: u32,   // first base row (within the bound base buffer)
-  ldc: u32,    // row stride of scores
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> xb: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> xnorm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> scores: array<f32>;
+//!include gemm-scores-io.wgsl
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {

@@ -26,27 +26,13 @@
 // device allows 256 invocations per workgroup, else 8 (src/gpu/kernels/gemm-scores.ts).
 
 override TW: u32 = 16u;
-override METRIC: u32 = 0u;
 // Queries and base vectors per invocation: the register tile is RB x RB (unrolled below for 4).
 const RB: u32 = 4u;
 // The inner tile, TK = 16 floats, in vec4s; and the row stride of the workgroup tiles.
 const TK4: u32 = 4u;
 const TK4P: u32 = 5u;
 
-struct Params {
-  rows: u32,   // queries in this tile
-  cols: u32,   // base vectors in this tile
-  dpad4: u32,  // row length in vec4s (queries and base alike)
-  q0: u32,     // first query row
-  col0: u32,   // first base row (within the bound base buffer)
-  ldc: u32,    // row stride of scores
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> xb: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> xnorm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> scores: array<f32>;
+//!include gemm-scores-io.wgsl
 
 // Row t of a tile, vec4 k of the current inner tile, is at t * TK4P + k.
 var<workgroup> tile_q: array<vec4<f32>, RB * TW * TK4P>;

@@ -25,25 +25,11 @@ enable subgroups;
 // results outside the tile are not written.
 
 override WG: u32 = 64u;
-override METRIC: u32 = 0u;
 // Queries per workgroup and base vectors per invocation; the body below is unrolled for them.
 const QB: u32 = 16u;
 const CB: u32 = 2u;
 
-struct Params {
-  rows: u32,   // queries in this tile
-  cols: u32,   // base vectors in this tile
-  dpad4: u32,  // row length in vec4s (queries and base alike)
-  q0: u32,     // first query row
-  col0: u32,   // first base row (within the bound base buffer)
-  ldc: u32,    // row stride of scores
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> xb: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> xnorm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> scores: array<f32>;
+//!include gemm-scores-io.wgsl
 
 // Writes the scores of base vector c (global column col0 + c, partial dot products acc with
 // query rows r .. r + 15) that fall inside the tile.

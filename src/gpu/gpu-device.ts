@@ -10,7 +10,7 @@ import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { BufferPool, type PoolStats } from './buffer-pool.js';
 import { GpuContext } from './context.js';
 import { type GemmChoice, type GemmVariantOption, checkGemmVariantOption, chooseGemmVariant, timeGemmVariants } from './kernel-choice.js';
-import { encodeGemmScores, gemmTileCols, gemmVariants } from './kernels/gemm-scores.js';
+import { encodeGemmScores, gemmVariants, workgroupTile } from './kernels/gemm-scores.js';
 import { encodeIvfScan } from './kernels/ivf-scan.js';
 import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
@@ -68,7 +68,7 @@ export class GpuDevice implements Device {
     this.limits = {
       maxBindingBytes: Math.min(ctx.maxBinding, options.maxBindingBytes ?? Infinity),
       maxK: GPU_MAX_K,
-      maxTileCols: gemmTileCols(this.kernels, gemm.variant) * this.kernels.maxGroups,
+      maxTileCols: workgroupTile(this.kernels, gemm.variant).cols * this.kernels.maxGroups,
     };
     const fallback = ctx.adapterInfo.isFallbackAdapter;
     this.tuning = {

@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Device } from '../../src/device.js';
-import { encodeGemmScores, gemmTileCols } from '../../src/gpu/kernels/gemm-scores.js';
+import { encodeGemmScores, workgroupTile } from '../../src/gpu/kernels/gemm-scores.js';
 import { STORAGE, createBuffer } from '../../src/gpu/recorder.js';
 import { scoreTiles } from '../../src/plans/tiling.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -33,7 +33,7 @@ describe.skipIf(!gpu)('gemm-scores: maxTileCols on the GPU', () => {
   it("is the widest tile the device's variant can dispatch", () => {
     const device = gpu!.device;
     const { kernels } = device;
-    expect(device.limits.maxTileCols).toBe(gemmTileCols(kernels, kernels.gemmVariant) * kernels.maxGroups);
+    expect(device.limits.maxTileCols).toBe(workgroupTile(kernels, kernels.gemmVariant).cols * kernels.maxGroups);
     // Recorded only (never submitted), so small buffers do.
     const b = createBuffer(device.ctx.device, 'tile-test', 256, STORAGE());
     const args = (cols: number) => ({ metric: 'l2' as const, xq: b, xb: b, xnorm: b, scores: b, q0: 0, rows: 1, col0: 0, cols, dpad: 4, ldc: cols });

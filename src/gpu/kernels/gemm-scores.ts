@@ -37,18 +37,14 @@ function tiledSide(kernels: Kernels): number {
 
 /**
  * The score block one workgroup of `variant` computes: query rows by base vectors (the shaders' QB
- * by CB * WG for the register-blocked variants, a square for the tiled one).
+ * by CB * WG for the register-blocked variants, a square for the tiled one). DeviceLimits.maxTileCols
+ * is its columns times the workgroups a dispatch may have.
  */
-function workgroupTile(kernels: Kernels, variant: GemmVariant): { rows: number; cols: number } {
+export function workgroupTile(kernels: Kernels, variant: GemmVariant): { rows: number; cols: number } {
   if (variant === 'subgroup') return { rows: 16, cols: 2 * WG };
   if (variant === 'portable') return { rows: 8, cols: 4 * WG };
   const side = 4 * tiledSide(kernels);
   return { rows: side, cols: side };
-}
-
-/** Base vectors one workgroup of `variant` scores (DeviceLimits.maxTileCols is this times the dispatch limit). */
-export function gemmTileCols(kernels: Kernels, variant: GemmVariant): number {
-  return workgroupTile(kernels, variant).cols;
 }
 
 /** The compute pipeline of `variant` for `metric`, compiled on first use. */
