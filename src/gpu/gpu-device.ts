@@ -189,7 +189,7 @@ export class GpuDevice implements Device {
       case 'ivf-scan':
         return encodeIvfScan(k, {
           ...call, xq: b(call.xq), probes: b(call.probes), ranges: b(call.ranges), xb: b(call.xb), xnorm: b(call.xnorm),
-          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI),
+          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null,
         });
       case 'pairs-threshold':
         return encodePairsThreshold(k, {

@@ -113,7 +113,7 @@ function scanLists(
     rounds = 0;
     for (const ch of lists.chunks) {
       device.dispatch({
-        kernel: 'ivf-scan', metric, xq, probes, ranges: ch.rangesBuf, xb: ch.xb, xnorm: ch.xnorm, ids: ch.ids,
+        kernel: 'ivf-scan', metric, mask: null, maskBit0: 0, xq, probes, ranges: ch.rangesBuf, xb: ch.xb, xnorm: ch.xnorm, ids: ch.ids,
         outS: partS, outI: partI, rows, k, nprobe, nseg, dpad: lists.dpad, q0, row0: q0,
       });
       for (let seg0 = 0; seg0 < nlists; seg0 += MERGE_ROUND, rounds++) {

@@ -55,7 +55,7 @@ export async function selfJoinCandidates(
               if (starts[b] + col0 + cols <= q0 + 1) continue; // entirely left of the diagonal
               device.dispatch({ kernel: 'gemm-scores', metric, xq: A.xb, xb: B.xb, xnorm: B.xnorm, scores, q0: r0, rows, col0, cols, dpad: base.dpad, ldc: tileCols });
               device.dispatch({
-                kernel: 'pairs-threshold', metric, scores, xnormQ: A.xnorm, xnormB: B.xnorm, count, pairs, rows, cols, ldc: tileCols,
+                kernel: 'pairs-threshold', metric, allPairs: false, scores, xnormQ: A.xnorm, xnormB: B.xnorm, count, pairs, rows, cols, ldc: tileCols,
                 q0, id0: starts[b] + col0, limit, rel, capacity, qn0: r0, cn0: col0,
               });
             }
