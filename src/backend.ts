@@ -13,7 +13,7 @@ import { selfJoinCandidates } from './plans/self-join.js';
 import { CodeStore } from './stores/code-store.js';
 import { DeviceLists } from './stores/inverted-lists.js';
 import type { RowAt } from './stores/rows.js';
-import { InvalidArgumentError, type SearchResult, type SearchTimings } from './types.js';
+import { InvalidArgumentError, type SlotResult, type SearchTimings } from './types.js';
 
 export type { DeviceKind as BackendKind } from './device.js';
 
@@ -110,13 +110,22 @@ export class Backend {
   }
 
   /**
-   * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store`.
+   * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store` (with `masks`, one
+   * bitmap per chunk, every vector they allow: see src/ids.ts allowedRows).
    * Returns distances (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each
    * `nq * k`, best first, padded with -1 and +-Infinity.
    */
-  async searchFlat(store: BaseStore, xq: Float32Array, nq: number, k: number, metric: KernelMetric, timings?: SearchTimings): Promise<SearchResult> {
+  async searchFlat(
+    store: BaseStore,
+    xq: Float32Array,
+    nq: number,
+    k: number,
+    metric: KernelMetric,
+    timings?: SearchTimings,
+    masks: Uint32Array[] | null = null,
+  ): Promise<SlotResult> {
     this.checkK('k', k);
-    return this.timed(timings, () => searchFlat(this.device, store as CodeStore, xq, nq, k, metric, timings));
+    return this.timed(timings, () => searchFlat(this.device, store as CodeStore, xq, nq, k, metric, timings, masks));
   }
 
   /**
@@ -132,10 +141,11 @@ export class Backend {
     nprobe: number,
     metric: KernelMetric,
     timings?: SearchTimings,
-  ): Promise<SearchResult> {
+    masks: Uint32Array[] | null = null,
+  ): Promise<SlotResult> {
     this.checkK('k', k);
     this.checkK('nprobe', nprobe);
-    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings));
+    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings, masks));
   }
 
   /**
@@ -175,7 +185,7 @@ export class Backend {
   }
 
   /** Runs a search with its timings zeroed (the plan and the device fill them). */
-  private async timed(timings: SearchTimings | undefined, run: () => Promise<SearchResult>): Promise<SearchResult> {
+  private async timed(timings: SearchTimings | undefined, run: () => Promise<SlotResult>): Promise<SlotResult> {
     if (timings) Object.assign(timings, { uploadMs: 0, computeMs: 0, readbackMs: 0, kernelMs: undefined });
     return run();
   }

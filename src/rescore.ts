@@ -14,7 +14,7 @@
  * kernels' rounding (near copies), the kernels' cut decides which of them are candidates.
  */
 import type { RowAt } from './stores/rows.js';
-import type { Metric, SearchResult, SearchTimings } from './types.js';
+import type { Metric, SlotResult, SearchTimings } from './types.js';
 
 /** Fewest candidates beyond k that are re-scored (fewer only where the backend's largest k leaves no room). */
 export const RESCORE_MARGIN = 16;
@@ -46,11 +46,11 @@ export function rescore(
   xq: Float32Array,
   nq: number,
   d: number,
-  cand: SearchResult,
+  cand: SlotResult,
   kc: number,
   k: number,
   rowAt: RowAt,
-): SearchResult {
+): SlotResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
   // Per row: the candidates' minimised float64 scores (l2: distance; ip: minus the inner product;
@@ -105,7 +105,7 @@ export function rescore(
  * Runs `fn` (reading the candidates' rows, then the re-score) and, when timings are asked for,
  * records its time in `timings.rescoreMs`.
  */
-export async function timedRescore(timings: SearchTimings | undefined, fn: () => Promise<SearchResult>): Promise<SearchResult> {
+export async function timedRescore(timings: SearchTimings | undefined, fn: () => Promise<SlotResult>): Promise<SlotResult> {
   const t0 = performance.now();
   const out = await fn();
   if (timings) timings.rescoreMs = performance.now() - t0;

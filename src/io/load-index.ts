@@ -35,6 +35,8 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
       await ivf.restoreLists(offsets, ids, file.vectorBlocks('xb', ntotal, metric === 'cosine'));
       ivf.nprobe = nprobe; // checked in [1, nlist] with the header
     }
+    const { ids, nextId } = await file.ids();
+    await index.restoreIds(ids, nextId, path);
     await file.finish();
     return index;
   } catch (err) {

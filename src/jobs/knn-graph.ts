@@ -16,7 +16,7 @@ export interface KnnGraphOptions {
   /** Queries per search (default 4096). */
   block?: number;
   /** Receives each block: rows [start, start + rows), `rows * k` labels and distances. */
-  onBlock: (start: number, rows: number, labels: Int32Array, distances: Float32Array) => void | Promise<void>;
+  onBlock: (start: number, rows: number, labels: Float64Array, distances: Float32Array) => void | Promise<void>;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -50,7 +50,7 @@ export async function knnGraph(index: Index, options: KnnGraphOptions): Promise<
     let labels = r.labels;
     let distances = r.distances;
     if (excludeSelf) {
-      labels = new Int32Array(rows * k);
+      labels = new Float64Array(rows * k);
       distances = new Float32Array(rows * k);
       for (let i = 0; i < rows; i++) {
         // Skip the row's own id; if ties pushed it out of the k + 1, the last one is left out instead.
