@@ -11,6 +11,7 @@ import { InvalidArgumentError } from '../types.js';
 import { gemmScores } from './gemm-scores.js';
 import { ivfScan } from './ivf-scan.js';
 import { kmeansPartial, kmeansReduce } from './kmeans-update.js';
+import { maskScores } from './mask-scores.js';
 import { norms } from './norms.js';
 import { pairsThreshold } from './pairs-threshold.js';
 import { selectRadix } from './select-radix.js';
@@ -142,6 +143,9 @@ export class CpuDevice implements Device {
         }
         return;
       }
+      case 'mask-scores':
+        maskScores(f(c.scores), c.ldc, c.rows, c.cols, u(c.mask), c.bit0);
+        return;
       case 'kmeans-partial':
         kmeansPartial(f(c.x), f(c.xnorm), f(c.score), u(c.label), c.n, c.p0, c.dpad, c.nc, c.block, f(c.sums), u(c.counts), f(c.obj));
         return;
