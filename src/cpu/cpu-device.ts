@@ -125,7 +125,7 @@ export class CpuDevice implements Device {
       }
       case 'ivf-scan':
         ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.probes), c.row0, c.nprobe, c.nseg, u(c.ranges), f(c.xb), f(c.xnorm), u(c.ids),
-          c.dpad, c.k, f(c.outS), u(c.outI));
+          c.mask ? u(c.mask) : null, c.maskBit0, c.dpad, c.k, f(c.outS), u(c.outI));
         return;
       case 'pairs-threshold': {
         const found = new PairList();
