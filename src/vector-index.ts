@@ -22,8 +22,9 @@ export interface SearchParams {
   filter?: IdFilter;
   /**
    * How a filter is applied: `pre` (rows not allowed are masked inside scoring), `post` (a search
-   * for more candidates, the disallowed dropped; rows left short are searched again with `pre`),
-   * or `auto` (default: by the filter's selectivity, see POST_FILTER_MIN_SELECTIVITY). Both exact.
+   * for more candidates, the disallowed dropped; rows left short are searched again with `pre`;
+   * only where those candidates number at most HEAP_MAX_K, else `pre`), or `auto` (default: by
+   * the filter's selectivity, see POST_FILTER_MIN_SELECTIVITY). Both give the exact answer.
    */
   filterMode?: 'auto' | 'pre' | 'post';
   /** Filled with the time spent uploading, computing, reading back and re-scoring. */
@@ -226,7 +227,7 @@ export abstract class IndexCore implements VectorIndex {
     const { masks, allowed } = allowedRows(this.ids, filter, space.chunkRows, space.chunks, space.positionOf);
     const selectivity = allowed / Math.max(1, this.ntotal);
     const kPost = postFilterK(k, selectivity, this.backend.maxK);
-    const post = kPost <= this.backend.maxK && (mode === 'post' || (mode === 'auto' && selectivity >= POST_FILTER_MIN_SELECTIVITY && kPost <= HEAP_MAX_K));
+    const post = kPost <= Math.min(HEAP_MAX_K, this.backend.maxK) && (mode === 'post' || (mode === 'auto' && selectivity >= POST_FILTER_MIN_SELECTIVITY));
     if (!post) return this.searchMasked(queries, nq, k, masks, p);
     // Post-filter: more candidates over the live rows, the disallowed dropped.
     const cand = await this.candidates(queries, nq, kPost, this.tombstones(), p);
