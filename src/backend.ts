@@ -9,6 +9,7 @@ import type { KernelMetric } from './kernel-facts.js';
 import { DeviceKMeans } from './plans/kmeans-step.js';
 import { searchFlat } from './plans/flat-search.js';
 import { searchIvf } from './plans/ivf-search.js';
+import { type RangeCandidates, rangeFlat, rangeIvf } from './plans/range-search.js';
 import { selfJoinCandidates } from './plans/self-join.js';
 import { CodeStore } from './stores/code-store.js';
 import { DeviceLists } from './stores/inverted-lists.js';
@@ -146,6 +147,46 @@ export class Backend {
     this.checkK('k', k);
     this.checkK('nprobe', nprobe);
     return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings, masks));
+  }
+
+  /**
+   * Range search's candidates: for each of the `nq` queries (`xq`, `nq * d`; for cosine normalised,
+   * with metric 'ip'), every row of `store` whose float32 minimised score (l2: squared distance;
+   * ip: -dot) is at most `limit` plus the margin `rel * (||q||^2 + ||x||^2)` (rel as the self-join
+   * takes it: dedupMargin), skipping rows whose bit in `mask` is clear (u32 words over storage
+   * positions; null: none skipped). A superset of the exact results: rangeRescore (src/range.ts)
+   * cuts them exactly. Ids are positions; each query's ascending, no duplicates.
+   */
+  async rangeFlat(
+    store: BaseStore,
+    xq: Float32Array,
+    nq: number,
+    metric: KernelMetric,
+    limit: number,
+    rel: number,
+    mask: Uint32Array | null,
+  ): Promise<RangeCandidates> {
+    return rangeFlat(this.device, store as CodeStore, xq, nq, metric, limit, rel, mask);
+  }
+
+  /**
+   * Range search's candidates in the `nprobe` lists nearest each query (a flat search of `coarse`,
+   * the centroids, with the same metric); ids are those stored with the rows, mask bits the lists'
+   * storage positions (chunk * chunkRows + row). Otherwise as `rangeFlat`.
+   */
+  async rangeIvf(
+    coarse: BaseStore,
+    lists: DeviceLists,
+    xq: Float32Array,
+    nq: number,
+    nprobe: number,
+    metric: KernelMetric,
+    limit: number,
+    rel: number,
+    mask: Uint32Array | null,
+  ): Promise<RangeCandidates> {
+    this.checkK('nprobe', nprobe);
+    return rangeIvf(this.device, coarse as CodeStore, lists, xq, nq, nprobe, metric, limit, rel, mask);
   }
 
   /**

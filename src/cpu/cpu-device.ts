@@ -129,7 +129,7 @@ export class CpuDevice implements Device {
         return;
       case 'pairs-threshold': {
         const found = new PairList();
-        pairsThreshold(c.metric, f(c.scores), c.ldc, c.rows, c.cols, c.q0, c.id0, f(c.xnormQ).subarray(c.qn0), f(c.xnormB).subarray(c.cn0),
+        pairsThreshold(c.metric, c.allPairs, f(c.scores), c.ldc, c.rows, c.cols, c.q0, c.id0, f(c.xnormQ).subarray(c.qn0), f(c.xnormB).subarray(c.cn0),
           c.limit, c.rel, found);
         // As the shader: the count goes on past capacity; pairs beyond it are dropped.
         const count = u(c.count);
