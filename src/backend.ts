@@ -153,8 +153,8 @@ export class Backend {
    * Range search's candidates: for each of the `nq` queries (`xq`, `nq * d`; for cosine normalised,
    * with metric 'ip'), every row of `store` whose float32 minimised score (l2: squared distance;
    * ip: -dot) is at most `limit` plus the margin `rel * (||q||^2 + ||x||^2)` (rel as the self-join
-   * takes it: dedupMargin), skipping rows whose bit in `mask` is clear (u32 words over storage
-   * positions; null: none skipped). A superset of the exact results: rangeRescore (src/range.ts)
+   * takes it: dedupMargin), skipping rows that `masks` (one per chunk, as for searchFlat; null:
+   * none) do not allow. A superset of the exact results: rangeRescore (src/range.ts)
    * cuts them exactly. Ids are positions; each query's ascending, no duplicates.
    */
   async rangeFlat(
@@ -164,15 +164,15 @@ export class Backend {
     metric: KernelMetric,
     limit: number,
     rel: number,
-    mask: Uint32Array | null,
+    masks: Uint32Array[] | null,
   ): Promise<RangeCandidates> {
-    return rangeFlat(this.device, store as CodeStore, xq, nq, metric, limit, rel, mask);
+    return rangeFlat(this.device, store as CodeStore, xq, nq, metric, limit, rel, masks);
   }
 
   /**
    * Range search's candidates in the `nprobe` lists nearest each query (a flat search of `coarse`,
-   * the centroids, with the same metric); ids are those stored with the rows, mask bits the lists'
-   * storage positions (chunk * chunkRows + row). Otherwise as `rangeFlat`.
+   * the centroids, with the same metric); ids are those stored with the rows, `masks` one per
+   * chunk of the lists. Otherwise as `rangeFlat`.
    */
   async rangeIvf(
     coarse: BaseStore,
@@ -183,10 +183,10 @@ export class Backend {
     metric: KernelMetric,
     limit: number,
     rel: number,
-    mask: Uint32Array | null,
+    masks: Uint32Array[] | null,
   ): Promise<RangeCandidates> {
     this.checkK('nprobe', nprobe);
-    return rangeIvf(this.device, coarse as CodeStore, lists, xq, nq, nprobe, metric, limit, rel, mask);
+    return rangeIvf(this.device, coarse as CodeStore, lists, xq, nq, nprobe, metric, limit, rel, masks);
   }
 
   /**

@@ -10,7 +10,8 @@ import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows } from './types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks } from './vector-source.js';
 import { idSection, writeIndexFile } from './io/index-file.js';
-import { IndexCore, type RangeCandidates, type RowSpace, type SearchParams } from './vector-index.js';
+import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
+import type { RangeCandidates } from './plans/range-search.js';
 
 export interface FlatIndexOptions {
   dim: number;
@@ -106,8 +107,8 @@ export class FlatIndex extends IndexCore {
     return this.backend.searchFlat(this.store, xq, nq, kc, this.kernelMetric, params.timings, masks);
   }
 
-  protected rangeCandidates(xq: Float32Array, nq: number, limit: number, masks: Uint32Array[] | null): Promise<RangeCandidates> {
-    return this.backend.rangeFlat(this.store, xq, nq, this.kernelMetric, limit, masks);
+  protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null): Promise<RangeCandidates> {
+    return this.backend.rangeFlat(this.store, xq, nq, this.kernelMetric, limit, rel, masks);
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {

@@ -202,7 +202,7 @@ export class IdMap {
   }
 
   /** Slots as ids: `labels` (slots, -1 = none) in place of the caller's ids. */
-  toIds(labels: Int32Array): Float64Array {
+  toIds(labels: Int32Array | Uint32Array): Float64Array {
     const out = new Float64Array(labels.length);
     for (let i = 0; i < labels.length; i++) out[i] = labels[i] < 0 ? -1 : this.ids[labels[i]];
     return out;

@@ -19,7 +19,8 @@ import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks } from './vector-source.js';
 import { checkLists, idSection, writeIndexFile } from './io/index-file.js';
-import { IndexCore, type RangeCandidates, type RowSpace, type SearchParams } from './vector-index.js';
+import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
+import type { RangeCandidates } from './plans/range-search.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;
@@ -217,9 +218,9 @@ export class IvfFlatIndex extends IndexCore {
     return this.backend.searchIvf(coarse, this.deviceLists, xq, nq, kc, params.nprobe!, this.kernelMetric, params.timings, masks);
   }
 
-  protected rangeCandidates(xq: Float32Array, nq: number, limit: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
+  protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
     const coarse = this.requireTrained('rangeSearch');
-    return this.backend.rangeIvf(coarse, this.deviceLists, xq, nq, params.nprobe!, this.kernelMetric, limit, masks);
+    return this.backend.rangeIvf(coarse, this.deviceLists, xq, nq, params.nprobe!, this.kernelMetric, limit, rel, masks);
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {

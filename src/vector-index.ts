@@ -14,6 +14,8 @@ import type { Metric, RangeSearchResult, SearchResult, SearchTimings, SlotResult
 import { InvalidArgumentError, checkK, checkVectors, prepareRows } from './types.js';
 import type { VectorSource } from './vector-source.js';
 import { rangeRescore } from './range.js';
+import type { RangeCandidates } from './plans/range-search.js';
+import { dedupMargin } from './jobs/dedup.js';
 
 export interface SearchParams {
   /** IVF: lists scanned per query (default: the index's nprobe). Ignored by Flat. */
@@ -69,11 +71,6 @@ export interface RowSpace {
   positionOf: (slot: number) => number;
 }
 
-/** Candidate pairs (query, slot) of a range search, as CSR: query q's slots are `slots[lims[q] .. lims[q + 1])`. */
-export interface RangeCandidates {
-  lims: ArrayLike<number>;
-  slots: Uint32Array;
-}
 
 export abstract class IndexCore implements VectorIndex {
   abstract readonly isTrained: boolean;
@@ -109,7 +106,7 @@ export abstract class IndexCore implements VectorIndex {
   /** The k (kc) best slots of each query, over the rows `masks` allow (null: all stored rows). */
   protected abstract candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult>;
   /** Range-search candidates (a superset of the rows within `limit` on the minimised score). */
-  protected abstract rangeCandidates(xq: Float32Array, nq: number, limit: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates>;
+  protected abstract rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates>;
   /** The stored rows of these slots (see BaseStore.rowsAt). */
   protected abstract rowsAt(slots: ArrayLike<number>): Promise<RowAt>;
   protected abstract rowSpace(): RowSpace;
@@ -293,8 +290,8 @@ export abstract class IndexCore implements VectorIndex {
         masks = allowedRows(this.ids, filter, space.chunkRows, space.chunks, space.positionOf).masks;
       }
       const limit = this.metric === 'l2' ? radius : -radius;
-      const cand = await this.rangeCandidates(queries, nq, limit, masks, p);
-      const res = rangeRescore(this.metric, queries, nq, this.dim, cand, await this.rowsAt(cand.slots), radius);
+      const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
+      const res = rangeRescore(this.metric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius);
       return { lims: res.lims, distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }

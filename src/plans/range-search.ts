@@ -32,11 +32,11 @@ import { sortTilePairs } from '../pairs.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError } from '../types.js';
-import { flatLists, uploadQueries } from './flat-search.js';
+import { flatLists, uploadQueries, withMasks } from './flat-search.js';
 import { groupProbes } from './ivf-search.js';
 import { PairTiles } from './pair-tiles.js';
 import { Scratch } from './scratch.js';
-import { groupedBatch, queryBatch, rowsPerBinding, scoreTiles } from './tiling.js';
+import { groupedBatch, queryBatch, scoreTiles } from './tiling.js';
 
 /** Each query's candidates: query q's are `ids[lims[q] .. lims[q + 1])`, ascending, no duplicates. */
 export interface RangeCandidates {
@@ -48,7 +48,8 @@ export interface RangeCandidates {
 
 /**
  * Candidates of `nq` queries (`xq`, `nq * d`, normalised by the caller for cosine) against every
- * row of `base` allowed by `mask` (bit p of the u32 words: storage position p; null: every row):
+ * row of `base` allowed by `masks` (one per chunk, bit r: the chunk's row r; see src/ids.ts
+ * allowedRows; null: every row):
  * each row whose minimised score passes `limit` with the margin `rel` (see the file comment).
  */
 export async function rangeFlat(
@@ -59,11 +60,26 @@ export async function rangeFlat(
   metric: KernelMetric,
   limit: number,
   rel: number,
-  mask: Uint32Array | null,
+  masks: Uint32Array[] | null,
 ): Promise<RangeCandidates> {
   checkRange(limit, rel);
+  checkMasks(masks, base.chunks.length);
   const csr = new CandidateCsr(nq);
   if (nq === 0 || base.ntotal === 0) return csr.finish();
+  return withMasks(device, masks, (maskBufs) => flatCandidates(device, base, xq, nq, metric, limit, rel, maskBufs, csr));
+}
+
+async function flatCandidates(
+  device: Device,
+  base: CodeStore,
+  xq: Float32Array,
+  nq: number,
+  metric: KernelMetric,
+  limit: number,
+  rel: number,
+  masks: DeviceBuffer[] | null,
+  csr: CandidateCsr,
+): Promise<RangeCandidates> {
   const { d, dpad } = base;
   const batch = queryBatch(device, nq, dpad, 1);
   const { tileCols, queryTile } = scoreTiles(device, batch, base.ntotal, base.chunkRows);
@@ -76,7 +92,7 @@ export async function rangeFlat(
     const s: TileScoring = {
       metric, limit, rel, dpad, tileCols, xq: xqBuf, xqNorm,
       scores: scratch.buffer('scores', queryTile * tileCols * 4),
-      mask: uploadMask(scratch, mask, base.ntotal),
+      masks,
     };
     for (let b0 = 0; b0 < nq; b0 += batch) {
       const rows = Math.min(batch, nq - b0);
@@ -86,7 +102,7 @@ export async function rangeFlat(
       await tiles.run(rows, queryTile, {
         record: (r0, n, count, pairs, capacity) => {
           // For a code store the position of a chunk's first row is its first id.
-          base.chunks.forEach((c, b) => scoreRun(device, s, r0, n, c, 0, c.rows, starts[b], count, pairs, capacity));
+          base.chunks.forEach((c, b) => scoreRun(device, s, r0, n, c, b, 0, c.rows, starts[b], count, pairs, capacity));
         },
         onPairs: (block) => blocks.push(block),
         rowName: (r) => `query ${b0 + r}`,
@@ -106,8 +122,8 @@ export async function rangeFlat(
 /**
  * Candidates of `nq` queries (`xq`, `nq * d`, normalised by the caller for cosine) in the `nprobe`
  * lists nearest each (a flat search of `coarse`, the centroids, with the same metric), among the
- * rows `mask` allows (bit p: storage position p = chunk * chunkRows + row of `lists`; null: every
- * row); ids are those stored with the rows. See rangeFlat and the file comment.
+ * rows `masks` allow (one per chunk of `lists`, as for rangeFlat; null: every row); ids are those
+ * stored with the rows. See rangeFlat and the file comment.
  */
 export async function rangeIvf(
   device: Device,
@@ -119,9 +135,10 @@ export async function rangeIvf(
   metric: KernelMetric,
   limit: number,
   rel: number,
-  mask: Uint32Array | null,
+  masks: Uint32Array[] | null,
 ): Promise<RangeCandidates> {
   checkRange(limit, rel);
+  checkMasks(masks, lists.chunks.length);
   if (!(Number.isInteger(nprobe) && nprobe >= 1)) throw new InvalidArgumentError(`nprobe must be an integer >= 1; got ${nprobe}`);
   const csr = new CandidateCsr(nq);
   if (nq === 0 || lists.ntotal === 0) return csr.finish();
@@ -134,19 +151,12 @@ export async function rangeIvf(
         `exceed one binding (${device.limits.maxBindingBytes} bytes, maxBindingBytes); use a smaller nprobe`,
     );
   }
-  // The longest run of a list's rows in one chunk, and the storage positions that hold rows.
+  // The longest run of a list's rows in one chunk.
   let longest = 1;
-  let positions = 0;
-  for (let l = 0; l < lists.nlist; l++) {
-    for (const e of lists.extentsOf(l)) {
-      longest = Math.max(longest, e.size);
-      if (e.size > 0) positions = Math.max(positions, lists.position(e.chunk, e.start + e.size));
-    }
-  }
-  const held = new Scratch(device);
+  for (let l = 0; l < lists.nlist; l++) for (const e of lists.extentsOf(l)) longest = Math.max(longest, e.size);
+  return withMasks(device, masks, async (maskBufs) => {
   const tiles = new PairTiles(device);
   try {
-    const maskBuf = uploadMask(held, mask, positions);
     for (let b0 = 0; b0 < nq; b0 += batch) {
       const rows = Math.min(batch, nq - b0);
       const scratch = new Scratch(device);
@@ -162,7 +172,7 @@ export async function rangeIvf(
           device.dispatch({ kernel: 'norms', x: xg, out: xgNorm, n: g.npairs, dpad, row0: 0, out0: 0 });
           const { tileCols, queryTile } = scoreTiles(device, g.npairs, longest, lists.chunkRows);
           const s: TileScoring = {
-            metric, limit, rel, dpad, tileCols, xq: xg, xqNorm: xgNorm, mask: maskBuf,
+            metric, limit, rel, dpad, tileCols, xq: xg, xqNorm: xgNorm, masks: maskBufs,
             scores: scratch.buffer('scores', queryTile * tileCols * 4),
           };
           await tiles.run(g.npairs, queryTile, {
@@ -173,7 +183,7 @@ export async function rangeIvf(
                 const hi = Math.min(r0 + n, g.first.get(l)! + g.count.get(l)!);
                 if (lo >= hi) continue;
                 for (const e of lists.extentsOf(l)) {
-                  scoreRun(device, s, lo, hi - lo, lists.chunks[e.chunk], e.start, e.size, lists.position(e.chunk, e.start), count, pairs, capacity);
+                  scoreRun(device, s, lo, hi - lo, lists.chunks[e.chunk], e.chunk, e.start, e.size, lists.position(e.chunk, e.start), count, pairs, capacity);
                 }
               }
             },
@@ -197,9 +207,9 @@ export async function rangeIvf(
     }
   } finally {
     tiles.release();
-    held.release();
   }
   return csr.finish();
+  });
 }
 
 /** What every score tile of one range search shares. */
@@ -214,12 +224,13 @@ interface TileScoring {
   /** The score tile, `tileCols` wide. */
   scores: DeviceBuffer;
   tileCols: number;
-  mask: DeviceBuffer | null;
+  /** One mask per chunk, or null. */
+  masks: DeviceBuffer[] | null;
 }
 
 /**
- * Records query rows q0 .. q0 + rows - 1 against `size` rows of a chunk from row `start`, whose
- * storage positions start at `pos0`, in column tiles: each pair that passes is appended as
+ * Records query rows q0 .. q0 + rows - 1 against `size` rows of chunk number `c` from row `start`,
+ * whose storage positions start at `pos0`, in column tiles: each pair that passes is appended as
  * (query row, position).
  */
 function scoreRun(
@@ -228,6 +239,7 @@ function scoreRun(
   q0: number,
   rows: number,
   chunk: { xb: DeviceBuffer; xnorm: DeviceBuffer },
+  c: number,
   start: number,
   size: number,
   pos0: number,
@@ -240,7 +252,8 @@ function scoreRun(
     const cols = Math.min(ldc, size - c0);
     const col0 = start + c0;
     device.dispatch({ kernel: 'gemm-scores', metric, xq: s.xq, xb: chunk.xb, xnorm: chunk.xnorm, scores, q0, rows, col0, cols, dpad: s.dpad, ldc });
-    if (s.mask) device.dispatch({ kernel: 'mask-scores', scores, mask: s.mask, rows, cols, ldc, bit0: pos0 + c0 });
+    const mask = s.masks?.[c];
+    if (mask) device.dispatch({ kernel: 'mask-scores', scores, mask, rows, cols, ldc, bit0: col0 });
     device.dispatch({
       kernel: 'pairs-threshold', metric, allPairs: true, scores, xnormQ: s.xqNorm, xnormB: chunk.xnorm, count, pairs, rows, cols, ldc,
       q0, id0: pos0 + c0, limit: s.limit, rel: s.rel, capacity, qn0: q0, cn0: col0,
@@ -248,20 +261,9 @@ function scoreRun(
   }
 }
 
-/**
- * Uploads the bits of storage positions 0 .. positions - 1 of `mask` (u32 words; the rows are
- * stored below `positions`) into one buffer, or returns null for no mask.
- */
-function uploadMask(scratch: Scratch, mask: Uint32Array | null, positions: number): DeviceBuffer | null {
-  if (!mask) return null;
-  const words = Math.ceil(positions / 32);
-  if (mask.length < words) {
-    throw new InvalidArgumentError(`the mask needs a bit for each of the ${positions} storage positions (${words} u32 words); got ${mask.length} words`);
-  }
-  rowsPerBinding(scratch.device, words * 4, `mask of ${positions} storage positions`);
-  const buf = scratch.buffer('mask', words * 4);
-  scratch.device.upload(buf, 0, mask.subarray(0, words));
-  return buf;
+/** Masks, where given, are one per chunk of the store. */
+function checkMasks(masks: Uint32Array[] | null, chunks: number): void {
+  if (masks && masks.length !== chunks) throw new InvalidArgumentError(`masks: one per chunk of the store (${chunks}); got ${masks.length}`);
 }
 
 /**
