@@ -17,7 +17,7 @@ export interface MeasureOptions {
 }
 
 /** Searches `nb` queries (`xq` holds `nb * d` floats) and returns `nb * k` labels, -1 padded. */
-export type BatchSearch = (xq: Float32Array, nb: number) => Int32Array | Promise<Int32Array>;
+export type BatchSearch = (xq: Float32Array, nb: number) => ArrayLike<number> | Promise<ArrayLike<number>>;
 
 export interface Measured {
   /** Labels of the last timed pass, `nq * k`. */

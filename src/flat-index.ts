@@ -55,6 +55,7 @@ export class FlatIndex extends IndexCore {
     this.queue.checkOpen('addPrepared');
     const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
     return this.queue.mutate(async () => {
+      checkIdRoom(this.ids.nslots, n);
       const ids = this.ids.idsFor(n);
       await this.storeRows(xb, n);
       this.ids.append(ids, 'sequential');
@@ -71,8 +72,8 @@ export class FlatIndex extends IndexCore {
     checkSource(source, this.dim);
     const given = options.ids === undefined ? undefined : checkIds(options.ids, source.rows);
     return this.queue.mutate(async () => {
-      const ids = this.ids.idsFor(source.rows, given);
       checkIdRoom(this.ids.nslots, source.rows);
+      const ids = this.ids.idsFor(source.rows, given);
       const mark = this.store.mark();
       try {
         await this.store.reserve(source.rows);
@@ -99,7 +100,6 @@ export class FlatIndex extends IndexCore {
   }
 
   protected async storeRows(x: Float32Array, n: number): Promise<void> {
-    checkIdRoom(this.ids.nslots, n);
     await this.store.add(x, n);
   }
 

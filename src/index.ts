@@ -33,3 +33,5 @@ export type { SearchParams, VectorIndex } from './vector-index.js';
 export { COMPACT_DEAD_FRACTION, MAX_ID } from './ids.js';
 export type { IdFilter } from './ids.js';
 export type { RangeSearchResult } from './types.js';
+export { POST_FILTER_MIN_SELECTIVITY, postFilterK } from './vector-index.js';
+export { HEAP_MAX_K } from './kernel-facts.js';

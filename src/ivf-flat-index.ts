@@ -163,7 +163,6 @@ export class IvfFlatIndex extends IndexCore {
 
   protected async storeRows(x: Float32Array, n: number): Promise<void> {
     const coarse = this.requireTrained('add');
-    checkIdRoom(this.ids.nslots, n);
     const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
     const listOf = new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n);
     const slots = Uint32Array.from({ length: n }, (_, i) => this.ids.nslots + i);
@@ -183,8 +182,8 @@ export class IvfFlatIndex extends IndexCore {
     const given = options.ids === undefined ? undefined : checkIds(options.ids, source.rows);
     return this.queue.mutate(async () => {
       const coarse = this.requireTrained('addFrom');
-      const newIds = this.ids.idsFor(source.rows, given);
       checkIdRoom(this.ids.nslots, source.rows);
+      const newIds = this.ids.idsFor(source.rows, given);
       const prepare = (b: Float32Array): Float32Array => prepareOwnRows(this.metric, b, this.dim);
       const checkNorms = this.metric !== 'cosine';
       const n = source.rows;

@@ -12,7 +12,7 @@ import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.
 import type { RowAt } from './stores/rows.js';
 import type { Metric, RangeSearchResult, SearchResult, SearchTimings, SlotResult } from './types.js';
 import { InvalidArgumentError, checkK, checkVectors, prepareRows } from './types.js';
-import type { VectorSource } from './vector-source.js';
+import { type VectorSource, checkIdRoom } from './vector-source.js';
 import { rangeRescore } from './range.js';
 import type { RangeCandidates } from './plans/range-search.js';
 import { dedupMargin } from './jobs/dedup.js';
@@ -133,6 +133,7 @@ export abstract class IndexCore implements VectorIndex {
     const x = prepareRows(this.metric, xb, this.dim);
     return this.queue.mutate(async () => {
       this.requireTrained('add');
+      checkIdRoom(this.ids.nslots, n);
       const ids = this.ids.idsFor(n, given);
       if (n === 0) return;
       await this.storeRows(x, n);

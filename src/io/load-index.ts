@@ -36,8 +36,8 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
       ivf.nprobe = nprobe; // checked in [1, nlist] with the header
     }
     const { ids, nextId } = await file.ids();
+    await file.finish(); // the checksum first: a corrupt file is reported as such
     await index.restoreIds(ids, nextId, path);
-    await file.finish();
     return index;
   } catch (err) {
     await file.close();
