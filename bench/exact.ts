@@ -68,11 +68,11 @@ export function exactScores(
  * best first: `nq * k` float64; id -1 (padding) scores +-Infinity. Ground truth orders ties its own
  * way; sorting the recomputed scores makes it a reference.
  */
-export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: number, ids: ArrayLike<number>, k: number, metric: Metric): Float64Array {
+export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: number, ids: Int32Array | Float64Array, k: number, metric: Metric): Float64Array {
   const sg = sign(metric);
   const out = new Float64Array(nq * k);
   for (let q = 0; q < nq; q++) {
-    const row = Array.from({ length: k }, (_, j) => ids[q * k + j]).map((id) => (id < 0 ? Infinity : sg * trueScore(xb, xq, d, q, id, metric))).sort((a, b) => a - b);
+    const row = Array.from(ids.subarray(q * k, q * k + k), (id) => (id < 0 ? Infinity : sg * trueScore(xb, xq, d, q, id, metric))).sort((a, b) => a - b);
     for (let j = 0; j < k; j++) out[q * k + j] = sg * row[j];
   }
   return out;
@@ -87,7 +87,7 @@ export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: n
  */
 export function tieAwareRecall(
   r: number,
-  labels: ArrayLike<number>,
+  labels: Int32Array | Float64Array,
   k: number,
   reference: Float64Array,
   kRef: number,
