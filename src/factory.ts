@@ -1,37 +1,13 @@
 /**
  * Faiss-style index factory strings: "Flat" or "IVF<nlist>,Flat". What the factory makes is seen
- * through VectorIndex only (plus what FactoryIndex adds), never as a concrete class.
+ * through VectorIndex only (plus what VectorIndex adds), never as a concrete class.
  */
 import type { Backend } from './backend.js';
 import { FlatIndex } from './flat-index.js';
 import { IvfFlatIndex } from './ivf-flat-index.js';
-import type { KMeansProgress } from './kmeans.js';
 import type { Metric } from './types.js';
 import { InvalidArgumentError } from './types.js';
 import type { VectorIndex } from './vector-index.js';
-import type { RowProgress, VectorSource } from './vector-source.js';
-
-/** @deprecated The name before VectorIndex; the same type. */
-export type Index = VectorIndex;
-
-/** What `train` takes beyond the training set: IVF's k-means progress and sample sizes (Flat, which trains nothing, ignores them). */
-export interface TrainOptions {
-  onProgress?: (progress: KMeansProgress) => void;
-  /** Most training points per list (default 256, as Faiss). */
-  maxPointsPerCentroid?: number;
-  /** Most training points in all. */
-  maxPoints?: number;
-}
-
-/**
- * A VectorIndex as every index the factory makes is one: `train` takes TrainOptions, and `addFrom`
- * adds the rows of a source (a file of any size) block by block, with sequential ids or
- * `options.ids` (one per row, as addWithIds). (What VectorIndex itself may take on.)
- */
-export interface FactoryIndex extends VectorIndex {
-  train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
-  addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: BigInt64Array }): Promise<void>;
-}
 
 export const FACTORY_FORMS = '"Flat", "IVF<nlist>,Flat" (for example "IVF1024,Flat")';
 
@@ -46,7 +22,7 @@ export function parseIndexType(description: string): IndexType {
   throw new InvalidArgumentError(`unknown index description ${JSON.stringify(description)}; expected ${FACTORY_FORMS} with nlist in [1, 4294967295]`);
 }
 
-export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): FactoryIndex {
+export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): VectorIndex {
   return createIndex(backend, dim, parseIndexType(description), metric);
 }
 
@@ -58,7 +34,7 @@ export interface CreateIndexOptions {
 }
 
 /** The index a parsed factory string describes (see parseIndexType). */
-export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: CreateIndexOptions = {}): FactoryIndex {
+export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: CreateIndexOptions = {}): VectorIndex {
   const { hostCopy, nprobe } = options;
   return type.type === 'Flat'
     ? new FlatIndex(backend, { dim, metric, hostCopy })

@@ -10,7 +10,7 @@ import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows } from './types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks } from './vector-source.js';
 import { idSection, writeIndexFile } from './io/index-file.js';
-import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
+import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from './vector-index.js';
 import type { RangeCandidates } from './plans/range-search.js';
 
 export interface FlatIndexOptions {
@@ -41,7 +41,7 @@ export class FlatIndex extends IndexCore {
   }
 
   /** Nothing to train (Faiss's IndexFlat): checks `xt` and returns. */
-  async train(xt: Float32Array | VectorSource): Promise<void> {
+  async train(xt: Float32Array | VectorSource, _options?: TrainOptions): Promise<void> {
     this.queue.checkOpen('train');
     if (xt instanceof Float32Array) checkVectors(xt, this.dim, 'xt', true, this.metric !== 'cosine');
     else checkSource(xt, this.dim, 'xt');

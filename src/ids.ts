@@ -32,10 +32,10 @@ export type IdFilter = BigInt64Array | ((id: number) => boolean);
 export const COMPACT_DEAD_FRACTION = 0.25;
 
 /**
- * Checks `ids` (a BigInt64Array of `n` ids, each in [0, MAX_ID], no two equal) and returns them as
- * numbers. `what` names the argument in messages.
+ * Checks `ids` (a BigInt64Array of `n` ids, each in [0, MAX_ID], no two equal unless `unique` is
+ * false) and returns them as numbers. `what` names the argument in messages.
  */
-export function checkIds(ids: unknown, n: number, what = 'ids'): Float64Array {
+export function checkIds(ids: unknown, n: number, what = 'ids', unique = true): Float64Array {
   if (!(ids instanceof BigInt64Array)) {
     const got = ids === null ? 'null' : typeof ids === 'object' ? (ids as object).constructor?.name : typeof ids;
     throw new InvalidArgumentError(`${what} must be a BigInt64Array of ${n} ids; got ${got}`);
@@ -49,7 +49,7 @@ export function checkIds(ids: unknown, n: number, what = 'ids'): Float64Array {
       throw new InvalidArgumentError(`${what}[${i}] is ${id}; ids must be integers in [0, ${MAX_ID}] (2^53 - 1, so that every label converts to Number exactly)`);
     }
     out[i] = Number(id);
-    if (seen.has(out[i])) throw new InvalidArgumentError(`${what}[${i}]: id ${id} appears twice; each id may be added once`);
+    if (unique && seen.has(out[i])) throw new InvalidArgumentError(`${what}[${i}]: id ${id} appears twice; each id may be added once`);
     seen.add(out[i]);
   }
   return out;

@@ -14,7 +14,7 @@ export type { KMeansInit, KMeansProgress, KMeansResult, KMeansTrainOptions } fro
 export { IvfFlatIndex } from './ivf-flat-index.js';
 export type { IvfFlatIndexOptions } from './ivf-flat-index.js';
 export { FACTORY_FORMS, indexFactory } from './factory.js';
-export type { Index } from './factory.js';
+export type { CreateIndexOptions, IndexType } from './factory.js';
 export { BatchScheduler, QueueFullError, SchedulerClosedError } from './scheduler.js';
 export type { BatchSchedulerOptions, LatencySummary, SchedulerSearchOptions, SchedulerStats, SearchableIndex } from './scheduler.js';
 export { READ_FORMATS, WRITE_FORMATS, openVectors, readIvecs, readVectors, writeAtomically, writeVectors } from './io/vectors.js';
@@ -29,9 +29,10 @@ export type { DedupMetric, DedupOptions, DedupProgress, DedupResult } from './jo
 export { knnGraph } from './jobs/knn-graph.js';
 export type { KnnGraphOptions } from './jobs/knn-graph.js';
 export { VectorStreamWriter } from './io/stream-writer.js';
-export type { SearchParams, VectorIndex } from './vector-index.js';
+export type { SearchParams, TrainOptions, VectorIndex } from './vector-index.js';
 export { COMPACT_DEAD_FRACTION, MAX_ID } from './ids.js';
 export type { IdFilter } from './ids.js';
 export type { RangeSearchResult } from './types.js';
 export { POST_FILTER_MIN_SELECTIVITY, postFilterK } from './vector-index.js';
 export { HEAP_MAX_K } from './kernel-facts.js';
+export { readIdFile } from './io/id-file.js';

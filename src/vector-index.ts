@@ -12,7 +12,8 @@ import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.
 import type { RowAt } from './stores/rows.js';
 import type { Metric, RangeSearchResult, SearchResult, SearchTimings, SlotResult } from './types.js';
 import { InvalidArgumentError, checkK, checkVectors, prepareRows } from './types.js';
-import { type VectorSource, checkIdRoom } from './vector-source.js';
+import { type RowProgress, type VectorSource, checkIdRoom } from './vector-source.js';
+import type { KMeansProgress } from './kmeans.js';
 import { rangeRescore } from './range.js';
 import type { RangeCandidates } from './plans/range-search.js';
 import { dedupMargin } from './jobs/dedup.js';
@@ -33,6 +34,15 @@ export interface SearchParams {
   timings?: SearchTimings;
 }
 
+/** What `train` takes beyond the training set: IVF's k-means progress and sample sizes (Flat, which trains nothing, ignores them). */
+export interface TrainOptions {
+  onProgress?: (progress: KMeansProgress) => void;
+  /** Most training points per list (default 256, as Faiss). */
+  maxPointsPerCentroid?: number;
+  /** Most training points in all. */
+  maxPoints?: number;
+}
+
 export interface VectorIndex {
   readonly dim: number;
   readonly metric: Metric;
@@ -41,10 +51,15 @@ export interface VectorIndex {
   /** Whether the index can take vectors (Flat: always; IVF: once trained). */
   readonly isTrained: boolean;
   readonly backend: Backend;
-  /** Trains on `xt` where the index has something to train (IVF: k-means); a no-op for Flat. */
-  train(xt: Float32Array | VectorSource): Promise<void>;
+  /** Trains on `xt` (an array, or a source read block by block) where the index has something to train (IVF: k-means); checks it and returns for Flat. */
+  train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
   /** Adds vectors with sequential ids (0, 1, ... in add order). */
   add(x: Float32Array): Promise<void>;
+  /**
+   * Adds every row of `source` (a file of any size) block by block, with sequential ids or
+   * `options.ids` (one per row, as addWithIds). If it throws, nothing was added.
+   */
+  addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: BigInt64Array }): Promise<void>;
   /** Adds vectors with the caller's ids (one per vector, see src/ids.ts). */
   addWithIds(x: Float32Array, ids: BigInt64Array): Promise<void>;
   /** Removes the vectors with these ids (ids not held are ignored); resolves to how many were removed. */
@@ -96,7 +111,8 @@ export abstract class IndexCore implements VectorIndex {
     return this.metric === 'l2' ? 'l2' : 'ip';
   }
 
-  abstract train(xt: Float32Array | VectorSource): Promise<void>;
+  abstract train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
+  abstract addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: BigInt64Array }): Promise<void>;
   abstract reset(): Promise<void>;
   abstract save(path: string, options?: { onProgress?: (bytesDone: number, bytesTotal: number) => void }): Promise<void>;
   abstract dispose(): Promise<void>;
@@ -146,7 +162,7 @@ export abstract class IndexCore implements VectorIndex {
 
   async removeIds(ids: BigInt64Array): Promise<number> {
     this.queue.checkOpen('removeIds');
-    const list = checkIds(ids, ids?.length ?? 0);
+    const list = checkIds(ids, ids?.length ?? 0, 'ids', false);
     return this.queue.mutate(async () => {
       const removed = this.ids.remove(list);
       if (this.ids.shouldCompact()) await this.compactNow();

@@ -1,13 +1,13 @@
 /**
  * The tool's commands: build, search, remove, range-search, dedup, knn-graph (info, bench and demo
  * are in main.ts). Each takes `--help`; `--backend auto|webgpu|cpu` everywhere. Indexes are seen
- * through VectorIndex (FactoryIndex where one is built) only.
+ * through VectorIndex only.
  */
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
-import { FACTORY_FORMS, type FactoryIndex, type IndexType, createIndex, parseIndexType } from '../factory.js';
+import { FACTORY_FORMS, type IndexType, createIndex, parseIndexType } from '../factory.js';
 import { readIdFile } from '../io/id-file.js';
 import { type IndexFileHeader, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
@@ -282,7 +282,7 @@ function reporting(file: VectorReader, label: string): VectorSource {
  * to add them) with sequential ids or `ids` (one per row), its nprobe set. `hostCopy` false where
  * nothing will search it (build: save reads the device back instead).
  */
-async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy: boolean, ids?: BigInt64Array): Promise<FactoryIndex> {
+async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy: boolean, ids?: BigInt64Array): Promise<VectorIndex> {
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy, nprobe: s.nprobe });
   const progress = new Map<string, Progress>();
   const onProgress = (done: number, total: number, phase = 'adding'): void => {
