@@ -75,7 +75,10 @@ export interface VectorIndex {
 
 /**
  * Filters allowing at least this fraction of the index run as post-filters (see SearchParams).
- * Measured (README "Filtered search"): TODO replaced by the measurement.
+ * Measured on lavapipe (`bench filters`, Flat, clustered 100,000 x 128, 1,000 queries, k = 10,
+ * one run, queries/s pre / post): 375 / 349 at 0.9, 350 / 373 at 0.5, 407 / 330 at 0.1; below
+ * that a post-filter's k' passes the heaps and pre runs. At and above a half the two are within
+ * this machine's noise; below it the mask wins clearly.
  */
 export const POST_FILTER_MIN_SELECTIVITY = 0.5;
 
