@@ -68,7 +68,7 @@ export function exactScores(
  * best first: `nq * k` float64; id -1 (padding) scores +-Infinity. Ground truth orders ties its own
  * way; sorting the recomputed scores makes it a reference.
  */
-export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: number, ids: Int32Array, k: number, metric: Metric): Float64Array {
+export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: number, ids: Int32Array | Float64Array, k: number, metric: Metric): Float64Array {
   const sg = sign(metric);
   const out = new Float64Array(nq * k);
   for (let q = 0; q < nq; q++) {
@@ -87,7 +87,7 @@ export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: n
  */
 export function tieAwareRecall(
   r: number,
-  labels: Int32Array,
+  labels: Int32Array | Float64Array,
   k: number,
   reference: Float64Array,
   kRef: number,

@@ -1,6 +1,6 @@
 /**
  * Benchmark entry: `npm run bench -- <case> [options]` or `webgpu-knn bench <case> [options]`.
- * Cases: compare, flat, kmeans, ivf, scheduler, dedup. Never run by the test runner.
+ * Cases: compare, flat, kmeans, ivf, scheduler, dedup, filters, remove. Never run by the test runner.
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
@@ -10,6 +10,7 @@ import { readCompareRun, writeCompareReport } from './compare-report.js';
 import { DATA_SETS, type DataSet, loadBenchData, loadFileData } from './data.js';
 import { runDedupBench } from './dedup.js';
 import { runFlatBench } from './flat.js';
+import { runFilterBench, runRemoveBench } from './filters.js';
 import { runIvfBench } from './ivf.js';
 import { runKMeansBench } from './kmeans.js';
 import { defaultPeerLookup, PEERS, type PeerName } from './peers.js';
@@ -20,6 +21,44 @@ const COMMON = `  --backend B      both | webgpu | cpu (default both)
   -h, --help       this text`;
 
 const USAGES: Record<string, string> = {
+  filters: `usage: webgpu-knn bench filters [options]
+
+Filtered Flat search on generated clustered data: queries/s without a filter, and with filters
+allowing each fraction of the ids (drawn at random), applied before selection (pre: masked inside
+scoring) and after it (post: more candidates, the disallowed dropped); which one 'auto' picks.
+Both give the exact answer. One JSON line per selectivity on stdout.
+
+options:
+  --n N            base vectors (default 100000)
+  --d D            dimension (default 128)
+  --nq NQ          queries (default 1000)
+  --k K            neighbours (default 10)
+  --selectivity S[,S...]  fractions of the ids allowed (default 0.5,0.1,0.01,0.001)
+  --batch B        queries per search call (default 100)
+  --repeats R      timed passes; the best counts (default 3)
+  --backend B      webgpu | cpu (default webgpu)
+  --seed S         data seed (default 1)
+  -h, --help       this text`,
+  remove: `usage: webgpu-knn bench remove [options]
+
+removeIds of a fraction of an index (seconds), then queries/s before removal, with the removed
+vectors as tombstones (masked in every search), and after compact() (and its seconds). One JSON
+line on stdout.
+
+options:
+  --type T         Flat | IVF (default Flat)
+  --n N            base vectors (default 1000000)
+  --d D            dimension (default 128)
+  --nq NQ          queries per pass (default 100)
+  --k K            neighbours (default 10)
+  --nlist L        IVF lists (default 1024)
+  --nprobe P       IVF lists probed (default 8)
+  --fraction F     fraction of the ids removed (default 0.1)
+  --batch B        queries per search call (default 100)
+  --repeats R      timed passes; the best counts (default 3)
+  --backend B      webgpu | cpu (default webgpu)
+  --seed S         data seed (default 1)
+  -h, --help       this text`,
   flat: `usage: webgpu-knn bench flat [options]
 
 Flat (exact) search on generated data, WebGPU and CPU backends in one run.
@@ -238,7 +277,28 @@ export async function benchMain(argv: string[]): Promise<void> {
     throw new UsageError(`--data must be one of ${DATA_SETS.join(', ')}; got ${v.data}`);
   }
 
-  if (kase === 'compare' && v.replot !== undefined) {
+  if (kase === 'filters' || kase === 'remove') {
+    const one = v.backend ?? 'webgpu';
+    if (one !== 'webgpu' && one !== 'cpu') throw new UsageError(`--backend must be webgpu or cpu; got ${one}`);
+    const fraction = (name: string, text: string | undefined, fallback: number[]): number[] => {
+      const list = text === undefined ? fallback : text.split(',').map(Number);
+      if (!list.every((f) => f > 0 && f <= 1)) throw new UsageError(`--${name} must be fractions in (0, 1]; got ${text}`);
+      return list;
+    };
+    const common = { d: positiveInt('d', v.d, 128), k: positiveInt('k', v.k, 10), batch: positiveInt('batch', v.batch, 100), repeats, backend: one, seed, log } as const;
+    if (kase === 'filters') {
+      const recs = await runFilterBench({ ...common, n: positiveInt('n', v.n, 100_000), nq: positiveInt('nq', v.nq, 1000), selectivities: fraction('selectivity', v.selectivity, [0.5, 0.1, 0.01, 0.001]) });
+      for (const r of recs) console.log(JSON.stringify(r));
+    } else {
+      const type = v.type ?? 'Flat';
+      if (type !== 'Flat' && type !== 'IVF') throw new UsageError(`--type must be Flat or IVF; got ${type}`);
+      const rec = await runRemoveBench({
+        ...common, type, n: positiveInt('n', v.n, 1_000_000), nq: positiveInt('nq', v.nq, 100), nlist: positiveInt('nlist', v.nlist, 1024),
+        nprobe: positiveInt('nprobe', v.nprobe, 8), fraction: fraction('fraction', v.fraction, [0.1])[0],
+      });
+      console.log(JSON.stringify(rec));
+    }
+  } else if (kase === 'compare' && v.replot !== undefined) {
     const others = Object.keys(v).filter((o) => o !== 'replot' && v[o] !== undefined);
     if (others.length) throw new UsageError(`--replot takes no other option; got --${others.join(', --')}`);
     console.log(`wrote ${writeCompareReport(v.replot, readCompareRun(v.replot)).join(', ')}`);

@@ -16,8 +16,11 @@ export interface MeasureOptions {
   repeats: number;
 }
 
-/** Searches `nb` queries (`xq` holds `nb * d` floats) and returns `nb * k` labels, -1 padded. */
-export type BatchSearch = (xq: Float32Array, nb: number) => Int32Array | Promise<Int32Array>;
+/**
+ * Searches `nb` queries (`xq` holds `nb * d` floats) and returns `nb * k` labels, -1 padded (ids:
+ * webgpu-knn's are float64, the peers' int32; the benchmarks' ids all fit int32).
+ */
+export type BatchSearch = (xq: Float32Array, nb: number) => Int32Array | Float64Array | Promise<Int32Array | Float64Array>;
 
 export interface Measured {
   /** Labels of the last timed pass, `nq * k`. */

@@ -4,6 +4,10 @@
 //   its vectors in this chunk are xb[ranges[2L] .. ranges[2L + 1]) (vectors grouped by list, with
 //   spare room between lists), with norms xnorm and ids at the same positions; segment g covers an
 //   nseg-th of that range. A list absent from the chunk has an empty range.
+//   MASKED: position v is skipped (never offered) unless bit b = mask_bit0 + v of mask is set
+//   ((mask[b >> 5] >> (b & 31)) & 1; see mask-scores.wgsl). A pipeline constant, so the unmasked
+//   scan compiles without the test; its pipeline still declares the mask binding (an override
+//   does not change what a shader statically uses), which the encoder fills with any buffer.
 //   score: METRIC 0 (l2) ||x||^2 - 2 q.x, METRIC 1 (ip) -q.x; q = xq row q0 + r.
 //   output list (r, p, g): out_s/out_i[((r * nprobe + p) * nseg + g) * k .. + k), padded with
 //   (+inf, 0xffffffff); the lists are then merged by topk-merge.wgsl.
@@ -17,6 +21,7 @@
 const K_CAP: u32 = 16u;
 override WG: u32 = 64u;
 override METRIC: u32 = 0u;
+override MASKED: bool = false;
 
 struct Params {
   rows: u32,
@@ -26,6 +31,7 @@ struct Params {
   dpad4: u32,   // row length in vec4s
   q0: u32,      // first query row of xq
   row0: u32,    // first row of probes
+  mask_bit0: u32,  // mask bit of position 0 (MASKED)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -37,9 +43,23 @@ struct Params {
 @group(0) @binding(6) var<storage, read> ids: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
 @group(0) @binding(8) var<storage, read_write> out_i: array<u32>;
+@group(0) @binding(9) var<storage, read> mask: array<u32>;
 
-// Scores row v from its dot product's four lane sums and offers it to the heap of m entries.
+// Whether position v may be a result (always, unless MASKED).
+fn allowed(v: u32) -> bool {
+  if (!MASKED) {
+    return true;
+  }
+  let b = p.mask_bit0 + v;
+  return ((mask[b >> 5u] >> (b & 31u)) & 1u) != 0u;
+}
+
+// Scores row v from its dot product's four lane sums and offers it to the heap of m entries,
+// unless the mask skips it.
 fn offer_dot(v: u32, acc: vec4<f32>, m: u32, k: u32) -> u32 {
+  if (!allowed(v)) {
+    return m;
+  }
   let dot_qx = (acc.x + acc.y) + (acc.z + acc.w);
   var s = -dot_qx;
   if (METRIC == 0u) {
@@ -72,6 +92,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     // in j order, so scores are those of one vector at a time.
     var v = lo;
     for (; v + 4u <= hi_end; v += 4u) {
+      if (!(allowed(v) || allowed(v + 1u) || allowed(v + 2u) || allowed(v + 3u))) {
+        continue;  // four masked vectors: no dot products
+      }
       var a0 = vec4<f32>(0.0);
       var a1 = vec4<f32>(0.0);
       var a2 = vec4<f32>(0.0);
@@ -90,6 +113,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       m = offer_dot(v + 3u, a3, m, k);
     }
     for (; v < hi_end; v++) {
+      if (!allowed(v)) {
+        continue;
+      }
       var acc = vec4<f32>(0.0);
       let xv = v * p.dpad4;
       for (var j = 0u; j < p.dpad4; j++) {

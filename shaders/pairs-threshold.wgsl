@@ -1,5 +1,8 @@
-// pairs-threshold.wgsl: the candidate pairs of a self-join score tile, appended to a list.
-//   For r < rows, c < cols: i = q0 + r (query row), j = id0 + c (base row); when i < j and
+// pairs-threshold.wgsl: the candidate pairs of a score tile (a self-join's or a range search's),
+// appended to a list.
+//   For r < rows, c < cols: i = q0 + r (query row), j = id0 + c (base row); when i < j (the
+//   self-join, ALL_PAIRS 0: each pair once, never a row with itself) or always (range search,
+//   ALL_PAIRS 1: queries and base rows are numbered independently), and
 //     l2 (METRIC 0): scores[r * ldc + c] + qn <= limit + rel * (qn + xn)
 //     ip (METRIC 1): scores[r * ldc + c]      <= limit + rel * (qn + xn)
 //   with qn = xnorm_q[qn0 + r] and xn = xnorm_b[cn0 + c], the squared norms of the two rows,
@@ -15,6 +18,7 @@
 
 override WG: u32 = 64u;
 override METRIC: u32 = 0u;
+override ALL_PAIRS: u32 = 0u;
 
 struct Params {
   rows: u32,
@@ -45,7 +49,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
   let i = p.q0 + r;
   let j = p.id0 + c;
-  if (i >= j) {
+  if (ALL_PAIRS == 0u && i >= j) {
     return;
   }
   let qn = xnorm_q[p.qn0 + r];

@@ -9,11 +9,12 @@ import type { KernelMetric } from './kernel-facts.js';
 import { DeviceKMeans } from './plans/kmeans-step.js';
 import { searchFlat } from './plans/flat-search.js';
 import { searchIvf } from './plans/ivf-search.js';
+import { type RangeCandidates, rangeFlat, rangeIvf } from './plans/range-search.js';
 import { selfJoinCandidates } from './plans/self-join.js';
 import { CodeStore } from './stores/code-store.js';
 import { DeviceLists } from './stores/inverted-lists.js';
 import type { RowAt } from './stores/rows.js';
-import { InvalidArgumentError, type SearchResult, type SearchTimings } from './types.js';
+import { InvalidArgumentError, type SlotResult, type SearchTimings } from './types.js';
 
 export type { DeviceKind as BackendKind } from './device.js';
 
@@ -110,13 +111,22 @@ export class Backend {
   }
 
   /**
-   * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store`.
+   * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store` (with `masks`, one
+   * bitmap per chunk, every vector they allow: see src/ids.ts allowedRows).
    * Returns distances (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each
    * `nq * k`, best first, padded with -1 and +-Infinity.
    */
-  async searchFlat(store: BaseStore, xq: Float32Array, nq: number, k: number, metric: KernelMetric, timings?: SearchTimings): Promise<SearchResult> {
+  async searchFlat(
+    store: BaseStore,
+    xq: Float32Array,
+    nq: number,
+    k: number,
+    metric: KernelMetric,
+    timings?: SearchTimings,
+    masks: Uint32Array[] | null = null,
+  ): Promise<SlotResult> {
     this.checkK('k', k);
-    return this.timed(timings, () => searchFlat(this.device, store as CodeStore, xq, nq, k, metric, timings));
+    return this.timed(timings, () => searchFlat(this.device, store as CodeStore, xq, nq, k, metric, timings, masks));
   }
 
   /**
@@ -132,10 +142,51 @@ export class Backend {
     nprobe: number,
     metric: KernelMetric,
     timings?: SearchTimings,
-  ): Promise<SearchResult> {
+    masks: Uint32Array[] | null = null,
+  ): Promise<SlotResult> {
     this.checkK('k', k);
     this.checkK('nprobe', nprobe);
-    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings));
+    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings, masks));
+  }
+
+  /**
+   * Range search's candidates: for each of the `nq` queries (`xq`, `nq * d`; for cosine normalised,
+   * with metric 'ip'), every row of `store` whose float32 minimised score (l2: squared distance;
+   * ip: -dot) is at most `limit` plus the margin `rel * (||q||^2 + ||x||^2)` (rel as the self-join
+   * takes it: dedupMargin), skipping rows that `masks` (one per chunk, as for searchFlat; null:
+   * none) do not allow. A superset of the exact results: rangeRescore (src/range.ts)
+   * cuts them exactly. Ids are positions; each query's ascending, no duplicates.
+   */
+  async rangeFlat(
+    store: BaseStore,
+    xq: Float32Array,
+    nq: number,
+    metric: KernelMetric,
+    limit: number,
+    rel: number,
+    masks: Uint32Array[] | null,
+  ): Promise<RangeCandidates> {
+    return rangeFlat(this.device, store as CodeStore, xq, nq, metric, limit, rel, masks);
+  }
+
+  /**
+   * Range search's candidates in the `nprobe` lists nearest each query (a flat search of `coarse`,
+   * the centroids, with the same metric); ids are those stored with the rows, `masks` one per
+   * chunk of the lists. Otherwise as `rangeFlat`.
+   */
+  async rangeIvf(
+    coarse: BaseStore,
+    lists: DeviceLists,
+    xq: Float32Array,
+    nq: number,
+    nprobe: number,
+    metric: KernelMetric,
+    limit: number,
+    rel: number,
+    masks: Uint32Array[] | null,
+  ): Promise<RangeCandidates> {
+    this.checkK('nprobe', nprobe);
+    return rangeIvf(this.device, coarse as CodeStore, lists, xq, nq, nprobe, metric, limit, rel, masks);
   }
 
   /**
@@ -175,7 +226,7 @@ export class Backend {
   }
 
   /** Runs a search with its timings zeroed (the plan and the device fill them). */
-  private async timed(timings: SearchTimings | undefined, run: () => Promise<SearchResult>): Promise<SearchResult> {
+  private async timed(timings: SearchTimings | undefined, run: () => Promise<SlotResult>): Promise<SlotResult> {
     if (timings) Object.assign(timings, { uploadMs: 0, computeMs: 0, readbackMs: 0, kernelMs: undefined });
     return run();
   }

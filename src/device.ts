@@ -163,6 +163,12 @@ export interface SelectRadixArgs<B = DeviceBuffer> {
 
 export interface IvfScanArgs<B = DeviceBuffer> {
   metric: KernelMetric;
+  /**
+   * Which rows may be results (see MaskScoresArgs), or null: every row may. Row `v` of this chunk
+   * is skipped unless bit `maskBit0 + v` is set.
+   */
+  mask: B | null;
+  maskBit0: number;
   xq: B;
   probes: B;
   /** `ranges[2L], ranges[2L + 1]`: list L's rows in this chunk, [start, end). */
@@ -183,6 +189,11 @@ export interface IvfScanArgs<B = DeviceBuffer> {
 
 export interface PairsThresholdArgs<B = DeviceBuffer> {
   metric: KernelMetric;
+  /**
+   * Which pairs pass on indices: false (the self-join) only i < j; true (range search) every
+   * (i, j), i = q0 + r a query row, j = id0 + c a base row, the two numbered independently.
+   */
+  allPairs: boolean;
   scores: B;
   xnormQ: B;
   xnormB: B;
@@ -202,6 +213,23 @@ export interface PairsThresholdArgs<B = DeviceBuffer> {
   qn0: number;
   /** First element of xnormB for the tile's column 0. */
   cn0: number;
+}
+
+/**
+ * Masks score-tile columns: for c < cols, unless bit `bit0 + c` of `mask` is set (u32 words, bit b
+ * at `mask[b >> 5] >> (b & 31) & 1`), every score `scores[r * ldc + c]`, r < rows, becomes +Infinity.
+ * A minimised score of a stored vector is always finite (types.ts checkVectors), so +Infinity
+ * marks a column that is not a result: selection may keep it only as padding, and the host drops
+ * it (results.ts). Bits are storage positions (chunk * chunkRows + row): tombstones of removed rows
+ * and search filters are both such masks.
+ */
+export interface MaskScoresArgs<B = DeviceBuffer> {
+  scores: B;
+  mask: B;
+  rows: number;
+  cols: number;
+  ldc: number;
+  bit0: number;
 }
 
 export interface KmeansPartialArgs<B = DeviceBuffer> {
@@ -241,6 +269,7 @@ export type KernelCall<B = DeviceBuffer> =
   | ({ kernel: 'select-radix' } & SelectRadixArgs<B>)
   | ({ kernel: 'ivf-scan' } & IvfScanArgs<B>)
   | ({ kernel: 'pairs-threshold' } & PairsThresholdArgs<B>)
+  | ({ kernel: 'mask-scores' } & MaskScoresArgs<B>)
   | ({ kernel: 'kmeans-partial' } & KmeansPartialArgs<B>)
   | ({ kernel: 'kmeans-reduce' } & KmeansReduceArgs<B>);
 

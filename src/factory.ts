@@ -1,13 +1,13 @@
 /**
- * Faiss-style index factory strings: "Flat" or "IVF<nlist>,Flat".
+ * Faiss-style index factory strings: "Flat" or "IVF<nlist>,Flat". What the factory makes is seen
+ * through VectorIndex only (plus what VectorIndex adds), never as a concrete class.
  */
 import type { Backend } from './backend.js';
 import { FlatIndex } from './flat-index.js';
 import { IvfFlatIndex } from './ivf-flat-index.js';
 import type { Metric } from './types.js';
 import { InvalidArgumentError } from './types.js';
-
-export type Index = FlatIndex | IvfFlatIndex;
+import type { VectorIndex } from './vector-index.js';
 
 export const FACTORY_FORMS = '"Flat", "IVF<nlist>,Flat" (for example "IVF1024,Flat")';
 
@@ -22,13 +22,21 @@ export function parseIndexType(description: string): IndexType {
   throw new InvalidArgumentError(`unknown index description ${JSON.stringify(description)}; expected ${FACTORY_FORMS} with nlist in [1, 4294967295]`);
 }
 
-export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): Index {
+export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): VectorIndex {
   return createIndex(backend, dim, parseIndexType(description), metric);
 }
 
-/** The index a parsed factory string describes (see parseIndexType); `hostCopy` as FlatIndexOptions.hostCopy. */
-export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: { hostCopy?: boolean } = {}): Index {
+export interface CreateIndexOptions {
+  /** As FlatIndexOptions.hostCopy. */
+  hostCopy?: boolean;
+  /** IVF: lists scanned per query by default, in [1, nlist] (default 1; a search's params may say otherwise). Ignored by Flat. */
+  nprobe?: number;
+}
+
+/** The index a parsed factory string describes (see parseIndexType). */
+export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: CreateIndexOptions = {}): VectorIndex {
+  const { hostCopy, nprobe } = options;
   return type.type === 'Flat'
-    ? new FlatIndex(backend, { dim, metric, ...options })
-    : new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, ...options });
+    ? new FlatIndex(backend, { dim, metric, hostCopy })
+    : new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, hostCopy, nprobe });
 }

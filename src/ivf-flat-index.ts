@@ -11,16 +11,16 @@
  * reduction). `cosine` normalises vectors and queries, then works as `ip`.
  */
 import type { Backend, BaseStore } from './backend.js';
-import type { KernelMetric } from './kernel-facts.js';
+import { checkIds } from './ids.js';
 import type { DeviceLists } from './stores/inverted-lists.js';
+import type { RowAt } from './stores/rows.js';
 import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
-import type { SearchOptions } from './flat-index.js';
-import type { Metric, SearchResult } from './types.js';
-import { InvalidArgumentError, checkDim, checkK, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
+import type { Metric, SlotResult } from './types.js';
+import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks } from './vector-source.js';
-import { checkLists, writeIndexFile } from './io/index-file.js';
-import { OperationQueue } from './operation-queue.js';
-import { candidatesFor, rescore, timedRescore } from './rescore.js';
+import { checkLists, idSection, writeIndexFile } from './io/index-file.js';
+import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
+import type { RangeCandidates } from './plans/range-search.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;
@@ -39,34 +39,22 @@ export interface IvfFlatIndexOptions {
   hostCopy?: boolean;
 }
 
-export interface IvfSearchOptions extends SearchOptions {
-  /** Overrides the index's nprobe for this search. */
-  nprobe?: number;
-}
-
-export class IvfFlatIndex {
-  readonly dim: number;
+export class IvfFlatIndex extends IndexCore {
   readonly nlist: number;
-  readonly metric: Metric;
   private nprobeValue = 1;
   private coarse: BaseStore | null = null;
   private trainedCentroids: Float32Array | null = null;
-  /** The lists on the device (what searches scan, save writes and the re-score reads); freed by reset and dispose. */
-  private readonly deviceLists: DeviceLists;
+  /** The lists on the device (what searches scan, save writes and the re-score reads); emptied by reset, freed by dispose. */
+  private deviceLists: DeviceLists;
   private readonly options: IvfFlatIndexOptions;
-  private readonly queue = new OperationQueue('IvfFlatIndex');
 
-  constructor(
-    readonly backend: Backend,
-    options: IvfFlatIndexOptions,
-  ) {
-    this.dim = checkDim(options?.dim);
+  constructor(backend: Backend, options: IvfFlatIndexOptions) {
+    super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'IvfFlatIndex');
     const nlist = options.nlist;
     if (typeof nlist !== 'number' || !Number.isInteger(nlist) || nlist < 1) {
       throw new InvalidArgumentError(`nlist must be an integer >= 1; got ${String(nlist)}`);
     }
     this.nlist = nlist;
-    this.metric = checkMetric(options.metric ?? 'l2');
     this.options = options;
     this.deviceLists = backend.createLists(this.dim, nlist, { hostCopy: options.hostCopy });
     if (options.nprobe !== undefined) this.nprobe = options.nprobe;
@@ -75,11 +63,6 @@ export class IvfFlatIndex {
   /** Whether centroids are installed now (a train still queued does not count yet). */
   get isTrained(): boolean {
     return this.coarse !== null;
-  }
-
-  /** Vectors stored so far (adds still queued are not counted). */
-  get ntotal(): number {
-    return this.deviceLists.ntotal;
   }
 
   /** Lists scanned per query, in [1, nlist]. */
@@ -91,7 +74,7 @@ export class IvfFlatIndex {
     this.nprobeValue = this.checkNprobe(value);
   }
 
-  /** Vectors per list (for balance checks). */
+  /** Vectors per list (removed vectors count until compaction). */
   listSizes(): Uint32Array {
     return this.deviceLists.listSizes();
   }
@@ -103,10 +86,9 @@ export class IvfFlatIndex {
     return value;
   }
 
-  private get kernelMetric(): KernelMetric {
-    return this.metric === 'l2' ? 'l2' : 'ip';
+  protected override checkParams(params: SearchParams): SearchParams {
+    return { ...params, nprobe: params.nprobe === undefined ? this.nprobeValue : this.checkNprobe(params.nprobe) };
   }
-
   /**
    * Trains the nlist centroids by k-means on `xt` (`n * dim`, n >= nlist), or on a source read
    * block by block (a file of any size: only the sample is held). Retraining empties the index. `onProgress` (default: the constructor's onTrainProgress) hears of every iteration.
@@ -171,6 +153,7 @@ export class IvfFlatIndex {
 
   private clearLists(): void {
     this.deviceLists.reset();
+    this.ids.reset();
   }
 
   /** The trained centroids (`nlist * dim`), or null before training. */
@@ -178,24 +161,12 @@ export class IvfFlatIndex {
     return this.trainedCentroids;
   }
 
-  /**
-   * Appends `xb` to the lists of their nearest centroids; ids continue from ntotal, in call order.
-   * `xb` is copied when the call is made.
-   */
-  async add(xb: Float32Array): Promise<void> {
-    this.queue.checkOpen('add');
-    const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
-    const x = prepareRows(this.metric, xb, this.dim);
-    return this.queue.mutate(async () => {
-      const coarse = this.requireTrained('add');
-      checkIdRoom(this.ntotal, n);
-      if (n === 0) return;
-      const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
-      const listOf = new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n);
-      const ids = new Uint32Array(n);
-      for (let i = 0; i < n; i++) ids[i] = this.ntotal + i;
-      await this.deviceLists.add(x, n, listOf, ids);
-    });
+  protected async storeRows(x: Float32Array, n: number): Promise<void> {
+    const coarse = this.requireTrained('add');
+    const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
+    const listOf = new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n);
+    const slots = Uint32Array.from({ length: n }, (_, i) => this.ids.nslots + i);
+    await this.deviceLists.add(x, n, listOf, slots);
   }
 
   /**
@@ -205,12 +176,14 @@ export class IvfFlatIndex {
    * Ids continue from ntotal. If it throws, nothing was added. `onProgress` hears of both passes
    * (phase 'assign', then 'add').
    */
-  async addFrom(source: VectorSource, options: { onProgress?: RowProgress } = {}): Promise<void> {
+  async addFrom(source: VectorSource, options: { onProgress?: RowProgress; ids?: BigInt64Array } = {}): Promise<void> {
     this.queue.checkOpen('addFrom');
     checkSource(source, this.dim);
+    const given = options.ids === undefined ? undefined : checkIds(options.ids, source.rows);
     return this.queue.mutate(async () => {
       const coarse = this.requireTrained('addFrom');
-      checkIdRoom(this.ntotal, source.rows);
+      checkIdRoom(this.ids.nslots, source.rows);
+      const newIds = this.ids.idsFor(source.rows, given);
       const prepare = (b: Float32Array): Float32Array => prepareOwnRows(this.metric, b, this.dim);
       const checkNorms = this.metric !== 'cosine';
       const n = source.rows;
@@ -222,7 +195,7 @@ export class IvfFlatIndex {
         options.onProgress?.(b.start + b.rows, n, 'assign');
       }
       const mark = this.deviceLists.mark();
-      const id0 = this.ntotal;
+      const id0 = this.ids.nslots;
       try {
         await this.deviceLists.reserve(counts);
         for await (const b of checkedBlocks(source, 'xb', checkNorms, prepare)) {
@@ -235,29 +208,84 @@ export class IvfFlatIndex {
         this.deviceLists.rollback(mark);
         throw err;
       }
+      this.ids.append(newIds, given ? 'caller' : 'sequential');
     });
   }
 
-  /** As FlatIndex.search (exact final re-score included), over the `nprobe` nearest lists of each query. */
-  async search(xq: Float32Array, k: number, options: IvfSearchOptions = {}): Promise<SearchResult> {
-    this.queue.checkOpen('search');
-    checkK(k, this.backend.maxK);
-    const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
-    const nprobe = options.nprobe === undefined ? this.nprobeValue : this.checkNprobe(options.nprobe);
-    const queries = prepareRows(this.metric, xq, this.dim);
-    return this.queue.search(async () => {
-      const coarse = this.requireTrained('search');
-      const kc = candidatesFor(k, this.backend.maxK);
-      const cand = await this.backend.searchIvf(coarse, this.deviceLists, queries, nq, kc, nprobe, this.kernelMetric, options.timings);
-      return timedRescore(options.timings, async () =>
-        rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.deviceLists.rowsAt(cand.labels)),
-      );
-    });
+  protected candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
+    const coarse = this.requireTrained('search');
+    return this.backend.searchIvf(coarse, this.deviceLists, xq, nq, kc, params.nprobe!, this.kernelMetric, params.timings, masks);
+  }
+
+  protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
+    const coarse = this.requireTrained('rangeSearch');
+    return this.backend.rangeIvf(coarse, this.deviceLists, xq, nq, params.nprobe!, this.kernelMetric, limit, rel, masks);
+  }
+
+  protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
+    return this.deviceLists.rowsAt(slots);
+  }
+
+  protected rowSpace(): RowSpace {
+    const lists = this.deviceLists;
+    return { chunkRows: lists.chunkRows, chunks: lists.chunks.length, positionOf: (slot) => lists.positionOf(slot) };
   }
 
   /**
-   * Writes the index to `path` (centroids, lists in CSR form, checksum), block by block from the
-   * host's view of the lists (see FlatIndex.save); `loadIndex` reads it.
+   * New lists holding the live rows, list by list as before; the slots kept are renumbered in
+   * their old order (so ids still increase with position in every list where they did).
+   */
+  protected async compactStore(): Promise<number[]> {
+    const { offsets, slots, rows } = this.liveLists();
+    const keep = Array.from(slots).sort((a, b) => a - b);
+    const renumber = new Map(keep.map((old, s) => [old, s]));
+    const lists = this.backend.createLists(this.dim, this.nlist, { hostCopy: this.options.hostCopy });
+    try {
+      await fillLists(lists, offsets, Uint32Array.from(slots, (old) => renumber.get(old)!), rows, this.dim);
+    } catch (err) {
+      lists.reset();
+      throw err;
+    }
+    this.deviceLists.reset();
+    this.deviceLists = lists;
+    return keep;
+  }
+
+  /** The live rows list by list: CSR offsets, each row's slot, and the rows in blocks. */
+  private liveLists(): { offsets: Uint32Array; slots: Uint32Array; rows: AsyncGenerator<Float32Array> } {
+    const lists = this.deviceLists;
+    const sizes = lists.listSizes();
+    const all = lists.listIds();
+    const offsets = new Uint32Array(this.nlist + 1);
+    const slots: number[] = [];
+    let p = 0;
+    for (let l = 0; l < this.nlist; l++) {
+      for (let i = 0; i < sizes[l]; i++, p++) if (!this.ids.isDead(all[p])) slots.push(all[p]);
+      offsets[l + 1] = slots.length;
+    }
+    const ids = this.ids;
+    const d = this.dim;
+    async function* rows(): AsyncGenerator<Float32Array> {
+      let at = 0;
+      for await (const block of lists.readRows()) {
+        const n = block.length / d;
+        if (ids.ndead === 0) {
+          yield block;
+          at += n;
+          continue;
+        }
+        const out = new Float32Array(n * d);
+        let m = 0;
+        for (let i = 0; i < n; i++, at++) if (!ids.isDead(all[at])) out.set(block.subarray(i * d, (i + 1) * d), d * m++);
+        if (m > 0) yield out.subarray(0, m * d);
+      }
+    }
+    return { offsets, slots: Uint32Array.from(slots), rows: rows() };
+  }
+
+  /**
+   * Writes the index to `path` (centroids, the live rows' lists in CSR form, their ids, checksum),
+   * block by block from the host's view of the lists (see FlatIndex.save); `loadIndex` reads it.
    */
   async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
     this.queue.checkOpen('save');
@@ -265,15 +293,17 @@ export class IvfFlatIndex {
     return this.queue.search(async () => {
       const centroids = this.trainedCentroids;
       if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
-      const lists = this.deviceLists;
-      const sizes = lists.listSizes();
-      const offsets = new Uint32Array(this.nlist + 1);
-      for (let l = 0; l < this.nlist; l++) offsets[l + 1] = offsets[l] + sizes[l];
-      async function* parts(): AsyncGenerator<Float32Array | Uint32Array> {
+      const { offsets, slots, rows } = this.liveLists();
+      // Slots renumbered 0 .. ntotal - 1 in their order, as compaction would.
+      const keep = Array.from(slots).sort((a, b) => a - b);
+      const renumber = new Map(keep.map((old, s) => [old, s]));
+      const live = { ids: Float64Array.from(keep, (s) => this.ids.idOf(s)), nextId: this.ids.liveIds().nextId };
+      async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
         yield centroids!;
         yield offsets;
-        yield lists.listIds();
-        yield* lists.readRows();
+        yield Uint32Array.from(slots, (old) => renumber.get(old)!);
+        yield* rows;
+        yield* idSection(live);
       }
       await writeIndexFile(path, { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe }, parts(), options.onProgress);
     });
@@ -291,30 +321,14 @@ export class IvfFlatIndex {
     checkIdRoom(0, ids.length);
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
-      const d = this.dim;
       this.clearLists();
       try {
-        await this.deviceLists.reserve(Uint32Array.from({ length: this.nlist }, (_, l) => offsets[l + 1] - offsets[l]));
-        let at = 0;
-        let list = 0;
-        for await (const block of xb instanceof Float32Array ? [xb] : xb) {
-          const n = block.length / d;
-          if (!Number.isInteger(n) || at + n > ids.length) {
-            throw new InvalidArgumentError(`restoreLists: a block of ${block.length} values after ${at} rows: not whole rows of dim ${d}, or more rows than the ${ids.length} ids`);
-          }
-          const listOf = new Uint32Array(n);
-          for (let i = 0; i < n; i++) {
-            while (offsets[list + 1] <= at + i) list++;
-            listOf[i] = list;
-          }
-          await this.deviceLists.add(block, n, listOf, ids.subarray(at, at + n));
-          at += n;
-        }
-        if (at !== ids.length) throw new InvalidArgumentError(`restoreLists: ${at} rows given for ${ids.length} ids`);
+        await fillLists(this.deviceLists, offsets, ids, xb, this.dim);
       } catch (err) {
         this.clearLists();
         throw err;
       }
+      this.ids.restore(Float64Array.from({ length: ids.length }, (_, s) => s), ids.length, 'restoreLists');
     });
   }
 
@@ -334,8 +348,34 @@ export class IvfFlatIndex {
     });
   }
 
-  private requireTrained(what: string): BaseStore {
+  protected override requireTrained(what: string): BaseStore {
     if (!this.coarse) throw new InvalidArgumentError(`IvfFlatIndex.${what}: the index is not trained; call train(xt) first`);
     return this.coarse;
   }
+}
+
+/**
+ * Fills empty `lists` as saved (see IvfFlatIndex.restoreLists): `offsets` (list L is rows
+ * [offsets[L], offsets[L + 1])), each row's id, and the rows (prepared), block by block in that
+ * order, in lists sized exactly first.
+ */
+async function fillLists(lists: DeviceLists, offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>, d: number): Promise<void> {
+  const nlist = offsets.length - 1;
+  await lists.reserve(Uint32Array.from({ length: nlist }, (_, l) => offsets[l + 1] - offsets[l]));
+  let at = 0;
+  let list = 0;
+  for await (const block of xb instanceof Float32Array ? [xb] : xb) {
+    const n = block.length / d;
+    if (!Number.isInteger(n) || at + n > ids.length) {
+      throw new InvalidArgumentError(`restoreLists: a block of ${block.length} values after ${at} rows: not whole rows of dim ${d}, or more rows than the ${ids.length} ids`);
+    }
+    const listOf = new Uint32Array(n);
+    for (let i = 0; i < n; i++) {
+      while (offsets[list + 1] <= at + i) list++;
+      listOf[i] = list;
+    }
+    await lists.add(block, n, listOf, ids.subarray(at, at + n));
+    at += n;
+  }
+  if (at !== ids.length) throw new InvalidArgumentError(`restoreLists: ${at} rows given for ${ids.length} ids`);
 }

@@ -14,7 +14,7 @@
  * kernels' rounding (near copies), the kernels' cut decides which of them are candidates.
  */
 import type { RowAt } from './stores/rows.js';
-import type { Metric, SearchResult, SearchTimings } from './types.js';
+import type { Metric, SlotResult, SearchTimings } from './types.js';
 
 /** Fewest candidates beyond k that are re-scored (fewer only where the backend's largest k leaves no room). */
 export const RESCORE_MARGIN = 16;
@@ -46,45 +46,25 @@ export function rescore(
   xq: Float32Array,
   nq: number,
   d: number,
-  cand: SearchResult,
+  cand: SlotResult,
   kc: number,
   k: number,
   rowAt: RowAt,
-): SearchResult {
+): SlotResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
-  // Per row: the candidates' minimised float64 scores (l2: distance; ip: minus the inner product;
-  // cosine: the cosine distance) and ids, then their order.
+  // Per row: the candidates' minimised float64 scores and ids, then their order.
   const keys = new Float64Array(kc);
   const ids = new Int32Array(kc);
   const order: number[] = [];
   const labelsIn = cand.labels;
-  const qnorm = new Float64Array(metric === 'cosine' ? nq : 0);
-  for (let r = 0; r < qnorm.length; r++) {
-    for (let j = 0; j < d; j++) qnorm[r] += xq[r * d + j] * xq[r * d + j];
-    qnorm[r] = Math.sqrt(qnorm[r]);
-  }
+  const score = exactScorer(metric, xq, nq, d);
   for (let r = 0; r < nq; r++) {
-    const q = r * d;
     let m = 0;
     for (let c = 0; c < kc; c++) {
       const id = labelsIn[r * kc + c];
       if (id < 0) continue;
-      const x = rowAt(id);
-      let s = 0;
-      if (metric === 'l2') {
-        for (let j = 0; j < d; j++) {
-          const t = xq[q + j] - x[j];
-          s += t * t;
-        }
-      } else if (metric === 'ip') {
-        for (let j = 0; j < d; j++) s -= xq[q + j] * x[j];
-      } else {
-        let xx = 0;
-        for (let j = 0; j < d; j++) xx += x[j] * x[j];
-        s = cosineDistance(xq, q, qnorm[r], x, 0, Math.sqrt(xx), d);
-      }
-      keys[m] = s;
+      keys[m] = score(r, rowAt(id));
       ids[m] = id;
       m++;
     }
@@ -94,18 +74,62 @@ export function rescore(
     for (let i = 0; i < Math.min(k, m); i++) {
       const o = order[i];
       labels[r * k + i] = ids[o];
-      // Rounded once, to float32 (0 - x: never -0).
-      distances[r * k + i] = metric === 'l2' ? keys[o] : metric === 'ip' ? 0 - keys[o] : 1 - keys[o];
+      distances[r * k + i] = reportedScore(metric, keys[o]);
     }
   }
   return { distances, labels };
 }
 
 /**
+ * The exact minimised float64 score of query row r of `xq` (`nq * d`) against a stored row `x`
+ * (its first `d` floats), accumulated in column order: l2 the squared distance, sum of (q_j - x_j)^2;
+ * ip minus the inner product; cosine the cosine distance (see cosineDistance).
+ */
+export function exactScorer(metric: Metric, xq: Float32Array, nq: number, d: number): (r: number, x: Float32Array) => number {
+  if (metric === 'l2') {
+    return (r, x) => {
+      const q = r * d;
+      let s = 0;
+      for (let j = 0; j < d; j++) {
+        const t = xq[q + j] - x[j];
+        s += t * t;
+      }
+      return s;
+    };
+  }
+  if (metric === 'ip') {
+    return (r, x) => {
+      const q = r * d;
+      let s = 0;
+      for (let j = 0; j < d; j++) s -= xq[q + j] * x[j];
+      return s;
+    };
+  }
+  const qnorm = new Float64Array(nq);
+  for (let r = 0; r < nq; r++) {
+    for (let j = 0; j < d; j++) qnorm[r] += xq[r * d + j] * xq[r * d + j];
+    qnorm[r] = Math.sqrt(qnorm[r]);
+  }
+  return (r, x) => {
+    let xx = 0;
+    for (let j = 0; j < d; j++) xx += x[j] * x[j];
+    return cosineDistance(xq, r * d, qnorm[r], x, 0, Math.sqrt(xx), d);
+  };
+}
+
+/**
+ * The score reported for a minimised one: l2 the distance, ip the inner product, cosine 1 - the
+ * distance; rounded once, to float32, where it is stored (0 - x: never -0).
+ */
+export function reportedScore(metric: Metric, key: number): number {
+  return metric === 'l2' ? key : metric === 'ip' ? 0 - key : 1 - key;
+}
+
+/**
  * Runs `fn` (reading the candidates' rows, then the re-score) and, when timings are asked for,
  * records its time in `timings.rescoreMs`.
  */
-export async function timedRescore(timings: SearchTimings | undefined, fn: () => Promise<SearchResult>): Promise<SearchResult> {
+export async function timedRescore(timings: SearchTimings | undefined, fn: () => Promise<SlotResult>): Promise<SlotResult> {
   const t0 = performance.now();
   const out = await fn();
   if (timings) timings.rescoreMs = performance.now() - t0;

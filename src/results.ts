@@ -1,11 +1,14 @@
 import { type KernelMetric, PAD_ID } from './kernel-facts.js';
-import type { SearchResult } from './types.js';
+import type { SlotResult } from './types.js';
 
 /**
  * Turns the kernels' minimised running lists into user-facing results, the same way for every
  * backend: l2 adds the query's own norm (Faiss adds ||q||^2 to the final k only) and clamps at 0,
  * since the expansion ||q||^2 + ||x||^2 - 2q.x can come out slightly negative; ip negates back.
- * Padding (id PAD_ID) becomes label -1 and distance +Infinity (l2) or -Infinity (ip).
+ * Padding (id PAD_ID) becomes label -1 and distance +Infinity (l2) or -Infinity (ip), and so does
+ * an entry scored +Infinity: a column masked out (mask-scores), never a stored vector, whose
+ * minimised scores are finite (see checkVectors), kept by selection only when a row has fewer
+ * allowed vectors than k.
  *
  * `scores/ids`: `nq * k`, row-major; `qnorms[i] = ||xq row i||^2` (l2 only).
  */
@@ -16,15 +19,17 @@ export function finalizeResults(
   nq: number,
   k: number,
   qnorms: Float32Array | null,
-): SearchResult {
+): SlotResult {
   const distances = new Float32Array(nq * k);
   // PAD_ID (0xffffffff) reads as -1 through an Int32Array view.
   const labels = new Int32Array(ids.buffer.slice(ids.byteOffset, ids.byteOffset + nq * k * 4));
   for (let r = 0; r < nq; r++) {
     const qn = metric === 'l2' ? qnorms![r] : 0;
     for (let j = r * k; j < (r + 1) * k; j++) {
-      if (labels[j] === -1) distances[j] = metric === 'l2' ? Infinity : -Infinity;
-      else if (metric === 'l2') distances[j] = Math.max(0, scores[j] + qn);
+      if (labels[j] === -1 || scores[j] === Infinity) {
+        labels[j] = -1;
+        distances[j] = metric === 'l2' ? Infinity : -Infinity;
+      } else if (metric === 'l2') distances[j] = Math.max(0, scores[j] + qn);
       else distances[j] = -scores[j];
     }
   }

@@ -7,21 +7,28 @@
  * cut to its own k). At most `index.maxConcurrentSearches` batches (default 1) are in flight; the
  * next batch gathers in the queue meanwhile.
  *
+ * Each request may carry search params (SearchParams: nprobe, filter, filterMode). A batch holds
+ * only requests whose params are compatible (see paramsKey): a batch is the oldest waiting request
+ * and the waiting requests after it, in arrival order, whose params match its own; the others wait
+ * for a later batch, which again starts at the oldest. So no request is overtaken by more than the
+ * batches that hold older requests: none starves.
+ *
  * Every request settles exactly once: with its own result or its own error. A bad query fails
  * alone, at once. An aborted request is dropped from the queue, or its result is dropped if its
  * batch already ran. A full queue rejects new requests at once with QueueFullError.
  */
-import type { SearchResult } from './types.js';
-import { InvalidArgumentError, checkK } from './types.js';
+import type { Backend } from './backend.js';
+import { checkFilter } from './ids.js';
+import type { SearchResult, SearchTimings } from './types.js';
+import { InvalidArgumentError, checkK, emptyTimings } from './types.js';
+import type { SearchParams, VectorIndex } from './vector-index.js';
 
-/** What the scheduler needs of an index (FlatIndex and IvfFlatIndex qualify). */
-export interface SearchableIndex {
-  readonly dim: number;
-  readonly backend: { readonly maxK: number };
-  search(xq: Float32Array, k: number): Promise<SearchResult>;
+/** What the scheduler needs of an index: a VectorIndex's dim, backend limit and search. */
+export type SearchableIndex = Pick<VectorIndex, 'dim' | 'search'> & {
+  readonly backend: Pick<Backend, 'maxK'>;
   /** Batches the index can run at once (default 1). */
   readonly maxConcurrentSearches?: number;
-}
+};
 
 export interface BatchSchedulerOptions {
   /** Most queries per batch (default 1024). */
@@ -34,6 +41,11 @@ export interface BatchSchedulerOptions {
 
 export interface SchedulerSearchOptions {
   signal?: AbortSignal;
+  /**
+   * Passed to `index.search` for this request's batch: nprobe, filter (batched only with requests
+   * holding the same filter object), filterMode; `timings` is filled with its batch's timings.
+   */
+  params?: SearchParams;
 }
 
 /** Rejection of a request when the queue already holds `maxQueue` requests. */
@@ -76,14 +88,40 @@ export interface SchedulerStats {
 interface Request {
   query: Float32Array;
   k: number;
+  params: SearchParams;
+  /** Requests with equal keys may share a batch (see paramsKey). */
+  key: string;
   resolve: (r: SearchResult) => void;
   reject: (e: unknown) => void;
   enqueuedAt: number;
   dispatchedAt: number;
+  /** Set once the request is taken into a batch. */
+  dispatched: boolean;
   /** Set once the promise is settled; nothing settles it again. */
   settled: boolean;
   signal?: AbortSignal;
   onAbort?: () => void;
+}
+
+/** Requests in arrival order; those already dispatched or settled are skipped (and dropped) lazily. */
+class Fifo {
+  private items: Request[] = [];
+  private head = 0;
+
+  push(req: Request): void {
+    this.items.push(req);
+  }
+
+  /** The oldest request neither dispatched nor settled, if any. */
+  peek(): Request | undefined {
+    while (this.head < this.items.length && (this.items[this.head].settled || this.items[this.head].dispatched)) this.head++;
+    // Drop the consumed head once it dominates the array.
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return this.items[this.head];
+  }
 }
 
 /** Most latency samples kept for percentiles (a ring: the latest ones). */
@@ -112,9 +150,9 @@ export class BatchScheduler {
   readonly maxDelayMs: number;
   readonly maxQueue: number;
   private readonly maxInFlight: number;
-  /** Waiting requests in arrival order; aborted ones are removed lazily (head) or on abort. */
-  private queue: Request[] = [];
-  private head = 0;
+  /** Waiting requests in arrival order, and the same per params key (each request is in both). */
+  private readonly arrivals = new Fifo();
+  private readonly groups = new Map<string, Fifo>();
   private waiting = 0;
   private inFlight = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -144,13 +182,18 @@ export class BatchScheduler {
    * The k nearest neighbours of one query (`dim` floats): `{ distances, labels }`, each of length k.
    * Rejects at once for a bad query or k, a full queue (QueueFullError) or a closed scheduler.
    * The query is copied when the request is accepted, so the caller may reuse its buffer at once.
+   * `options.params` is checked at once as far as the scheduler can (nprobe an integer >= 1, the
+   * filter's type, filterMode); the index checks the rest (nprobe <= nlist) when the batch runs,
+   * failing only the requests with those params.
    */
   search(query: Float32Array, k: number, options: SchedulerSearchOptions = {}): Promise<SearchResult> {
     const { signal } = options;
+    let params: SearchParams;
     try {
       if (this.closed) throw new SchedulerClosedError('the scheduler is closed; no new searches are accepted');
       checkQuery(query, this.index.dim);
       checkK(k, this.index.backend.maxK);
+      params = checkParams(options.params);
       if (signal?.aborted) throw abortReason(signal);
       if (this.waiting >= this.maxQueue) {
         throw new QueueFullError(`the queue already holds maxQueue = ${this.maxQueue} requests; retry later`);
@@ -162,12 +205,27 @@ export class BatchScheduler {
     }
     return new Promise<SearchResult>((resolve, reject) => {
       // A copy: the caller may reuse or overwrite its buffer as soon as search() returns.
-      const req: Request = { query: query.slice(), k, resolve, reject, enqueuedAt: performance.now(), dispatchedAt: 0, settled: false, signal };
+      const req: Request = {
+        query: query.slice(),
+        k,
+        params,
+        key: paramsKey(params),
+        resolve,
+        reject,
+        enqueuedAt: performance.now(),
+        dispatchedAt: 0,
+        dispatched: false,
+        settled: false,
+        signal,
+      };
       if (signal) {
         req.onAbort = () => this.abort(req);
         signal.addEventListener('abort', req.onAbort, { once: true });
       }
-      this.queue.push(req);
+      this.arrivals.push(req);
+      let group = this.groups.get(req.key);
+      if (!group) this.groups.set(req.key, (group = new Fifo()));
+      group.push(req);
       this.waiting++;
       this.counts.requests++;
       this.schedule();
@@ -225,24 +283,24 @@ export class BatchScheduler {
     }
   }
 
-  /** The oldest waiting request (skipping aborted entries); call only while `waiting > 0`. */
+  /** The oldest waiting request; call only while `waiting > 0`. */
   private oldest(): Request {
-    while (this.queue[this.head].settled) this.head++;
-    return this.queue[this.head];
+    return this.arrivals.peek()!;
   }
 
+  /**
+   * Dispatches the oldest waiting request and, up to maxBatch, the waiting requests after it with
+   * the same params key, in arrival order: O(batch) however many other keys wait.
+   */
   private dispatch(): void {
+    const first = this.oldest();
+    const group = this.groups.get(first.key)!;
     const batch: Request[] = [];
-    while (batch.length < this.maxBatch && this.head < this.queue.length) {
-      const req = this.queue[this.head++];
-      if (req.settled) continue; // aborted while waiting
+    for (let req = group.peek(); req && batch.length < this.maxBatch; req = group.peek()) {
+      req.dispatched = true;
       batch.push(req);
     }
-    // Compact the queue once its consumed head dominates it.
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
+    if (!group.peek()) this.groups.delete(first.key);
     this.waiting -= batch.length;
     if (batch.length === 0) return;
     const now = performance.now();
@@ -259,15 +317,20 @@ export class BatchScheduler {
     this.counts.batched += batch.length;
     this.counts.maxBatch = Math.max(this.counts.maxBatch, batch.length);
     this.inFlight++;
+    // One timings object for the batch when any request asked for them, copied to each afterwards.
+    const timed = batch.filter((req) => req.params.timings !== undefined);
+    const timings: SearchTimings | undefined = timed.length > 0 ? emptyTimings() : undefined;
+    const params: SearchParams = { ...first.params, timings };
     let search: Promise<SearchResult>;
     try {
-      search = this.index.search(xq, kmax);
+      search = this.index.search(xq, kmax, params);
     } catch (err) {
       search = Promise.reject(err);
     }
     search.then(
       (result) => {
         const end = performance.now();
+        for (const req of timed) Object.assign(req.params.timings!, timings);
         batch.forEach((req, i) => {
           const row = i * kmax;
           this.settle(req, () => {
@@ -305,7 +368,7 @@ export class BatchScheduler {
 
   private abort(req: Request): void {
     if (req.settled) return;
-    const waitingStill = req.dispatchedAt === 0;
+    const waitingStill = !req.dispatched;
     this.settle(req, () => {
       this.counts.aborted++;
       req.reject(abortReason(req.signal!));
@@ -314,6 +377,7 @@ export class BatchScheduler {
     // keeps its batch slot, and its result is dropped by settle().
     if (waitingStill) {
       this.waiting--;
+      if (!this.groups.get(req.key)?.peek()) this.groups.delete(req.key);
       this.checkDrained();
     }
   }
@@ -343,6 +407,42 @@ function checkQuery(query: unknown, dim: number): void {
       throw new InvalidArgumentError(`query has a non-finite value (${query[j]}) at column ${j}; all values must be finite`);
     }
   }
+}
+
+/** `params` checked as far as the scheduler can (see BatchScheduler.search); a copy. */
+function checkParams(params: unknown): SearchParams {
+  if (params === undefined) return {};
+  if (params === null || typeof params !== 'object') {
+    throw new InvalidArgumentError(`params must be an object (SearchParams); got ${params === null ? 'null' : typeof params}`);
+  }
+  const p = { ...(params as SearchParams) };
+  if (p.nprobe !== undefined && (typeof p.nprobe !== 'number' || !Number.isInteger(p.nprobe) || p.nprobe < 1)) {
+    throw new InvalidArgumentError(`nprobe must be an integer >= 1; got ${String(p.nprobe)}`);
+  }
+  if (p.filter !== undefined) checkFilter(p.filter);
+  if (p.filterMode !== undefined && !['auto', 'pre', 'post'].includes(p.filterMode)) {
+    throw new InvalidArgumentError(`filterMode must be auto, pre or post; got ${String(p.filterMode)}`);
+  }
+  return p;
+}
+
+/** A number per filter object, for paramsKey (held weakly: a filter no request holds is forgotten). */
+const filterNumbers = new WeakMap<object, number>();
+let nextFilterNumber = 0;
+
+/**
+ * Requests may share a batch when their keys are equal: the same nprobe, the same filter object
+ * (or neither; equal contents in two arrays do not count), the same filterMode (absent matches only
+ * absent). Timings do not matter (each request gets its batch's).
+ */
+function paramsKey(p: SearchParams): string {
+  let filter = '';
+  if (p.filter !== undefined) {
+    let n = filterNumbers.get(p.filter);
+    if (n === undefined) filterNumbers.set(p.filter, (n = nextFilterNumber++));
+    filter = String(n);
+  }
+  return `${p.nprobe ?? ''}|${filter}|${p.filterMode ?? ''}`;
 }
 
 function abortReason(signal: AbortSignal): unknown {

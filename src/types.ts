@@ -16,10 +16,33 @@ export const METRICS: readonly Metric[] = ['l2', 'ip', 'cosine'];
 /**
  * k-NN results for `nq` queries: `distances` and `labels` are each `nq * k`, row-major, best first.
  * Missing results are padded with label -1 and distance +Infinity (l2) or -Infinity (ip, cosine).
+ * Labels are the vectors' ids (see src/ids.ts): integers in [0, 2^53 - 1] held as float64, so that
+ * `Number(label)` and `BigInt(label)` both convert every one of them exactly.
  */
 export interface SearchResult {
   distances: Float32Array;
+  labels: Float64Array;
+}
+
+/**
+ * What the backends' plans return: as SearchResult, but labels are the store's 32-bit slots (a
+ * row's position in a flat store; the id an IVF list keeps with each row), -1 for padding. An index
+ * turns slots into the caller's ids (src/ids.ts).
+ */
+export interface SlotResult {
+  distances: Float32Array;
   labels: Int32Array;
+}
+
+/**
+ * Range-search results for `nq` queries, in Faiss's layout: query i's results are entries
+ * `lims[i] .. lims[i + 1] - 1` of `distances` and `labels`, best first (l2 ascending squared
+ * distance, ip / cosine descending), ties on the smaller label.
+ */
+export interface RangeSearchResult {
+  lims: Float64Array;
+  distances: Float32Array;
+  labels: Float64Array;
 }
 
 /** Time spent in each phase of one search, in milliseconds; filled in when passed to `search`. */

@@ -1,14 +1,15 @@
 /**
- * The tool's commands: build, search, dedup, knn-graph (info, bench and demo are in main.ts).
- * Each takes `--help`; `--backend auto|webgpu|cpu` everywhere.
+ * The tool's commands: build, search, remove, range-search, dedup, knn-graph (info, bench and demo
+ * are in main.ts). Each takes `--help`; `--backend auto|webgpu|cpu` everywhere. Indexes are seen
+ * through VectorIndex only.
  */
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
-import { FACTORY_FORMS, type Index, type IndexType, createIndex, parseIndexType } from '../factory.js';
-import { IvfFlatIndex } from '../ivf-flat-index.js';
-import { readIndexHeader } from '../io/index-file.js';
+import { FACTORY_FORMS, type IndexType, createIndex, parseIndexType } from '../factory.js';
+import { readIdFile } from '../io/id-file.js';
+import { type IndexFileHeader, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
 import { READ_FORMATS } from '../io/vectors.js';
@@ -16,7 +17,8 @@ import { type VectorReader, openVectors } from '../io/vector-reader.js';
 import { type DedupMetric, type DedupResult, dedup } from '../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { knnGraph } from '../jobs/knn-graph.js';
-import type { Metric } from '../types.js';
+import type { Metric, RangeSearchResult } from '../types.js';
+import type { SearchParams, VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
@@ -26,11 +28,19 @@ export { UsageError };
 
 /** The largest k any backend takes; the backend's own limit is checked once it exists. */
 const K_LIMIT = 1 << 20;
-/** Pairs formatted per write of the dedup output (bounded memory however many pairs there are). */
+/** Pairs formatted per write of the dedup and range-search outputs (bounded memory however many pairs there are). */
 const PAIRS_PER_WRITE = 1 << 16;
+/** Queries per range search: its results are held until written. */
+const RANGE_QUERIES_PER_SEARCH = 1024;
 
 const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
+const ID_FILES = `Id files: .npy of int64 (also int32, uint32), shape (n,) or (n, 1); or text (.txt, .csv,
+anything else): one decimal id per line, blank lines ignored. Ids are integers in [0, 2^53 - 1];
+a bad one is refused (exit 1) with the file, the line (or element) and the value.`;
+const NEIGHBOUR_IDS = `neighbour ids: .npy (int64), .csv, .jsonl, or .ivecs (int32:
+                    refused, nothing written, if an id exceeds 2147483647); missing
+                    neighbours are -1`;
 const OUTPUTS = `Every flag and output path is checked before any work starts; an output may not be an input
 or another output (exit 2). Outputs are written to temporary files (.NAME.webgpu-knn-tmp-PID-*) in
 the output's directory and renamed into place together at the end: after a failure none appears
@@ -47,6 +57,8 @@ Builds an index from a vector file and saves it (versioned, checksummed; written
 options:
   --input FILE      the vectors (${READ_FORMATS.slice(0, 5).join(' ')}, IDX)
   --out INDEX       the index file to write
+  --ids FILE        the vectors' ids, one per row of --input, in order, none twice (default:
+                    the row numbers 0, 1, ...); searches then return these ids
   --type T          ${FACTORY_FORMS} (default Flat);
                     nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
@@ -56,20 +68,61 @@ options:
 ${BACKEND_OPT}
   -h, --help        this text
 ${FILES}
+${ID_FILES}
 ${OUTPUTS}`,
   search: `usage: webgpu-knn search --index INDEX --queries FILE --k K --out FILE [options]
 
-Searches a saved index; writes each query's k neighbour ids (row numbers of the indexed file).
+Searches a saved index; writes each query's k neighbour ids (the ids given to 'build --ids', else
+row numbers of the indexed file), best first.
 
 options:
   --index INDEX     an index file from 'webgpu-knn build'
   --queries FILE    the query vectors
   --k K             neighbours per query (at most the backend's max k: 'webgpu-knn info')
-  --out FILE        neighbour ids: .ivecs, .npy, .csv or .jsonl
+  --out FILE        ${NEIGHBOUR_IDS}
   --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl
+  --filter-ids FILE only vectors with these ids may be neighbours: each query gets its k nearest
+                    allowed vectors (fewer only if fewer are allowed); ids the index does not
+                    hold are ignored
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved)
 ${BACKEND_OPT}
   -h, --help        this text
+${ID_FILES}
+${OUTPUTS}`,
+  remove: `usage: webgpu-knn remove --index INDEX --ids FILE [--out INDEX2] [options]
+
+Removes the vectors with the given ids from a saved index and saves it without them: over --index
+(written to a temporary file renamed into place: after a failure the old index is still there),
+or to --out. Prints how many vectors were removed and how many remain. The other vectors keep
+their ids.
+
+options:
+  --index INDEX     an index file from 'webgpu-knn build'
+  --ids FILE        the ids to remove; ids the index does not hold are ignored
+  --out INDEX2      write the index here and leave --index as it is
+${BACKEND_OPT}
+  -h, --help        this text
+${ID_FILES}
+${OUTPUTS}`,
+  'range-search': `usage: webgpu-knn range-search --index INDEX --queries FILE --radius R --out FILE [options]
+
+Every indexed vector within R of each query: l2: squared distance <= R; ip: inner product >= R;
+cosine: cosine similarity >= R. Prints how many results there are in all.
+
+options:
+  --index INDEX     an index file from 'webgpu-knn build'
+  --queries FILE    the query vectors
+  --radius R        l2: a squared distance >= 0; ip: any number; cosine: in [-1, 1] (decimal;
+                    a negative one as --radius=-0.5)
+  --out FILE        .csv (header query,id,distance; one line per result) or .jsonl (one
+                    {"query", "id", "distance"} object a line): queries in file order (0-based
+                    rows), each query's results best first (ties: the smaller id first)
+  --filter-ids FILE only vectors with these ids may be results
+  --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved); only vectors
+                    in the scanned lists are found
+${BACKEND_OPT}
+  -h, --help        this text
+${ID_FILES}
 ${OUTPUTS}`,
   dedup: `usage: webgpu-knn dedup --input FILE --metric cosine|l2 --threshold T --out FILE [options]
 
@@ -100,7 +153,7 @@ options:
   --input FILE      the vectors to index
   --queries FILE    optional: search these instead of the input itself
   --k K             neighbours per row (at most the backend's max k: 'webgpu-knn info')
-  --out FILE        neighbour ids: .ivecs, .npy, .csv or .jsonl
+  --out FILE        ${NEIGHBOUR_IDS}
   --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl
   --type T          ${FACTORY_FORMS} (default Flat);
                     nlist at most the number of vectors
@@ -225,22 +278,20 @@ function reporting(file: VectorReader, label: string): VectorSource {
 
 /**
  * Builds the index `s` describes from `file`, read block by block: trained (IVF: on a sample, the
- * only rows held), filled (IVF: a pass to assign the rows to lists, a pass to add them), its nprobe
- * set. `hostCopy` false where nothing will search it (build: save reads the device back instead).
+ * only rows held; Flat: nothing to train), filled (IVF: a pass to assign the rows to lists, a pass
+ * to add them) with sequential ids or `ids` (one per row), its nprobe set. `hostCopy` false where
+ * nothing will search it (build: save reads the device back instead).
  */
-async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy: boolean): Promise<Index> {
-  const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy });
+async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy: boolean, ids?: BigInt64Array): Promise<VectorIndex> {
+  const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy, nprobe: s.nprobe });
   const progress = new Map<string, Progress>();
   const onProgress = (done: number, total: number, phase = 'adding'): void => {
     if (!progress.has(phase)) progress.set(phase, new Progress(phase === 'assign' ? 'assigning to lists' : phase === 'add' ? 'adding to lists' : phase));
     progress.get(phase)!.update(done, total);
   };
-  if (index instanceof IvfFlatIndex) {
-    const p = new Progress('training');
-    await index.train(reporting(file, 'reading the training sample'), { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
-    if (s.nprobe !== undefined) index.nprobe = s.nprobe;
-  }
-  await index.addFrom(file, { onProgress });
+  const p = new Progress('training');
+  await index.train(reporting(file, 'reading the training sample'), { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
+  await index.addFrom(file, { onProgress, ids });
   return index;
 }
 
@@ -249,14 +300,19 @@ export async function build(argv: string[]): Promise<void> {
   if (!v) return;
   const input = required(v, 'input');
   const out = required(v, 'out');
+  const idsPath = text(v, 'ids');
   const settings = indexSettingsOf(v, 1);
   const choice = backendChoice(v);
-  checkOutputs(inputs(['--out', out]), inputs(['--input', input]));
+  checkOutputs(inputs(['--out', out]), inputs(['--input', input], ['--ids', idsPath]));
   const file = await openVectors(input);
   checkNlist(settings.type, file);
+  const ids = idsPath === undefined ? undefined : await readIdFile(idsPath, { unique: true });
+  if (ids && ids.length !== file.rows) {
+    throw new UsageError(`--ids ${idsPath} holds ${ids.length} ids; --input ${input} has ${file.rows} vectors (one id per vector expected)`);
+  }
   const backend = await openBackend(choice);
   try {
-    const index = await buildIndex(backend, settings, file, false);
+    const index = await buildIndex(backend, settings, file, false, ids);
     const p = new Progress('saving');
     await index.save(out, { onProgress: (done, total) => p.update(done, total) });
     process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
@@ -272,21 +328,142 @@ export async function search(argv: string[]): Promise<void> {
   const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
   const indexPath = required(v, 'index');
   const queriesPath = required(v, 'queries');
+  const filterPath = text(v, 'filter-ids');
   const choice = backendChoice(v);
-  checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath]));
+  checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
   const header = await readIndexHeader(indexPath);
-  const nprobe = header.type === 'IVF' && v.nprobe !== undefined ? nprobeOf(v, { type: 'IVF', nlist: header.nlist }, 1) : undefined;
-  const queries = await openVectors(queriesPath);
-  if (queries.rows > 0 && queries.dim !== header.dim) throw new UsageError(`the queries have dim ${queries.dim}; the index has dim ${header.dim}`);
+  const queries = await openQueries(queriesPath, header);
+  const params = await searchParamsOf(v, header, filterPath);
   const backend = await openBackend(choice, k);
   try {
-    const p = new Progress('loading');
-    const index = await loadIndex(backend, indexPath, { onProgress: (done, total) => p.update(done, total) });
-    if (index instanceof IvfFlatIndex && nprobe !== undefined) index.nprobe = nprobe;
-    await writeNeighbours(index, { queries }, k, out, dist, 'search');
+    const index = await loadWithProgress(backend, indexPath, true);
+    await writeNeighbours(index, { queries }, k, out, dist, 'search', params);
   } finally {
     backend.dispose();
   }
+}
+
+/** The queries file, checked against the index's dim. */
+async function openQueries(path: string, header: IndexFileHeader): Promise<VectorReader> {
+  const queries = await openVectors(path);
+  if (queries.rows > 0 && queries.dim !== header.dim) throw new UsageError(`the queries have dim ${queries.dim}; the index has dim ${header.dim}`);
+  return queries;
+}
+
+/** --nprobe (IVF only: in [1, nlist]; ignored for Flat) and --filter-ids, as a search's params. */
+async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
+  const params: SearchParams = {};
+  if (header.type === 'IVF' && v.nprobe !== undefined) params.nprobe = nprobeOf(v, { type: 'IVF', nlist: header.nlist }, 1);
+  if (filterPath !== undefined) params.filter = await readIdFile(filterPath);
+  return params;
+}
+
+/** Loads a saved index with a progress bar; `hostCopy` false where it will only be saved again. */
+async function loadWithProgress(backend: Backend, path: string, hostCopy: boolean): Promise<VectorIndex> {
+  const p = new Progress('loading');
+  return loadIndex(backend, path, { hostCopy, onProgress: (done, total) => p.update(done, total) });
+}
+
+export async function remove(argv: string[]): Promise<void> {
+  const v = parse('remove', argv);
+  if (!v) return;
+  const indexPath = required(v, 'index');
+  const idsPath = required(v, 'ids');
+  const outFlag = text(v, 'out');
+  const choice = backendChoice(v);
+  // In place: the index is the output (replaced atomically by save), the ids file an input.
+  const inPlace = outFlag === undefined;
+  const out = outFlag ?? indexPath;
+  checkOutputs(inputs([inPlace ? '--index' : '--out', out]), inputs(['--ids', idsPath], ['--index', inPlace ? undefined : indexPath]));
+  await readIndexHeader(indexPath);
+  // Repeats removed: removing an id twice removes it once.
+  const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
+  const backend = await openBackend(choice);
+  try {
+    const index = await loadWithProgress(backend, indexPath, false);
+    const before = index.ntotal;
+    const removed = await index.removeIds(ids);
+    const p = new Progress('saving');
+    await index.save(out, { onProgress: (done, total) => p.update(done, total) });
+    process.stderr.write(
+      `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
+        `ntotal ${before} -> ${index.ntotal}; wrote ${out}\n`,
+    );
+  } finally {
+    backend.dispose();
+  }
+}
+
+/** --radius for `metric`: l2 a squared distance >= 0, cosine in [-1, 1], ip any finite number. */
+function radiusOf(v: Values, metric: Metric): number {
+  const given = text(v, 'radius');
+  if (metric === 'l2') return numberFlag('radius', given, 0, Infinity, 'a squared L2 distance');
+  if (metric === 'cosine') return numberFlag('radius', given, -1, 1, 'a cosine');
+  return numberFlag('radius', given, -Infinity, Infinity, 'an inner product');
+}
+
+export async function rangeSearchCommand(argv: string[]): Promise<void> {
+  const v = parse('range-search', argv);
+  if (!v) return;
+  const out = required(v, 'out');
+  checkExt(out, ['.csv', '.jsonl'], '--out');
+  required(v, 'radius');
+  const indexPath = required(v, 'index');
+  const queriesPath = required(v, 'queries');
+  const filterPath = text(v, 'filter-ids');
+  const choice = backendChoice(v);
+  checkOutputs(inputs(['--out', out]), inputs(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
+  const header = await readIndexHeader(indexPath);
+  const radius = radiusOf(v, header.metric);
+  const queries = await openQueries(queriesPath, header);
+  const params = await searchParamsOf(v, header, filterPath);
+  const backend = await openBackend(choice);
+  try {
+    const index = await loadWithProgress(backend, indexPath, true);
+    const csv = extname(out).toLowerCase() === '.csv';
+    const file = new AtomicFile(out);
+    let results = 0;
+    try {
+      if (csv) file.write('query,id,distance\n');
+      const p = new Progress('range-search');
+      const d = header.dim;
+      for await (const b of queries.blocks()) {
+        for (let r0 = 0; r0 < b.rows; r0 += RANGE_QUERIES_PER_SEARCH) {
+          const rows = Math.min(RANGE_QUERIES_PER_SEARCH, b.rows - r0);
+          const res = await index.rangeSearch(b.data.subarray(r0 * d, (r0 + rows) * d), radius, params);
+          writeRangeResults(file, csv, b.start + r0, res);
+          results += res.labels.length;
+          p.update(b.start + r0 + rows, queries.rows, `${results} results so far`);
+          // Let Ctrl-C be handled between searches (see writeNeighbours).
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+    } catch (err) {
+      file.abort();
+      throw err;
+    }
+    commitOutputs([file]);
+    process.stderr.write(`${results} results for ${queries.rows} queries within radius ${radius}; wrote ${out}\n`);
+  } finally {
+    backend.dispose();
+  }
+}
+
+/** Writes range-search results (Faiss's lims layout) of queries q0, q0 + 1, ... as CSV or JSON Lines lines. */
+function writeRangeResults(file: AtomicFile, csv: boolean, q0: number, res: RangeSearchResult): void {
+  const nq = res.lims.length - 1;
+  let lines: string[] = [];
+  for (let q = 0; q < nq; q++) {
+    for (let j = res.lims[q]; j < res.lims[q + 1]; j++) {
+      const [query, id, distance] = [q0 + q, res.labels[j], res.distances[j]];
+      lines.push(csv ? `${query},${id},${distance}\n` : `${JSON.stringify({ query, id, distance })}\n`);
+      if (lines.length === PAIRS_PER_WRITE) {
+        file.write(lines.join(''));
+        lines = [];
+      }
+    }
+  }
+  if (lines.length > 0) file.write(lines.join(''));
 }
 
 /** --out (ids) and --distances, checked for types that can hold them. */
@@ -299,17 +476,18 @@ function neighbourOutputs(v: Values): { out: string; dist: string | undefined } 
 }
 
 async function writeNeighbours(
-  index: Index,
+  index: VectorIndex,
   source: { queries?: VectorReader; self?: VectorReader },
   k: number,
   out: string,
   dist: string | undefined,
   label: string,
+  params: SearchParams = {},
 ): Promise<void> {
   const n = (source.queries ?? source.self)!.rows;
   const outputs: VectorStreamWriter[] = [];
   try {
-    const ids = new VectorStreamWriter(out, n, k, 'int');
+    const ids = new VectorStreamWriter(out, n, k, 'id');
     outputs.push(ids);
     const ds = dist ? new VectorStreamWriter(dist, n, k, 'float') : null;
     if (ds) outputs.push(ds);
@@ -317,6 +495,7 @@ async function writeNeighbours(
     await knnGraph(index, {
       k,
       ...source,
+      params,
       onBlock: async (_, rows, labels, distances) => {
         ids.write(labels, rows);
         ds?.write(distances, rows);

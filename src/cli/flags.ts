@@ -34,7 +34,7 @@ export function numberFlag(name: string, text: string | undefined, min: number, 
   }
   const n = DECIMAL.test(text) ? Number(text) : NaN;
   if (!(Number.isFinite(n) && n >= min && n <= max)) {
-    const range = max === Infinity ? `>= ${min}` : `in [${min}, ${max}]`;
+    const range = max !== Infinity ? `in [${min}, ${max}]` : min !== -Infinity ? `>= ${min}` : 'that is finite';
     throw new UsageError(`--${name} must be ${what} ${range} (decimal); got ${shown(text)}`);
   }
   return n;

@@ -8,7 +8,7 @@ import type { GpuDevice } from '../gpu/gpu-device.js';
 import { describeGemmChoice } from '../gpu/kernel-choice.js';
 import { FileError } from '../io/file-error.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
-import { build, dedupCommand, knnGraphCommand, search } from './commands.js';
+import { build, dedupCommand, knnGraphCommand, rangeSearchCommand, remove, search } from './commands.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { runDemo } from './demo.js';
 import { removeTempsOnSignals } from '../io/temp-files.js';
@@ -19,14 +19,17 @@ Exact (Flat) and IVF k-nearest-neighbour search, near-duplicate detection and kN
 WebGPU compute shaders, and a CPU twin of every kernel.
 
 commands:
-  demo       (default) near-duplicates and nearest neighbours among 778 real text embeddings,
-             WebGPU and CPU timings side by side
-  build      vectors -> index file (Flat or IVF<nlist>,Flat)
-  search     index file + queries -> neighbours file
-  dedup      every near-duplicate pair in a vector file (cosine or squared L2 threshold)
-  knn-graph  every vector's k nearest others (or every query's), streamed to a file
-  info       the WebGPU adapter, its limits, and the backend 'auto' picks
-  bench      benchmarks: compare, flat, kmeans, ivf, scheduler, dedup ('webgpu-knn bench <case> --help')
+  demo         (default) near-duplicates and nearest neighbours among 778 real text embeddings,
+               WebGPU and CPU timings side by side
+  build        vectors (and optionally their ids) -> index file (Flat or IVF<nlist>,Flat)
+  search       index file + queries -> neighbours file (optionally only among allowed ids)
+  remove       deletes vectors by id from an index file
+  range-search index file + queries + radius -> every neighbour within the radius
+  dedup        every near-duplicate pair in a vector file (cosine or squared L2 threshold)
+  knn-graph    every vector's k nearest others (or every query's), streamed to a file
+  info         the WebGPU adapter, its limits, and the backend 'auto' picks
+  bench        benchmarks: compare, flat, kmeans, ivf, scheduler, dedup
+               ('webgpu-knn bench <case> --help')
 
 'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure (a missing,
 unreadable or malformed file, a full disk), 2 usage error (a bad flag, an output that is an input),
@@ -119,6 +122,12 @@ export async function main(argv: string[]): Promise<number> {
       case 'search':
         await search(rest);
         return 0;
+      case 'remove':
+        await remove(rest);
+        return 0;
+      case 'range-search':
+        await rangeSearchCommand(rest);
+        return 0;
       case 'dedup':
         await dedupCommand(rest);
         return 0;
@@ -126,7 +135,7 @@ export async function main(argv: string[]): Promise<number> {
         await knnGraphCommand(rest);
         return 0;
       default:
-        throw new UsageError(`unknown command '${command}'; expected demo, build, search, dedup, knn-graph, info or bench (see webgpu-knn --help)`);
+        throw new UsageError(`unknown command '${command}'; expected demo, build, search, remove, range-search, dedup, knn-graph, info or bench (see webgpu-knn --help)`);
     }
   } catch (err) {
     const e = err as Error;

@@ -11,6 +11,7 @@ import { InvalidArgumentError } from '../types.js';
 import { gemmScores } from './gemm-scores.js';
 import { ivfScan } from './ivf-scan.js';
 import { kmeansPartial, kmeansReduce } from './kmeans-update.js';
+import { maskScores } from './mask-scores.js';
 import { norms } from './norms.js';
 import { pairsThreshold } from './pairs-threshold.js';
 import { selectRadix } from './select-radix.js';
@@ -124,11 +125,11 @@ export class CpuDevice implements Device {
       }
       case 'ivf-scan':
         ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.probes), c.row0, c.nprobe, c.nseg, u(c.ranges), f(c.xb), f(c.xnorm), u(c.ids),
-          c.dpad, c.k, f(c.outS), u(c.outI));
+          c.mask ? u(c.mask) : null, c.maskBit0, c.dpad, c.k, f(c.outS), u(c.outI));
         return;
       case 'pairs-threshold': {
         const found = new PairList();
-        pairsThreshold(c.metric, f(c.scores), c.ldc, c.rows, c.cols, c.q0, c.id0, f(c.xnormQ).subarray(c.qn0), f(c.xnormB).subarray(c.cn0),
+        pairsThreshold(c.metric, c.allPairs, f(c.scores), c.ldc, c.rows, c.cols, c.q0, c.id0, f(c.xnormQ).subarray(c.qn0), f(c.xnormB).subarray(c.cn0),
           c.limit, c.rel, found);
         // As the shader: the count goes on past capacity; pairs beyond it are dropped.
         const count = u(c.count);
@@ -142,6 +143,9 @@ export class CpuDevice implements Device {
         }
         return;
       }
+      case 'mask-scores':
+        maskScores(f(c.scores), c.ldc, c.rows, c.cols, u(c.mask), c.bit0);
+        return;
       case 'kmeans-partial':
         kmeansPartial(f(c.x), f(c.xnorm), f(c.score), u(c.label), c.n, c.p0, c.dpad, c.nc, c.block, f(c.sums), u(c.counts), f(c.obj));
         return;

@@ -1,5 +1,6 @@
 import type { KernelMetric } from '../kernel-facts.js';
 import { PAD_ID } from '../kernel-facts.js';
+import { maskAllows } from './mask-scores.js';
 import { heapOffer, heapSortAndPad } from './topk.js';
 
 /**
@@ -9,6 +10,7 @@ import { heapOffer, heapSortAndPad } from './topk.js';
  * `probes[(row0 + r) * nprobe + p]` is the list (PAD_ID: none); list L's vectors are
  * `xb[ranges[2L] .. ranges[2L + 1])` (rows of `d`), with norms `xnorm` and ids `ids` at the same
  * positions; segment g of a list of length len covers `[g * ceil(len / nseg), ...)`.
+ * With a `mask`, position v is skipped (never offered) unless bit `maskBit0 + v` is set (maskAllows).
  * Scores: l2 `||x||^2 - 2 q.x`, ip `-q.x` (q = xq row q0 + r), dot products in float64.
  * Output list (r, p, g) at `((r * nprobe + p) * nseg + g) * k`, padded with (+Infinity, PAD_ID).
  */
@@ -25,6 +27,8 @@ export function ivfScan(
   xb: Float32Array,
   xnorm: Float32Array,
   ids: Uint32Array,
+  mask: Uint32Array | null,
+  maskBit0: number,
   d: number,
   k: number,
   outS: Float32Array,
@@ -43,6 +47,7 @@ export function ivfScan(
           const segLen = Math.ceil(len / nseg);
           const end = start + Math.min(len, (g + 1) * segLen);
           for (let v = start + Math.min(len, g * segLen); v < end; v++) {
+            if (mask && !maskAllows(mask, maskBit0 + v)) continue;
             let dot = 0;
             for (let j = 0; j < d; j++) dot += xq[qb + j] * xb[v * d + j];
             const s = Math.fround(metric === 'l2' ? xnorm[v] - 2 * dot : -dot);

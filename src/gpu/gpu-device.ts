@@ -14,6 +14,7 @@ import { encodeGemmScores, gemmVariants, workgroupTile } from './kernels/gemm-sc
 import { encodeIvfScan } from './kernels/ivf-scan.js';
 import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
+import { encodeMaskScores } from './kernels/mask-scores.js';
 import { encodeNorms } from './kernels/norms.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
 import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
@@ -189,12 +190,14 @@ export class GpuDevice implements Device {
       case 'ivf-scan':
         return encodeIvfScan(k, {
           ...call, xq: b(call.xq), probes: b(call.probes), ranges: b(call.ranges), xb: b(call.xb), xnorm: b(call.xnorm),
-          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI),
+          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null,
         });
       case 'pairs-threshold':
         return encodePairsThreshold(k, {
           ...call, scores: b(call.scores), xnormQ: b(call.xnormQ), xnormB: b(call.xnormB), count: b(call.count), pairs: b(call.pairs),
         });
+      case 'mask-scores':
+        return encodeMaskScores(k, { ...call, scores: b(call.scores), mask: b(call.mask) });
       case 'kmeans-partial':
         return encodeKmeansPartial(k, {
           ...call, x: b(call.x), xnorm: b(call.xnorm), score: b(call.score), label: b(call.label), sums: b(call.sums),

@@ -6,7 +6,11 @@
  *   arrays       Flat: xb f32[ntotal * dim]
  *                IVF:  centroids f32[nlist * dim], offsets u32[nlist + 1], ids u32[ntotal],
  *                      xb f32[ntotal * dim] (vectors grouped by list, as the lists hold them)
+ *                then (version 2) the ids section: i64 next sequential id (-1 where the index
+ *                holds caller ids), i64 labels[ntotal]: the id of each vector (Flat: by row;
+ *                IVF: labels[s] for the row whose u32 id above is s); see src/ids.ts
  *   32 bytes     SHA-256 of everything before it
+ * Version 1 files (no ids section: sequential ids 0 .. ntotal - 1) still load.
  * Vectors are stored as the index holds them (normalised for cosine: each row has unit norm, or is
  * zero for a zero vector). Each IVF list holds its ids in increasing order as this library writes
  * them (other orders load, and are then searched by the scan strategy). Files are written and read
@@ -30,7 +34,9 @@ import { fileError, openForReading } from './file-error.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
 
 export const INDEX_MAGIC = 'WGPUKNN\0';
-export const INDEX_FORMAT_VERSION = 1;
+export const INDEX_FORMAT_VERSION = 2;
+/** Versions this build reads. */
+const READ_VERSIONS = [1, 2];
 const HEADER_BYTES = 8 + 8 * 4;
 const METRIC_CODES: Metric[] = ['l2', 'ip', 'cosine'];
 const MAX_DIM = 65536;
@@ -40,6 +46,8 @@ const UNIT_NORM_TOLERANCE = 1e-3;
 const IO_BLOCK = 1 << 24;
 
 export interface IndexFileHeader {
+  /** Written as INDEX_FORMAT_VERSION; as read, 1 or 2. */
+  version?: number;
   type: 'Flat' | 'IVF';
   metric: Metric;
   dim: number;
@@ -51,7 +59,8 @@ export interface IndexFileHeader {
 /** Bytes of the whole file the header describes (header, arrays, checksum). */
 export function indexFileBytes(h: IndexFileHeader): number {
   const words = h.type === 'Flat' ? h.ntotal * h.dim : h.nlist * h.dim + h.nlist + 1 + h.ntotal + h.ntotal * h.dim;
-  return HEADER_BYTES + 4 * words + 32;
+  const idBytes = (h.version ?? INDEX_FORMAT_VERSION) >= 2 ? 8 * (h.ntotal + 1) : 0;
+  return HEADER_BYTES + 4 * words + idBytes + 32;
 }
 
 /**
@@ -62,10 +71,10 @@ export function indexFileBytes(h: IndexFileHeader): number {
 export async function writeIndexFile(
   path: string,
   header: IndexFileHeader,
-  parts: AsyncIterable<Float32Array | Uint32Array>,
+  parts: AsyncIterable<Float32Array | Uint32Array | Float64Array | BigInt64Array>,
   onProgress?: (bytesDone: number, bytesTotal: number) => void,
 ): Promise<void> {
-  const total = indexFileBytes(header);
+  const total = indexFileBytes({ ...header, version: INDEX_FORMAT_VERSION });
   const head = new Uint8Array(HEADER_BYTES);
   const view = new DataView(head.buffer);
   head.set(new TextEncoder().encode(INDEX_MAGIC), 0);
@@ -112,8 +121,8 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   const [version, type, metricCode, dim, ntotal, nlist, nprobe, reserved] = Array.from({ length: 8 }, (_, i) => view.getUint32(8 + 4 * i, true));
   const bad = (field: string, value: number, expected: string): InvalidArgumentError =>
     new InvalidArgumentError(`${path}: bad header: ${field} is ${value}; expected ${expected}`);
-  if (version !== INDEX_FORMAT_VERSION) {
-    throw new InvalidArgumentError(`${path}: index format version ${version}; this build reads version ${INDEX_FORMAT_VERSION}`);
+  if (!READ_VERSIONS.includes(version)) {
+    throw new InvalidArgumentError(`${path}: index format version ${version}; this build reads versions ${READ_VERSIONS.join(' and ')}`);
   }
   if (type !== 1 && type !== 2) throw bad('type', type, '1 (Flat) or 2 (IVF)');
   if (metricCode > 2) throw bad('metric', metricCode, '0 (l2), 1 (ip) or 2 (cosine)');
@@ -123,7 +132,7 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   if (type === 2 && nlist < 1) throw bad('nlist', nlist, 'an integer >= 1 for an IVF index');
   if (type === 2 && (nprobe < 1 || nprobe > nlist)) throw bad('nprobe', nprobe, `an integer in [1, ${nlist}] (nlist)`);
   if (reserved !== 0) throw bad('reserved', reserved, '0');
-  return { type: type === 1 ? 'Flat' : 'IVF', metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe };
+  return { version, type: type === 1 ? 'Flat' : 'IVF', metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe };
 }
 
 /**
@@ -212,6 +221,21 @@ export class IndexFileReader {
     }
   }
 
+  /**
+   * The ids section (version 2; for version 1, sequential ids 0 .. ntotal - 1): each vector's id
+   * and the next sequential id (-1: caller ids). The values are checked by IdMap.restore.
+   */
+  async ids(): Promise<{ ids: Float64Array; nextId: number }> {
+    const n = this.header.ntotal;
+    if ((this.header.version ?? INDEX_FORMAT_VERSION) < 2) return { ids: Float64Array.from({ length: n }, (_, i) => i), nextId: n };
+    const words = new BigInt64Array((await this.next(8 * (n + 1))).buffer);
+    const num = (v: bigint, what: string): number => {
+      if (v < -1n || v > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError(`${this.path}: ${what} is ${v}; expected an integer in [-1, ${Number.MAX_SAFE_INTEGER}]`);
+      return Number(v);
+    };
+    return { nextId: num(words[0], 'the next sequential id'), ids: Float64Array.from(words.subarray(1), (v, s) => num(v, `the id of vector ${s}`)) };
+  }
+
   /** Checks the checksum (everything has been read) and closes the file. */
   async finish(): Promise<void> {
     const digest = this.hash.digest();
@@ -265,4 +289,12 @@ export function checkLists(path: string, offsets: Uint32Array, ids: Uint32Array,
     if (seen[id]) throw new InvalidArgumentError(`${path}: ids[${p}]: id ${id} appears twice; each id must appear exactly once`);
     seen[id] = 1;
   }
+}
+
+/** The ids section of a version 2 file (see the format above), from IdMap.liveIds. */
+export function* idSection(live: { ids: Float64Array; nextId: number }): Generator<BigInt64Array> {
+  const out = new BigInt64Array(live.ids.length + 1);
+  out[0] = BigInt(live.nextId);
+  live.ids.forEach((id, i) => (out[i + 1] = BigInt(id)));
+  yield out;
 }

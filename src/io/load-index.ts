@@ -35,7 +35,9 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
       await ivf.restoreLists(offsets, ids, file.vectorBlocks('xb', ntotal, metric === 'cosine'));
       ivf.nprobe = nprobe; // checked in [1, nlist] with the header
     }
-    await file.finish();
+    const { ids, nextId } = await file.ids();
+    await file.finish(); // the checksum first: a corrupt file is reported as such
+    await index.restoreIds(ids, nextId, path);
     return index;
   } catch (err) {
     await file.close();

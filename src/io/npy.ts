@@ -1,8 +1,9 @@
 /**
- * NumPy .npy files (format 1.0 / 2.0 / 3.0), 2-D and C order: the header, read (every dtype the
- * reader converts to float32: float32, float64, float16, uint8, int8, int32) and written (float32 or
- * int32). The data itself is read block by block in vector-reader.ts and written in stream-writer.ts.
- * Malformed headers are rejected with the byte offset of the problem.
+ * NumPy .npy files (format 1.0 / 2.0 / 3.0), C order: the header, read (vectors: 2-D, every dtype
+ * the reader converts to float32: float32, float64, float16, uint8, int8, int32, int64; ids: see
+ * id-file.ts) and written (float32, int32 or int64). The data itself is read block by block in
+ * vector-reader.ts and written in stream-writer.ts. Malformed headers are rejected with the byte
+ * offset of the problem.
  */
 import { InvalidArgumentError } from '../types.js';
 
@@ -21,6 +22,8 @@ const DTYPES: Record<string, NpyDtype> = {
   '|u1': { bytes: 1, values: (raw) => raw },
   '|i1': { bytes: 1, values: (raw) => new Int8Array(raw.buffer, raw.byteOffset, raw.byteLength) },
   '<i4': { bytes: 4, values: (raw) => new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4) },
+  // int64 (what the tool writes ids as): exact up to 2^24 once in float32, like int32.
+  '<i8': { bytes: 8, values: (raw) => Float64Array.from(new BigInt64Array(raw.buffer, raw.byteOffset, raw.byteLength / 8), Number) },
 };
 
 function halfToFloat(h: number): number {
@@ -41,11 +44,20 @@ export interface NpyLayout {
   dataStart: number;
 }
 
+/** What any .npy header says: C-order values of type `descr` (not yet checked), of `shape`, from byte `dataStart`. */
+export interface NpyHeader {
+  descr: string;
+  shape: number[];
+  dataStart: number;
+}
+
 /**
  * Reads and checks the header of the .npy file at `path` (`bytes` long) through `take(length)`,
- * which returns the file's next `length` bytes (fewer at its end); checks the file holds the data.
+ * which returns the file's next `length` bytes (fewer at its end): magic, version, length, the
+ * fields, C order, a shape of non-negative integers. The dtype and the number of dimensions are
+ * for the caller to check.
  */
-export async function readNpyHeader(path: string, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<NpyLayout> {
+export async function readNpyFields(path: string, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<NpyHeader> {
   const head = await take(8);
   if (head.length < 8 || MAGIC.some((m, i) => head[i] !== m)) throw new InvalidArgumentError(`${path}: not a .npy file (bad magic at byte 0)`);
   const major = head[6];
@@ -61,17 +73,25 @@ export async function readNpyHeader(path: string, bytes: number, take: (length: 
   const header = new TextDecoder().decode(headerBytes);
   const descr = /'descr':\s*'([^']+)'/.exec(header)?.[1];
   const fortran = /'fortran_order':\s*(True|False)/.exec(header)?.[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)?.[1];
-  if (!descr || !fortran || shape === undefined) throw new InvalidArgumentError(`${path}: malformed header at byte ${start}: ${header.trim()}`);
-  const dtype = DTYPES[descr];
-  if (!dtype) throw new InvalidArgumentError(`${path}: dtype ${descr} is not supported; expected one of float32, float64, float16, uint8, int8, int32 (little-endian)`);
+  const shapeText = /'shape':\s*\(([^)]*)\)/.exec(header)?.[1];
+  if (!descr || !fortran || shapeText === undefined) throw new InvalidArgumentError(`${path}: malformed header at byte ${start}: ${header.trim()}`);
   if (fortran === 'True') throw new InvalidArgumentError(`${path}: Fortran-order arrays are not supported; save with C order`);
-  const dims = shape.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
-  if (dims.length !== 2 || dims.some((x) => !Number.isInteger(x) || x < 0)) {
-    throw new InvalidArgumentError(`${path}: shape (${shape}) is not 2-D; expected (n, d)`);
-  }
-  const [n, d] = dims;
-  const layout = { descr, dtype, n, d, dataStart: start + headerLen };
+  const shape = shapeText.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+  if (shape.some((x) => !Number.isInteger(x) || x < 0)) throw new InvalidArgumentError(`${path}: shape (${shapeText}) is not a tuple of sizes`);
+  return { descr, shape, dataStart: start + headerLen };
+}
+
+/**
+ * Reads and checks the header of a .npy file of vectors (see readNpyFields): 2-D, of a dtype the
+ * reader converts; checks the file holds the data.
+ */
+export async function readNpyHeader(path: string, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<NpyLayout> {
+  const { descr, shape, dataStart } = await readNpyFields(path, bytes, take);
+  const dtype = DTYPES[descr];
+  if (!dtype) throw new InvalidArgumentError(`${path}: dtype ${descr} is not supported; expected one of float32, float64, float16, uint8, int8, int32, int64 (little-endian)`);
+  if (shape.length !== 2) throw new InvalidArgumentError(`${path}: shape (${shape.join(', ')}${shape.length === 1 ? ',' : ''}) is not 2-D; expected (n, d)`);
+  const [n, d] = shape;
+  const layout = { descr, dtype, n, d, dataStart };
   if (bytes < npyEnd(layout)) throw new InvalidArgumentError(`${path}: ${npyTruncated(layout, bytes)}`);
   return layout;
 }
@@ -86,9 +106,14 @@ export function npyTruncated(l: NpyLayout, end: number): string {
   return `truncated: ${l.n} x ${l.d} ${l.descr} needs ${npyEnd(l)} bytes; the file ends at byte ${end}`;
 }
 
-/** The header of a .npy file of an `n x d` float32 or int32 array (the data follows it). */
-export function npyHeader(kind: 'float' | 'int', n: number, d: number): Uint8Array {
-  let header = `{'descr': '${kind === 'float' ? '<f4' : '<i4'}', 'fortran_order': False, 'shape': (${n}, ${d}), }`;
+/** The dtype a written .npy holds: float32, int32, or int64 (ids, see stream-writer.ts). */
+export type NpyWriteKind = 'float' | 'int' | 'id';
+
+const WRITE_DESCR: Record<NpyWriteKind, string> = { float: '<f4', int: '<i4', id: '<i8' };
+
+/** The header of a .npy file of an `n x d` array of `kind` (the data follows it). */
+export function npyHeader(kind: NpyWriteKind, n: number, d: number): Uint8Array {
+  let header = `{'descr': '${WRITE_DESCR[kind]}', 'fortran_order': False, 'shape': (${n}, ${d}), }`;
   // Pad so that the data starts on a 64-byte boundary; the header ends with a newline.
   const total = Math.ceil((10 + header.length + 1) / 64) * 64;
   header = header.padEnd(total - 10 - 1, ' ') + '\n';

@@ -11,13 +11,16 @@
  *
  * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
  * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl. It is the one vector writer (`writeVectors` in
- * vectors.ts writes a whole array through it).
+ * vectors.ts writes a whole array through it). Tables of ids (search results' labels: integers in
+ * [-1, 2^53 - 1], -1 for padding, in a Float64Array) are written exactly: .npy as int64, .csv and
+ * .jsonl as decimal integers, and .ivecs (int32) only while every id fits (else an error that
+ * names the id: never a truncated one).
  */
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { extname } from 'node:path';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, fileError } from './file-error.js';
-import { npyHeader } from './npy.js';
+import { type NpyWriteKind, npyHeader } from './npy.js';
 import { claimTemp, releaseTemp, sideFile } from './temp-files.js';
 
 /** One low-level write, as fs.writeSync: returns the number of bytes written (maybe fewer than asked). */
@@ -193,6 +196,9 @@ export function writeAtomically(path: string, bytes: Uint8Array | string): void 
 
 export const WRITE_FORMATS = ['.fvecs', '.ivecs', '.npy', '.jsonl', '.csv'];
 
+/** The largest id an .ivecs file (int32) holds. */
+const IVECS_MAX = 0x7fffffff;
+
 export interface VectorStreamWriterOptions {
   /** The name of a .jsonl row's array: 'neighbors' (the default: result tables) or 'embedding' (vectors). */
   jsonlField?: 'neighbors' | 'embedding';
@@ -208,7 +214,8 @@ export class VectorStreamWriter implements Output {
     readonly path: string,
     readonly n: number,
     readonly d: number,
-    readonly kind: 'int' | 'float',
+    /** `float`: Float32Array; `int`: Int32Array; `id`: ids in a Float64Array (see above). */
+    readonly kind: NpyWriteKind,
     { jsonlField = 'neighbors' }: VectorStreamWriterOptions = {},
   ) {
     this.jsonlField = jsonlField;
@@ -217,23 +224,27 @@ export class VectorStreamWriter implements Output {
       throw new InvalidArgumentError(`${path}: unknown output type '${this.ext}'; expected one of ${WRITE_FORMATS.join(', ')}`);
     }
     if (this.ext === '.ivecs' && kind === 'float') throw new InvalidArgumentError(`${path}: .ivecs holds integers; use .fvecs, .npy, .csv or .jsonl`);
-    if (this.ext === '.fvecs' && kind === 'int') throw new InvalidArgumentError(`${path}: .fvecs holds floats; use .ivecs, .npy, .csv or .jsonl`);
+    if (this.ext === '.fvecs' && kind !== 'float') throw new InvalidArgumentError(`${path}: .fvecs holds floats; use .ivecs, .npy, .csv or .jsonl`);
     this.file = new AtomicFile(path);
     // .npy: the header of an n x d array; the data follows block by block.
     if (this.ext === '.npy') this.file.write(npyHeader(kind, n, d));
   }
 
-  /** Appends `rows` rows (`rows * d` values); .jsonl: with `ids` (default: the row numbers). */
-  write(block: Int32Array | Float32Array, rows: number, ids?: string[]): void {
+  /**
+   * Appends `rows` rows (`rows * d` values, of the writer's kind); .jsonl: with `ids` (default: the
+   * row numbers). Ids above 2^31 - 1 in .ivecs throw (and abort the file).
+   */
+  write(block: Int32Array | Float32Array | Float64Array, rows: number, ids?: string[]): void {
     const d = this.d;
+    if (this.kind === 'id' && this.ext === '.ivecs') this.checkIvecsIds(block, rows);
     if (this.ext === '.npy') {
-      this.file.write(new Uint8Array(block.buffer, block.byteOffset, rows * d * 4));
+      this.file.write(this.kind === 'id' ? int64Bytes(block.subarray(0, rows * d)) : new Uint8Array(block.buffer, block.byteOffset, rows * d * 4));
     } else if (this.ext === '.ivecs' || this.ext === '.fvecs') {
       // Per row the dim, then the values (converted to the kind), by typed-array copies: the bytes
       // are the host's, little-endian, as the format is (the readers assume so too).
       const out = new ArrayBuffer(rows * (d + 1) * 4);
       const dims = new Int32Array(out);
-      const values = this.kind === 'int' ? dims : new Float32Array(out);
+      const values = this.kind === 'float' ? new Float32Array(out) : dims;
       for (let i = 0; i < rows; i++) {
         dims[i * (d + 1)] = d;
         values.set(block.subarray(i * d, (i + 1) * d), i * (d + 1) + 1);
@@ -248,6 +259,19 @@ export class VectorStreamWriter implements Output {
       this.file.write(lines.join('\n') + (rows ? '\n' : ''));
     }
     this.rows += rows;
+  }
+
+  /** Throws (and aborts the file) at the first id an int32 cannot hold. */
+  private checkIvecsIds(block: ArrayLike<number>, rows: number): void {
+    for (let i = 0; i < rows * this.d; i++) {
+      if (block[i] > IVECS_MAX) {
+        this.abort();
+        const row = this.rows + Math.floor(i / this.d);
+        throw new InvalidArgumentError(
+          `${this.path}: id ${block[i]} (row ${row}) does not fit .ivecs, which holds int32 (at most ${IVECS_MAX}); write the ids to .npy (int64), .csv or .jsonl instead`,
+        );
+      }
+    }
   }
 
   finish(): void {
@@ -282,4 +306,19 @@ export class VectorStreamWriter implements Output {
   abort(): void {
     this.file.abort();
   }
+}
+
+/**
+ * Integers in [-2^53, 2^53] (held exactly as float64) as little-endian int64 bytes: per value the
+ * low 32 bits, then the high 32 (two's complement), with the host's byte order, which is
+ * little-endian as the readers assume.
+ */
+function int64Bytes(values: ArrayLike<number>): Uint8Array {
+  const words = new Uint32Array(2 * values.length);
+  for (let i = 0; i < values.length; i++) {
+    const hi = Math.floor(values[i] / 0x100000000);
+    words[2 * i] = values[i] - hi * 0x100000000;
+    words[2 * i + 1] = hi; // ToUint32: -1 becomes 0xffffffff
+  }
+  return new Uint8Array(words.buffer);
 }

@@ -11,7 +11,7 @@
  *
  * Formats, chosen by the file's name:
  *   .fvecs .ivecs .bvecs (TEXMEX: per row an int32 dim, then dim float32 / int32 / uint8 values);
- *   .npy (2-D, C order; float32/64/16, uint8, int8, int32); .jsonl (one JSON object a line with an
+ *   .npy (2-D, C order; float32/64/16, uint8, int8, int32, int64); .jsonl (one JSON object a line with an
  *   `embedding` (or `vector`) array and an optional `id`); IDX (`*-idx3-ubyte`, gzip'd as
  *   `*-idx3-ubyte.gz`: big-endian magic 0x0803, then n, rows, cols; unsigned bytes).
  * Every value becomes a float32. Binary values are read as typed arrays over the file's bytes, which

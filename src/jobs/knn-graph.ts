@@ -1,26 +1,29 @@
 /**
  * kNN graph / batch candidates: for every vector of the index (excluding itself), or every query of
  * a second set, its k nearest, produced block by block so that memory stays bounded. Queries may
- * be an array or a source read block by block (a file of any size).
+ * be an array or a source read block by block (a file of any size). Any VectorIndex; search
+ * params (nprobe, a filter) apply to every block.
  */
 import { InvalidArgumentError } from '../types.js';
-import type { Index } from '../factory.js';
+import type { SearchParams, VectorIndex } from '../vector-index.js';
 import { type VectorSource, arraySource, checkSource, checkedBlocks } from '../vector-source.js';
 
 export interface KnnGraphOptions {
   k: number;
   /** Queries; omitted: the index's own vectors `self` (then each row's own id is excluded). */
   queries?: Float32Array | VectorSource;
-  /** With `self`: the vectors the index holds, in id order. */
+  /** With `self`: the vectors the index holds, in id order (row i has id i: sequential ids). */
   self?: Float32Array | VectorSource;
+  /** Passed to every `index.search` (nprobe, filter, filterMode; `timings` hears of the last block). */
+  params?: SearchParams;
   /** Queries per search (default 4096). */
   block?: number;
-  /** Receives each block: rows [start, start + rows), `rows * k` labels and distances. */
-  onBlock: (start: number, rows: number, labels: Int32Array, distances: Float32Array) => void | Promise<void>;
+  /** Receives each block: rows [start, start + rows), `rows * k` labels (ids, -1 = none) and distances. */
+  onBlock: (start: number, rows: number, labels: Float64Array, distances: Float32Array) => void | Promise<void>;
   onProgress?: (done: number, total: number) => void;
 }
 
-export async function knnGraph(index: Index, options: KnnGraphOptions): Promise<void> {
+export async function knnGraph(index: VectorIndex, options: KnnGraphOptions): Promise<void> {
   const { k } = options;
   const d = index.dim;
   const excludeSelf = options.queries === undefined;
@@ -46,11 +49,11 @@ export async function knnGraph(index: Index, options: KnnGraphOptions): Promise<
   }
 
   async function searchBlock(xq: Float32Array, start: number, rows: number): Promise<void> {
-    const r = await index.search(xq, kk);
+    const r = await index.search(xq, kk, options.params);
     let labels = r.labels;
     let distances = r.distances;
     if (excludeSelf) {
-      labels = new Int32Array(rows * k);
+      labels = new Float64Array(rows * k);
       distances = new Float32Array(rows * k);
       for (let i = 0; i < rows; i++) {
         // Skip the row's own id; if ties pushed it out of the k + 1, the last one is left out instead.

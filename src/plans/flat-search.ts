@@ -4,6 +4,7 @@
  *   for each batch of queries (each fits one binding):
  *     for each query tile (queryTile queries), for each chunk, for each column tile (tileCols rows):
  *       gemm-scores  -> scores[queryTile x tileCols]   (the nq x n matrix is never materialised)
+ *       mask-scores  -> (a masked search) rows not allowed scored +Infinity
  *       k <= HEAP_MAX_K:
  *         topk         -> nseg partial lists per query row (a private heap per segment)
  *         topk-merge   -> the row's running list of the k best (ping-pong between two buffers)
@@ -20,7 +21,7 @@ import { padRows } from '../device.js';
 import { HEAP_MAX_K, type KernelMetric, PAD_ID } from '../kernel-facts.js';
 import { finalizeResults, sortLists } from '../results.js';
 import type { CodeStore } from '../stores/code-store.js';
-import type { SearchResult, SearchTimings } from '../types.js';
+import type { SlotResult, SearchTimings } from '../types.js';
 import { norms as hostNorms } from '../cpu/norms.js';
 import { type RunLists, Scratch } from './scratch.js';
 import { checkResultRow, queryBatch, scoreTiles, selectSegments } from './tiling.js';
@@ -37,6 +38,8 @@ export interface RowRun {
   rows: number;
   id0: number;
   ids?: DeviceBuffer;
+  /** The chunk's mask (bit p: whether buffer row p may be a result), or none: every row may. */
+  mask?: DeviceBuffer;
 }
 
 /** One flat scan's score tile, selection buffers and two running lists (the ping-pong), with their sizes. */
@@ -106,6 +109,7 @@ export function scoreRuns(
       const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
       const first = tiles === 0;
       device.dispatch({ kernel: 'gemm-scores', metric, xq, xb: r.xb, xnorm: r.xnorm, scores, q0, rows, col0: r.start + c0, cols, dpad, ldc: tileCols });
+      if (r.mask) device.dispatch({ kernel: 'mask-scores', scores, mask: r.mask, rows, cols, ldc: tileCols, bit0: r.start + c0 });
       if (heap) {
         const { nseg, segLen, partS, partI } = heap;
         device.dispatch({
@@ -131,7 +135,8 @@ export function scoreRuns(
  * Records a flat search of `nq` queries (rows of `xq` from `q0`, padded to base.dpad) against
  * `base` and returns the lists holding each query's k best (score, id), `nq * k`: best first, or
  * for k > HEAP_MAX_K unsorted and then padding (readLists sorts them).
- * `nq * k` results must fit one binding (queryBatch sizes batches so).
+ * `nq * k` results must fit one binding (queryBatch sizes batches so). `masks`: one per chunk
+ * (see uploadMasks), or null.
  */
 export function flatLists(
   scratch: Scratch,
@@ -141,15 +146,35 @@ export function flatLists(
   nq: number,
   k: number,
   metric: KernelMetric,
+  masks: DeviceBuffer[] | null = null,
 ): RunLists {
   const t = scoreScratch(scratch, k, nq, base.ntotal, base.chunkRows, nq);
   const starts = base.chunkStarts();
-  const runs = base.chunks.map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: c.rows, id0: starts[i] }));
+  const runs = base.chunks.map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: c.rows, id0: starts[i], mask: masks?.[i] }));
   let tiles = 0;
   for (let r0 = 0; r0 < nq; r0 += t.queryTile) {
     tiles = scoreRuns(scratch.device, t, xq, q0 + r0, Math.min(t.queryTile, nq - r0), r0, runs, k, base.dpad, metric);
   }
   return t.run[tiles % 2];
+}
+
+/**
+ * Uploads per-chunk row masks (bit r of word r >> 5: whether the chunk's row r may be a result;
+ * see src/ids.ts allowedRows) and runs `fn` with them (null without masks), then frees them.
+ */
+export async function withMasks<T>(device: Device, masks: Uint32Array[] | null, fn: (buffers: DeviceBuffer[] | null) => Promise<T>): Promise<T> {
+  if (!masks) return fn(null);
+  const buffers: DeviceBuffer[] = [];
+  try {
+    for (const m of masks) {
+      const b = device.buffer('mask', m.byteLength);
+      buffers.push(b);
+      device.upload(b, 0, m);
+    }
+    return await fn(buffers);
+  } finally {
+    for (const b of buffers) device.release(b);
+  }
 }
 
 /** Uploads `nq` queries (`nq * d`) padded to `dpad` into a scratch buffer. */
@@ -195,7 +220,7 @@ export async function searchInBatches(
   metric: KernelMetric,
   timings: SearchTimings | undefined,
   run: (scratch: Scratch, xq: DeviceBuffer, rows: number, hostQueries: Float32Array) => Promise<HostLists>,
-): Promise<SearchResult> {
+): Promise<SlotResult> {
   const runS = new Float32Array(nq * k).fill(Infinity);
   const runI = new Uint32Array(nq * k).fill(PAD_ID);
   for (let b0 = 0; batch > 0 && b0 < nq; b0 += batch) {
@@ -224,9 +249,9 @@ export async function searchInBatches(
 }
 
 /**
- * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `base`. Returns distances
- * (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each `nq * k`, best first,
- * padded with -1 and +-Infinity.
+ * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `base` (with `masks`, one
+ * per chunk: every allowed vector). Returns distances (l2: squared Euclidean, clamped at 0; ip:
+ * inner product) and labels, each `nq * k`, best first, padded with -1 and +-Infinity.
  */
 export function searchFlat(
   device: Device,
@@ -236,9 +261,12 @@ export function searchFlat(
   k: number,
   metric: KernelMetric,
   timings?: SearchTimings,
-): Promise<SearchResult> {
+  masks: Uint32Array[] | null = null,
+): Promise<SlotResult> {
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
-  return searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) =>
-    readLists(device, flatLists(scratch, base, xqBuf, 0, rows, k, metric), rows, k, timings),
+  return withMasks(device, masks, (maskBufs) =>
+    searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) =>
+      readLists(device, flatLists(scratch, base, xqBuf, 0, rows, k, metric, maskBufs), rows, k, timings),
+    ),
   );
 }

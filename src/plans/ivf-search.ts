@@ -25,8 +25,8 @@ import { padRows } from '../device.js';
 import { HEAP_MAX_K, type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
-import { InvalidArgumentError, type SearchResult, type SearchTimings } from '../types.js';
-import { type HostLists, type RowRun, flatLists, readLists, scoreRuns, scoreScratch, searchInBatches } from './flat-search.js';
+import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
+import { type HostLists, type RowRun, flatLists, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
 import type { RunLists, Scratch } from './scratch.js';
 import { checkResultRow, groupedBatch, queryBatch, scanTiles } from './tiling.js';
 
@@ -63,7 +63,8 @@ export function searchIvf(
   nprobe: number,
   metric: KernelMetric,
   timings?: SearchTimings,
-): Promise<SearchResult> {
+  masks: Uint32Array[] | null = null,
+): Promise<SlotResult> {
   const { dpad } = coarse;
   const batch = lists.ntotal > 0 ? queryBatch(device, nq, dpad, k, nprobe) : 0;
   // Where even one query's copies exceed a binding, the scan does the batch. Where ids do not
@@ -82,12 +83,14 @@ export function searchIvf(
       );
     } else scanTiles(device, Math.min(nq, batch), nprobe, k);
   }
-  return searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, timings, async (scratch, xqBuf, rows, queries) => {
-    const probes = flatLists(scratch, coarse, xqBuf, 0, rows, nprobe, metric).i;
-    if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric), rows, k, timings);
-    const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);
-    return gemmLists(scratch, lists, queries, coarse.d, new Uint32Array(hostProbes), rows, k, nprobe, metric, timings);
-  });
+  return withMasks(device, masks, (maskBufs) =>
+    searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, timings, async (scratch, xqBuf, rows, queries) => {
+      const probes = flatLists(scratch, coarse, xqBuf, 0, rows, nprobe, metric).i;
+      if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric, maskBufs), rows, k, timings);
+      const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);
+      return gemmLists(scratch, lists, queries, coarse.d, new Uint32Array(hostProbes), rows, k, nprobe, metric, maskBufs, timings);
+    }),
+  );
 }
 
 /** Records the list scans and merges of one batch; returns the running lists (`rows * k`). */
@@ -100,6 +103,7 @@ function scanLists(
   k: number,
   nprobe: number,
   metric: KernelMetric,
+  masks: DeviceBuffer[] | null,
 ): RunLists {
   const { device } = scratch;
   const { rowsPerTile, nseg } = scanTiles(device, nq, nprobe, k, lists.ntotal / lists.nlist);
@@ -111,9 +115,9 @@ function scanLists(
   for (let q0 = 0; q0 < nq; q0 += rowsPerTile) {
     const rows = Math.min(rowsPerTile, nq - q0);
     rounds = 0;
-    for (const ch of lists.chunks) {
+    for (const [c, ch] of lists.chunks.entries()) {
       device.dispatch({
-        kernel: 'ivf-scan', metric, xq, probes, ranges: ch.rangesBuf, xb: ch.xb, xnorm: ch.xnorm, ids: ch.ids,
+        kernel: 'ivf-scan', metric, mask: masks?.[c] ?? null, maskBit0: 0, xq, probes, ranges: ch.rangesBuf, xb: ch.xb, xnorm: ch.xnorm, ids: ch.ids,
         outS: partS, outI: partI, rows, k, nprobe, nseg, dpad: lists.dpad, q0, row0: q0,
       });
       for (let seg0 = 0; seg0 < nlists; seg0 += MERGE_ROUND, rounds++) {
@@ -143,36 +147,13 @@ async function gemmLists(
   k: number,
   nprobe: number,
   metric: KernelMetric,
+  masks: DeviceBuffer[] | null,
   timings?: SearchTimings,
 ): Promise<HostLists> {
   const { device } = scratch;
   const { dpad } = lists;
   checkResultRow(device, k);
-  // Group the (query, probe) pairs by list (a counting sort; lists ascending, queries ascending).
-  const count = new Map<number, number>();
-  for (const l of probes) if (l !== PAD_ID) count.set(l, (count.get(l) ?? 0) + 1);
-  const order = [...count.keys()].sort((a, b) => a - b);
-  const first = new Map<number, number>();
-  let npairs = 0;
-  let widest = 1;
-  for (const l of order) {
-    first.set(l, npairs);
-    npairs += count.get(l)!;
-    widest = Math.max(widest, count.get(l)!);
-  }
-  const next = new Map(first);
-  const pairOf = new Int32Array(rows * nprobe).fill(-1); // (query, probe) -> its row among the pairs
-  const grouped = new Float32Array(npairs * d);
-  for (let q = 0; q < rows; q++) {
-    for (let p = 0; p < nprobe; p++) {
-      const l = probes[q * nprobe + p];
-      if (l === PAD_ID) continue;
-      const t = next.get(l)!;
-      next.set(l, t + 1);
-      pairOf[q * nprobe + p] = t;
-      grouped.set(queries.subarray(q * d, (q + 1) * d), t * d);
-    }
-  }
+  const { order, first, count, npairs, widest, pairOf, grouped } = groupProbes(probes, rows, nprobe, queries, d);
   const out: HostLists = { s: new Float32Array(rows * k).fill(Infinity), i: new Uint32Array(rows * k).fill(PAD_ID) };
   if (npairs === 0) return out;
   const xg = scratch.buffer('xq_grouped', npairs * dpad * 4);
@@ -188,7 +169,7 @@ async function gemmLists(
       const ch = lists.chunks[e.chunk];
       longest = Math.max(longest, e.size);
       const ids = byId ? { id0: e.start, ids: ch.ids } : { id0: lists.position(e.chunk, e.start) };
-      return { xb: ch.xb, xnorm: ch.xnorm, start: e.start, rows: e.size, ...ids };
+      return { xb: ch.xb, xnorm: ch.xnorm, start: e.start, rows: e.size, mask: masks?.[e.chunk], ...ids };
     });
     runsOf.set(l, runs);
   }
@@ -233,6 +214,61 @@ async function gemmLists(
     selectBest(candS, candI, m, k, out.s.subarray(q * k, (q + 1) * k), out.i.subarray(q * k, (q + 1) * k));
   }
   return out;
+}
+
+/**
+ * A batch's (query, probe) pairs grouped by list, one row per pair: list after list, ascending, and
+ * within a list the queries ascending (see groupProbes).
+ */
+export interface ProbeGroups {
+  /** The lists probed, ascending. */
+  order: number[];
+  /** List l's pairs are rows first(l) .. first(l) + count(l) - 1. */
+  first: Map<number, number>;
+  count: Map<number, number>;
+  npairs: number;
+  /** The most pairs of one list (at least 1). */
+  widest: number;
+  /** `pairOf[q * nprobe + p]`: the row of query q's probe p, or -1 (a padding probe). */
+  pairOf: Int32Array;
+  /** `queryOf[t]`: the query of row t. */
+  queryOf: Uint32Array;
+  /** Row t's query (`npairs * d`). */
+  grouped: Float32Array;
+}
+
+/**
+ * Groups the (query, probe) pairs of `rows` queries (`queries`, `rows * d`) whose probes are
+ * `probes` (`rows * nprobe`, PAD_ID: none) by list, with a counting sort.
+ */
+export function groupProbes(probes: Uint32Array, rows: number, nprobe: number, queries: Float32Array, d: number): ProbeGroups {
+  const count = new Map<number, number>();
+  for (const l of probes) if (l !== PAD_ID) count.set(l, (count.get(l) ?? 0) + 1);
+  const order = [...count.keys()].sort((a, b) => a - b);
+  const first = new Map<number, number>();
+  let npairs = 0;
+  let widest = 1;
+  for (const l of order) {
+    first.set(l, npairs);
+    npairs += count.get(l)!;
+    widest = Math.max(widest, count.get(l)!);
+  }
+  const next = new Map(first);
+  const pairOf = new Int32Array(rows * nprobe).fill(-1);
+  const queryOf = new Uint32Array(npairs);
+  const grouped = new Float32Array(npairs * d);
+  for (let q = 0; q < rows; q++) {
+    for (let p = 0; p < nprobe; p++) {
+      const l = probes[q * nprobe + p];
+      if (l === PAD_ID) continue;
+      const t = next.get(l)!;
+      next.set(l, t + 1);
+      pairOf[q * nprobe + p] = t;
+      queryOf[t] = q;
+      grouped.set(queries.subarray(q * d, (q + 1) * d), t * d);
+    }
+  }
+  return { order, first, count, npairs, widest, pairOf, queryOf, grouped };
 }
 
 /**

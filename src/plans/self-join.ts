@@ -7,13 +7,14 @@
  *       pairs-threshold  -> append (i, j) with i < j whose score passes, counted atomically
  *     read the count; if the pairs did not fit, re-run the tile with room for all of them (or, past
  *     one binding, with half the rows); else read the pairs, sort them, hand them on
+ * (the tiles' re-runs: src/plans/pair-tiles.ts, shared with range search).
  */
 import { DEFAULT_MAX_CANDIDATES, sortTilePairs, tooManyCandidates } from '../pairs.js';
 import type { SelfJoinOptions } from '../backend.js';
-import type { Device, DeviceBuffer } from '../device.js';
+import type { Device } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
-import { InvalidArgumentError } from '../types.js';
+import { PairTiles } from './pair-tiles.js';
 import { scoreTiles } from './tiling.js';
 
 export async function selfJoinCandidates(
@@ -26,28 +27,18 @@ export async function selfJoinCandidates(
 ): Promise<number> {
   const ntotal = base.ntotal;
   const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
-  // Pairs a tile may append: one binding's worth.
-  const maxTilePairs = Math.floor(device.limits.maxBindingBytes / 8);
   const { tileCols, queryTile } = scoreTiles(device, ntotal, ntotal, base.chunkRows);
   const scores = device.buffer('scores', queryTile * tileCols * 4);
-  const count = device.buffer('pair_count', 4);
-  let capacity = Math.min(maxTilePairs, Math.max(16, device.tuning.pairCapacity));
-  let pairs: DeviceBuffer = device.buffer('pairs', capacity * 8);
+  const tiles = new PairTiles(device);
   let total = 0;
   let rowsDone = 0;
   try {
     const starts = base.chunkStarts();
     for (let a = 0; a < base.chunks.length; a++) {
       const A = base.chunks[a];
-      // Rows per tile: queryTile, halved while a tile has more pairs than one binding holds.
-      let step = queryTile;
-      for (let r0 = 0; r0 < A.rows; ) {
-        let rows: number;
-        const q0 = starts[a] + r0;
-        let block: Uint32Array;
-        for (;;) {
-          rows = Math.min(step, A.rows - r0);
-          device.clear(count);
+      await tiles.run(A.rows, queryTile, {
+        record: (r0, rows, count, pairs, capacity) => {
+          const q0 = starts[a] + r0;
           for (let b = a; b < base.chunks.length; b++) {
             const B = base.chunks[b];
             for (let col0 = 0; col0 < B.rows; col0 += tileCols) {
@@ -55,46 +46,31 @@ export async function selfJoinCandidates(
               if (starts[b] + col0 + cols <= q0 + 1) continue; // entirely left of the diagonal
               device.dispatch({ kernel: 'gemm-scores', metric, xq: A.xb, xb: B.xb, xnorm: B.xnorm, scores, q0: r0, rows, col0, cols, dpad: base.dpad, ldc: tileCols });
               device.dispatch({
-                kernel: 'pairs-threshold', metric, scores, xnormQ: A.xnorm, xnormB: B.xnorm, count, pairs, rows, cols, ldc: tileCols,
+                kernel: 'pairs-threshold', metric, allPairs: false, scores, xnormQ: A.xnorm, xnormB: B.xnorm, count, pairs, rows, cols, ldc: tileCols,
                 q0, id0: starts[b] + col0, limit, rel, capacity, qn0: r0, cn0: col0,
               });
             }
           }
-          const n = new Uint32Array((await device.read([{ buffer: count, offset: 0, bytes: 4 }]))[0])[0];
-          // The count is exact even past capacity: an explosion is reported before any buffer grows.
-          if (total + n > maxCandidates) throw tooManyCandidates(maxCandidates, q0, ntotal);
-          if (n > maxTilePairs) {
-            if (rows === 1) {
-              throw new InvalidArgumentError(
-                `row ${q0} alone has ${n} candidate pairs, more than one binding holds (${maxTilePairs}); use a stricter threshold`,
-              );
-            }
-            step = Math.max(1, Math.floor(rows / 2));
-            continue;
-          }
-          if (n <= capacity) {
-            block = n > 0 ? new Uint32Array((await device.read([{ buffer: pairs, offset: 0, bytes: n * 8 }]))[0]) : new Uint32Array(0);
-            total += n;
-            break;
-          }
-          device.release(pairs);
-          capacity = n;
-          pairs = device.buffer('pairs', capacity * 8);
-        }
-        rowsDone += rows;
-        r0 += rows;
-        step = Math.min(queryTile, 2 * step); // back towards full tiles after a dense region
-        // Appended in whatever order the invocations ran: sort this tile's pairs only.
-        options.onPairs(sortTilePairs(block, q0, rows, false), rowsDone);
-      }
+        },
+        // An explosion is reported before any buffer grows.
+        check: (n, r0) => {
+          if (total + n > maxCandidates) throw tooManyCandidates(maxCandidates, starts[a] + r0, ntotal);
+        },
+        onPairs: (block, r0, rows) => {
+          total += block.length / 2;
+          rowsDone += rows;
+          // Appended in whatever order the invocations ran: sort this tile's pairs only.
+          options.onPairs(sortTilePairs(block, starts[a] + r0, rows, false), rowsDone);
+        },
+        rowName: (r) => `row ${starts[a] + r}`,
+      });
     }
   } catch (err) {
     device.discard();
     throw err;
   } finally {
     device.release(scores);
-    device.release(count);
-    device.release(pairs);
+    tiles.release();
   }
   return total;
 }

@@ -65,7 +65,7 @@ export class DeviceLists {
   /** The last id added to each list (for idsInPositionOrder). */
   private lastId = new Map<number, number>();
   /** Each id's position (see `position`); entries of ids not stored mean nothing. */
-  private positionOf = new Uint32Array(0);
+  private positions = new Uint32Array(0);
   private readonly host: ChunkRows;
 
   constructor(
@@ -157,7 +157,7 @@ export class DeviceLists {
       }
       await this.growChunks(false);
       const maxId = ids.reduce((a, id) => Math.max(a, id), 0);
-      if (maxId >= this.positionOf.length) this.growPositions(Math.max(maxId + 1, 2 * this.positionOf.length));
+      if (maxId >= this.positions.length) this.growPositions(Math.max(maxId + 1, 2 * this.positions.length));
       for (const w of writes) {
         const ch = this.chunks[w.chunk];
         const pick = rows.subarray(w.from, w.from + w.rows);
@@ -166,7 +166,7 @@ export class DeviceLists {
         pick.forEach((r, j) => {
           xs.set(x.subarray(r * this.d, (r + 1) * this.d), j * this.d);
           is[j] = ids[r];
-          this.positionOf[ids[r]] = this.position(w.chunk, w.at + j);
+          this.positions[ids[r]] = this.position(w.chunk, w.at + j);
         });
         const padded = padRows(xs, w.rows, this.d, this.dpad);
         this.device.upload(ch.xb, w.at * this.dpad * 4, padded);
@@ -319,10 +319,10 @@ export class DeviceLists {
 
   /** Room in `positionOf` for ids below `n` (exactly `n` after a reserve; doubling as adds go). */
   private growPositions(n: number): void {
-    if (n <= this.positionOf.length) return;
+    if (n <= this.positions.length) return;
     const grown = new Uint32Array(n);
-    grown.set(this.positionOf);
-    this.positionOf = grown;
+    grown.set(this.positions);
+    this.positions = grown;
   }
 
   /** Every list as it is now, for `rollback`. */
@@ -376,6 +376,11 @@ export class DeviceLists {
     return chunk * this.chunkRows + row;
   }
 
+  /** The position of the row stored with `id` (see `position`). */
+  positionOf(id: number): number {
+    return this.positions[id];
+  }
+
   /** Vectors per list. */
   listSizes(): Uint32Array {
     const sizes = new Uint32Array(this.nlist);
@@ -385,7 +390,7 @@ export class DeviceLists {
 
   /** The stored rows of `ids`, by id (see BaseStore.rowsAt). */
   rowsAt(ids: ArrayLike<number>): Promise<RowAt> {
-    return this.host.rowsAt(this.chunks, ids, (id) => this.positionOf[id]);
+    return this.host.rowsAt(this.chunks, ids, (id) => this.positions[id]);
   }
 
   /** The runs of every list, list after list (what save writes, in that order). */
@@ -424,7 +429,7 @@ export class DeviceLists {
     this.ntotal = 0;
     this.lastId.clear();
     this.idsInPositionOrder = true;
-    this.positionOf = new Uint32Array(0);
+    this.positions = new Uint32Array(0);
   }
 
   private free(ch: ListChunk): void {

@@ -259,7 +259,7 @@ describe('peer detection', () => {
   const xb = all.subarray(0, n * d);
   const xq = all.subarray(n * d);
   const ref = exactScores(xb, xq, n, nq, d, k, 'l2');
-  const recall = (labels: Int32Array) => tieAwareRecall(k, labels, k, ref, k, xb, xq, d, 'l2');
+  const recall = (labels: Int32Array | Float64Array) => tieAwareRecall(k, labels, k, ref, k, xb, xq, d, 'l2');
   const opts = { batch: 7, warmup: 0, repeats: 1 };
 
   it.skipIf(!found.get('faiss'))('faiss: Flat is exact, IVF with every list probed too', async () => {

@@ -48,7 +48,7 @@ writeVectors(join(dir, 'q.npy'), x.subarray(0, 10 * d), 10, d);
 
 describe('webgpu-knn CLI', () => {
   it('prints help for every command and exits 2 on usage errors', () => {
-    for (const c of ['', 'demo', 'build', 'search', 'dedup', 'knn-graph', 'info', 'bench flat']) {
+    for (const c of ['', 'demo', 'build', 'search', 'remove', 'range-search', 'dedup', 'knn-graph', 'info', 'bench flat']) {
       const r = cli(...c.split(' ').filter(Boolean), '--help');
       expect(r.code, c).toBe(0);
       expect(r.out, c).toMatch(/usage: webgpu-knn/);

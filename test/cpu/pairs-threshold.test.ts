@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pairsThreshold } from '../../src/cpu/pairs-threshold.js';
 import { PairList, sortTilePairs } from '../../src/pairs.js';
+import { randomFloats } from '../../src/random.js';
 
 /** Runs the twin on one tile and returns its pairs as [i, j] tuples, in the order appended. */
 function run(
@@ -14,12 +15,13 @@ function run(
   xnormB: number[],
   limit: number,
   rel: number,
+  allPairs = false,
 ): number[][] {
   const rows = scores.length;
   const s = new Float32Array(rows * ldc);
   scores.forEach((row, r) => s.set(row, r * ldc));
   const out = new PairList(1); // room for one pair: every later push grows it
-  pairsThreshold(metric, s, ldc, rows, cols, q0, id0, new Float32Array(xnormQ), new Float32Array(xnormB), limit, rel, out);
+  pairsThreshold(metric, allPairs, s, ldc, rows, cols, q0, id0, new Float32Array(xnormQ), new Float32Array(xnormB), limit, rel, out);
   const v = Array.from(out.view());
   return v.filter((_, k) => k % 2 === 0).map((i, k) => [i, v[2 * k + 1]]);
 }
@@ -45,6 +47,45 @@ describe('cpu pairs-threshold', () => {
       [-1, -1, -1, -1],
     ];
     expect(run('ip', scores, 4, 4, 4, 4, [1, 1, 1], [1, 1, 1, 1], 0, 0)).toEqual([[4, 5], [4, 6], [4, 7], [5, 6], [5, 7], [6, 7]]);
+  });
+
+  it('all pairs: keeps every pair that passes, on, left of and right of the diagonal', () => {
+    const scores = [
+      [-1, -1, -1, -1],
+      [-1, -1, -1, -1],
+      [-1, 0, -1, -1],
+    ];
+    expect(run('ip', scores, 4, 4, 4, 4, [1, 1, 1], [1, 1, 1, 1], -0.5, 0, true)).toEqual([
+      [4, 4], [4, 5], [4, 6], [4, 7], [5, 4], [5, 5], [5, 6], [5, 7], [6, 4], [6, 6], [6, 7],
+    ]);
+    // Rows 10..12 against columns 0..3: every pair has i > j, which only all pairs keeps.
+    expect(run('ip', scores, 4, 4, 10, 0, [1, 1, 1], [1, 1, 1, 1], -0.5, 0)).toEqual([]);
+    expect(run('ip', scores, 4, 4, 10, 0, [1, 1, 1], [1, 1, 1, 1], -0.5, 0, true).length).toBe(11);
+  });
+
+  it('all pairs equals a plain reference on random tiles, both metrics', () => {
+    const rows = 23;
+    const cols = 37;
+    const ldc = 40;
+    const s = randomFloats(rows * ldc, 5);
+    const qn = randomFloats(rows, 6).map(Math.abs);
+    const xn = randomFloats(cols, 7).map(Math.abs);
+    for (const metric of ['l2', 'ip'] as const) {
+      for (const [q0, id0] of [[0, 0], [30, 5], [3, 50]]) {
+        const out = new PairList();
+        pairsThreshold(metric, true, s, ldc, rows, cols, q0, id0, qn, xn, -0.2, 0.05, out);
+        const want: number[] = [];
+        for (let r = 0; r < rows; r++) {
+          for (let c = 0; c < cols; c++) {
+            const score = Math.fround(metric === 'l2' ? Math.fround(s[r * ldc + c] + qn[r]) : s[r * ldc + c]);
+            if (score <= Math.fround(Math.fround(-0.2) + Math.fround(Math.fround(0.05) * Math.fround(qn[r] + xn[c])))) want.push(q0 + r, id0 + c);
+          }
+        }
+        expect(want.length).toBeGreaterThan(50);
+        expect(want.length).toBeLessThan(2 * rows * cols * 0.9);
+        expect(Array.from(out.view()), `${metric} q0 ${q0} id0 ${id0}`).toEqual(want);
+      }
+    }
   });
 
   it('l2: adds the row norm, and the margin grows with each column norm', () => {

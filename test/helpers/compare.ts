@@ -4,7 +4,11 @@
  * ||q||^2 + ||x||^2, the size of the terms the expansion cancels.
  */
 import { expect } from 'vitest';
-import type { SearchResult } from '../../src/types.js';
+/** A k-NN result: an index's (labels as ids) or a plan's (labels as slots). */
+export interface Result {
+  distances: Float32Array;
+  labels: ArrayLike<number>;
+}
 
 export const RTOL = 1e-5;
 /** Absolute tolerance relative to the expansion's magnitude (f32 has 24 bits: ~6e-8 per operation). */
@@ -18,7 +22,7 @@ export function close(a: number, b: number, atol: number, rtol = RTOL): boolean 
 }
 
 /** Element-by-element equality (for small-integer data, where every intermediate is exact). */
-export function expectIdentical(got: SearchResult, want: SearchResult, what: string): void {
+export function expectIdentical(got: Result, want: Result, what: string): void {
   expect(got.labels.length, `${what}: labels length`).toBe(want.labels.length);
   for (let i = 0; i < want.labels.length; i++) {
     if (got.labels[i] !== want.labels[i] || !Object.is(got.distances[i], want.distances[i])) {
@@ -37,8 +41,8 @@ export function expectIdentical(got: SearchResult, want: SearchResult, what: str
  * `atolOf(row)` gives the absolute tolerance for that query.
  */
 export function expectTieAwareEqual(
-  got: SearchResult,
-  want: SearchResult,
+  got: Result,
+  want: Result,
   nq: number,
   k: number,
   atolOf: (row: number) => number,
@@ -62,8 +66,8 @@ export function expectTieAwareEqual(
     while (j < k) {
       let e = j + 1;
       while (e < k && close(want.distances[o + e], want.distances[o + j], atol)) e++;
-      const gotIds = Array.from(got.labels.subarray(o + j, o + e)).sort((x, y) => x - y);
-      const wantIds = Array.from(want.labels.subarray(o + j, o + e)).sort((x, y) => x - y);
+      const gotIds = Array.prototype.slice.call(got.labels, o + j, o + e).sort((x: number, y: number) => x - y);
+      const wantIds = Array.prototype.slice.call(want.labels, o + j, o + e).sort((x: number, y: number) => x - y);
       // A run that reaches the end of the row may be cut differently; its ids need not match.
       if (e < k && gotIds.join(',') !== wantIds.join(',')) {
         throw new Error(`${what}: row ${r} positions ${j}..${e - 1} (tied distances): ids ${gotIds}, want ${wantIds}`);
@@ -79,7 +83,7 @@ export function expectTieAwareEqual(
  * `trueDist(q, id)` computes the exact distance (float64).
  */
 export function tieAwareRecall(
-  labels: Int32Array,
+  labels: ArrayLike<number>,
   k: number,
   gt: Int32Array,
   gtK: number,

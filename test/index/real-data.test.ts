@@ -23,7 +23,7 @@ describe('flat search on real data reaches tie-aware recall@100 = 1 against publ
       await index.add(set.xb);
       return index.search(set.xq, k);
     })();
-    const recall = (labels: Int32Array): number =>
+    const recall = (labels: ArrayLike<number>): number =>
       tieAwareRecall(labels, k, set.gt, set.gtK, set.nq, (q, id) => l2Exact(set.xq, q, set.xb, id, set.d));
 
     it(`${set.name} (${set.n} x ${set.d}, ${set.nq} queries) on cpu`, async () => {

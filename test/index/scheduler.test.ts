@@ -1,10 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
 import { randomSmallInts, rng } from '../../src/random.js';
 import { BatchScheduler, QueueFullError, SchedulerClosedError, type SearchableIndex } from '../../src/scheduler.js';
-import type { SearchResult } from '../../src/types.js';
+import type { SearchResult, SearchTimings } from '../../src/types.js';
 import { InvalidArgumentError } from '../../src/types.js';
+import type { SearchParams } from '../../src/vector-index.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
@@ -29,16 +31,19 @@ class GatedIndex implements SearchableIndex {
   readonly dim = 2;
   readonly backend = { maxK: 100 };
   calls: { nq: number; k: number }[] = [];
+  /** The params of each call, and its queries' first values (which request each row is). */
+  params: { params: SearchParams | undefined; rows: number[] }[] = [];
   private gates: (() => void)[] = [];
   fail: Error | null = null;
 
-  async search(xq: Float32Array, k: number): Promise<SearchResult> {
+  async search(xq: Float32Array, k: number, params?: SearchParams): Promise<SearchResult> {
     this.calls.push({ nq: xq.length / 2, k });
+    this.params.push({ params, rows: Array.from({ length: xq.length / 2 }, (_, i) => xq[i * 2]) });
     await new Promise<void>((r) => this.gates.push(r));
     if (this.fail) throw this.fail;
     const nq = xq.length / 2;
     // Row i answers with labels (query[0] * 100 + j): each caller can check it got its own row.
-    const labels = new Int32Array(nq * k);
+    const labels = new Float64Array(nq * k);
     const distances = new Float32Array(nq * k);
     for (let i = 0; i < nq; i++) for (let j = 0; j < k; j++) labels[i * k + j] = xq[i * 2] * 100 + j;
     return { distances, labels };
@@ -317,5 +322,145 @@ describe('BatchScheduler', () => {
     expect(index.calls.map((c) => c.nq)).toEqual([2, 2, 1]);
     expect(s.stats().latencyMs.p99).toBeGreaterThan(0);
   });
+  it('batches only requests with the same params: oldest first, each batch its params, none starved', async () => {
+    const index = new GatedIndex();
+    const s = new BatchScheduler(index, { maxDelayMs: 60_000, maxBatch: 100 });
+    const f = new BigInt64Array([1n, 2n]);
+    const sameContents = new BigInt64Array([1n, 2n]); // another object: another batch
+    const asked: [number, SearchParams | undefined][] = [
+      [1, { nprobe: 2 }],
+      [2, undefined],
+      [3, { nprobe: 2 }],
+      [4, { filter: f }],
+      [5, { nprobe: 3 }],
+      [6, { filter: f }],
+      [7, { filter: sameContents }],
+      [8, { filter: f, filterMode: 'pre' }],
+      [9, {}],
+      [10, { nprobe: 2, filter: f }],
+      [11, { filter: f }],
+    ];
+    const pending = asked.map(([v, params]) => s.search(q(v), 1, { params }));
+    // close() dispatches what waits without waiting for the delay; one batch at a time.
+    const closing = s.close();
+    for (let calls = 1; calls <= 7; calls++) {
+      await index.waitForCall(calls);
+      index.release();
+    }
+    await closing;
+    // Batches in the order of their oldest request; each holds its requests in arrival order.
+    expect(index.params.map((p) => p.rows)).toEqual([[1, 3], [2, 9], [4, 6, 11], [5], [7], [8], [10]]);
+    expect(index.params.map((p) => p.params?.nprobe)).toEqual([2, undefined, undefined, 3, undefined, undefined, 2]);
+    expect(index.params.map((p) => p.params?.filter)).toEqual([undefined, undefined, f, undefined, sameContents, f, f]);
+    expect(index.params[2].params!.filter).toBe(f);
+    expect(index.params[4].params!.filter).toBe(sameContents);
+    expect(index.params.map((p) => p.params?.filterMode)).toEqual([undefined, undefined, undefined, undefined, undefined, 'pre', undefined]);
+    expect((await Promise.all(pending)).map((r) => r.labels[0])).toEqual(asked.map(([v]) => v * 100));
+    expect(s.stats().batches).toBe(7);
+  });
+
+  it('a later batch of other params does not wait for a group that keeps arriving', async () => {
+    // Requests of params A keep coming while B waits: B goes as soon as it is the oldest.
+    const index = new GatedIndex();
+    const s = new BatchScheduler(index, { maxDelayMs: 0, maxBatch: 2 });
+    const a = { nprobe: 1 };
+    const b = { nprobe: 2 };
+    const first = s.search(q(1), 1, { params: a });
+    await index.waitForCall(1);
+    const rest = [s.search(q(2), 1, { params: b }), s.search(q(3), 1, { params: a }), s.search(q(4), 1, { params: a }), s.search(q(5), 1, { params: a })];
+    index.release();
+    await first;
+    for (let calls = 2; calls <= 4; calls++) {
+      await index.waitForCall(calls);
+      index.release();
+    }
+    await Promise.all(rest);
+    expect(index.params.map((p) => p.rows)).toEqual([[1], [2], [3, 4], [5]]);
+  });
+
+  it('checks params at once: a bad one fails alone', async () => {
+    const index = new GatedIndex();
+    const s = new BatchScheduler(index, { maxDelayMs: 2 });
+    const good = s.search(q(1), 1, { params: { nprobe: 4 } });
+    await expect(s.search(q(2), 1, { params: { nprobe: 0 } })).rejects.toThrow(/nprobe must be an integer >= 1; got 0/);
+    await expect(s.search(q(2), 1, { params: { nprobe: 1.5 } })).rejects.toThrow(/nprobe must be an integer >= 1; got 1.5/);
+    await expect(s.search(q(2), 1, { params: { filterMode: 'sometimes' as 'pre' } })).rejects.toThrow(/filterMode must be auto, pre or post; got sometimes/);
+    await expect(s.search(q(2), 1, { params: { filter: [1, 2] as unknown as BigInt64Array } })).rejects.toThrow(/filter must be a BigInt64Array of allowed ids or a function/);
+    await expect(s.search(q(2), 1, { params: 'nprobe=2' as unknown as SearchParams })).rejects.toThrow(/params must be an object \(SearchParams\); got string/);
+    await index.waitForCall(1);
+    index.release();
+    expect((await good).labels[0]).toBe(100);
+    expect(s.stats().rejected).toBe(5);
+  });
+
+  for (const [name, backend] of [['cpu', cpu], ['webgpu', gpu]] as const) {
+    it.skipIf(!backend)(`${name}: IVF with caller ids, a burst of mixed nprobe, filters and modes: each result is the direct search with its params`, async () => {
+      const nlist = 8;
+      const index = new IvfFlatIndex(backend!, { dim: D, nlist });
+      await index.train(xb);
+      // Caller ids far from the row numbers, some above 2^32.
+      const ids = BigInt64Array.from({ length: 500 }, (_, i) => BigInt(i * 7919 + (i % 3 === 0 ? 2 ** 33 : 0)));
+      await index.addWithIds(xb, ids);
+      const every5th = ids.filter((_, i) => i % 5 === 0);
+      const one = ids.subarray(10, 11);
+      const odd = (id: number): boolean => id % 2 === 1;
+      const kinds: SearchParams[] = [
+        {},
+        { nprobe: 1 },
+        { nprobe: 3 },
+        { nprobe: nlist },
+        { filter: every5th },
+        { filter: every5th, nprobe: nlist },
+        { filter: every5th, filterMode: 'post' },
+        { filter: every5th, filterMode: 'pre' },
+        { filter: one, nprobe: nlist },
+        { filter: odd, nprobe: 2 },
+      ];
+      // Every kind twice, interleaved: each kind is one batch.
+      const s = new BatchScheduler(index, { maxBatch: 1000, maxDelayMs: 60_000 });
+      const n = 2 * kinds.length;
+      const query = (i: number): Float32Array => pool.subarray(i * D, (i + 1) * D);
+      const timings: SearchTimings = { uploadMs: -1, computeMs: -1, readbackMs: -1 };
+      const pending = Array.from({ length: n }, (_, i) => {
+        const params = i === 0 ? { ...kinds[0], timings } : kinds[i % kinds.length];
+        return s.search(query(i), KMAX, { params });
+      });
+      await s.close();
+      const results = await Promise.all(pending);
+      expect(s.stats().batches, 'one batch per kind of params').toBe(kinds.length);
+      expect(s.stats().maxBatchSize).toBe(2);
+      for (let i = 0; i < n; i++) {
+        const params = kinds[i % kinds.length];
+        expectIdentical(results[i], await index.search(query(i), KMAX, params), `request ${i}, params ${JSON.stringify({ ...params, filter: params.filter === undefined ? undefined : String(params.filter) })}`);
+      }
+      // Filtered results hold only allowed ids; the single allowed id is the only result.
+      const allowed = new Set(Array.from(every5th, Number));
+      for (const i of [4, 5, 6, 7]) expect(Array.from(results[i].labels).every((id) => id === -1 || allowed.has(id))).toBe(true);
+      expect(Array.from(results[8].labels)).toEqual([Number(one[0]), ...Array(KMAX - 1).fill(-1)]);
+      expect(Array.from(results[9].labels).every((id) => id === -1 || id % 2 === 1)).toBe(true);
+      // nprobe matters for these queries (else a lost nprobe would go unseen).
+      const exhaustive = async (i: number): Promise<number[]> => Array.from((await index.search(query(i), KMAX, { nprobe: nlist })).labels);
+      expect(Array.from(results[1].labels)).not.toEqual(await exhaustive(1));
+      expect(timings.computeMs).toBeGreaterThanOrEqual(0);
+      await index.dispose();
+    });
+  }
+
+  for (const [name, backend] of [['cpu', cpu], ['webgpu', gpu]] as const) {
+    it.skipIf(!backend)(`${name}: an nprobe the index refuses fails only the requests that asked for it`, async () => {
+      const index = new IvfFlatIndex(backend!, { dim: D, nlist: 4 });
+      await index.train(xb);
+      await index.add(xb);
+      const s = new BatchScheduler(index, { maxBatch: 1000, maxDelayMs: 60_000 });
+      const good = [s.search(pool.subarray(0, D), 3, { params: { nprobe: 4 } }), s.search(pool.subarray(D, 2 * D), 3)];
+      const bad = s.search(pool.subarray(0, D), 3, { params: { nprobe: 5 } });
+      await s.close();
+      await expect(bad).rejects.toThrow(/nprobe must be an integer in \[1, 4\] \(nlist\); got 5/);
+      expectIdentical(await good[0], await index.search(pool.subarray(0, D), 3, { nprobe: 4 }), 'nprobe 4');
+      expectIdentical(await good[1], await index.search(pool.subarray(D, 2 * D), 3), 'default nprobe');
+      expect(s.stats().failed).toBe(1);
+      await index.dispose();
+    });
+  }
 });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,8 +134,18 @@ describe('index files', () => {
       writeFileSync(p, edit(good.slice()));
       return p;
     };
-    const v2 = variant('v2.idx', (b) => ((b[8] = 2), b));
-    await expect(loadIndex(cpu, v2)).rejects.toThrow(/index format version 2; this build reads version 1/);
+    const v3 = variant('v3.idx', (b) => ((b[8] = 3), b));
+    await expect(loadIndex(cpu, v3)).rejects.toThrow(/index format version 3; this build reads versions 1 and 2/);
+    // Version 1 (no ids section) still loads, with sequential ids.
+    const v1 = variant('v1.idx', (b) => {
+      const body = b.slice(0, b.length - 32 - 8 * 3); // without the ids section (next id and 2 ids) and the checksum
+      body[8] = 1;
+      return new Uint8Array([...body, ...createHash('sha256').update(body).digest()]);
+    });
+    const old = await loadIndex(cpu, v1);
+    expect(Array.from((await old.search(new Float32Array([3, 4]), 2)).labels)).toEqual([1, 0]);
+    await old.add(new Float32Array([5, 5]));
+    expect(Array.from((await old.search(new Float32Array([5, 5]), 1)).labels)).toEqual([2]);
     const flipped = variant('flip.idx', (b) => ((b[45] ^= 1), b));
     await expect(loadIndex(cpu, flipped)).rejects.toThrow(/checksum mismatch: the file is corrupt/);
     const cut = variant('cut.idx', (b) => b.subarray(0, b.length - 10));

@@ -8,6 +8,7 @@ import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
 import { randomFloats, randomSmallInts, rng } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { maskOf, randomAllow } from '../helpers/mask.js';
 import { KernelHarness, POISON } from './harness.js';
 
 const gpu = await gpuBackend();
@@ -37,56 +38,149 @@ function toCsr(x: Float32Array, n: number, d: number, nlist: number, listOf: Uin
   return { xb, ids, offsets };
 }
 
+/**
+ * Which positions a masked case allows: `none` (no mask), `half` and `tenth` (random bits),
+ * `nothing`, or `one` (a single position inside a list the queries probe).
+ */
+type MaskKind = 'none' | 'half' | 'tenth' | 'nothing' | 'one';
+
+/**
+ * Runs one random case on the GPU and the twin and checks GPU = twin (exactly on small-integer
+ * data, within rounding on floats) and twin = a full sort of each segment's allowed rows.
+ */
+async function randomCase(shape: number[], metric: KernelMetric, kind: 'int' | 'float', maskKind: MaskKind, maskBit0: number): Promise<void> {
+  const [n, d, nlist, nq, nprobe, nseg, k] = shape;
+  const h = new KernelHarness(gpu!);
+  const gen = kind === 'int' ? randomSmallInts : randomFloats;
+  const x = gen(n * d, n);
+  const xq = gen(nq * d, nq);
+  const r = rng(nlist);
+  // Lists skewed towards low numbers, so that some lists are empty.
+  const listOf = Uint32Array.from({ length: n }, () => Math.floor(r() ** 2 * nlist));
+  const csr = toCsr(x, n, d, nlist, listOf, 100);
+  const dpad = paddedDim(d);
+  const host = { ...csr, xnorm: norms(csr.xb, n, d) };
+  const dev = { ...host, xb: padRows(host.xb, n, d, dpad) };
+  const probes = Uint32Array.from({ length: nq * nprobe }, (_, i) => (i % 5 === 4 && nprobe > 1 ? PAD_ID : Math.floor(r() * nlist)));
+  const qpad = new Float32Array(nq * dpad);
+  for (let i = 0; i < nq; i++) qpad.set(xq.subarray(i * d, (i + 1) * d), i * dpad);
+  const allow = allowedPositions(maskKind, n, probes, host.offsets, r);
+  const mask = allow && maskOf(allow, maskBit0, r);
+  const len = nq * nprobe * nseg * k;
+  const outS = h.output(len, POISON);
+  const outI = h.output(len, POISON);
+  // Rows 1.. of the queries and probes, to exercise q0 and row0.
+  const rows = Math.max(1, nq - 1);
+  const q0 = nq - rows;
+  encodeIvfScan(h.kernels, {
+    metric, mask: mask && h.upload(mask), maskBit0, xq: h.upload(qpad), probes: h.upload(probes), ranges: h.upload(toRanges(dev.offsets)),
+    xb: h.upload(dev.xb), xnorm: h.upload(dev.xnorm), ids: h.upload(dev.ids), outS, outI, rows, k, nprobe, nseg, dpad, q0, row0: q0,
+  });
+  await h.run();
+  const wS = new Float32Array(rows * nprobe * nseg * k);
+  const wI = new Uint32Array(rows * nprobe * nseg * k);
+  ivfScan(metric, xq, q0, rows, probes, q0, nprobe, nseg, toRanges(host.offsets), host.xb, host.xnorm, host.ids, mask, maskBit0, d, k, wS, wI);
+  const gS = await h.readF32(outS, wS.length);
+  const gI = await h.readU32(outI, wI.length);
+  h.dispose();
+  if (kind === 'int') {
+    expect(Array.from(gI)).toEqual(Array.from(wI));
+    expect(Array.from(gS)).toEqual(Array.from(wS));
+  } else {
+    for (let i = 0; i < wS.length; i++) {
+      if (wI[i] === PAD_ID) expect(gI[i]).toBe(PAD_ID);
+      else expect(Math.abs(gS[i] - wS[i]), `entry ${i}`).toBeLessThanOrEqual(1e-5 * (2 + d));
+    }
+  }
+  const want = scanReference(metric, xq, q0, rows, probes, nprobe, nseg, host.offsets, host.xb, host.xnorm, host.ids, d, k, allow);
+  expect(Array.from(wI), 'twin vs reference: ids').toEqual(Array.from(want.i));
+  expect(Array.from(wS), 'twin vs reference: scores').toEqual(Array.from(want.s));
+  if (maskKind === 'nothing') expect(wI.every((id) => id === PAD_ID)).toBe(true);
+  if (maskKind === 'one') expect(wI.filter((id) => id !== PAD_ID).length).toBeGreaterThan(0);
+}
+
 describe.skipIf(!gpu)('gpu ivf-scan vs cpu twin', () => {
-  for (const [n, d, nlist, nq, nprobe, nseg, k] of shapes) {
+  for (const shape of shapes) {
+    const [n, d, nlist, , nprobe, nseg, k] = shape;
     for (const metric of ['l2', 'ip'] as KernelMetric[]) {
       for (const kind of ['int', 'float'] as const) {
-        it(`n=${n} d=${d} nlist=${nlist} nprobe=${nprobe} nseg=${nseg} k=${k} ${metric} ${kind}`, async () => {
-          const h = new KernelHarness(gpu!);
-          const gen = kind === 'int' ? randomSmallInts : randomFloats;
-          const x = gen(n * d, n);
-          const xq = gen(nq * d, nq);
-          const r = rng(nlist);
-          // Lists skewed towards low numbers, so that some lists are empty.
-          const listOf = Uint32Array.from({ length: n }, () => Math.floor(r() ** 2 * nlist));
-          const csr = toCsr(x, n, d, nlist, listOf, 100);
-          const dpad = paddedDim(d);
-          const host = { ...csr, xnorm: norms(csr.xb, n, d) };
-          const dev = { ...host, xb: padRows(host.xb, n, d, dpad) };
-          const probes = Uint32Array.from({ length: nq * nprobe }, (_, i) => (i % 5 === 4 && nprobe > 1 ? PAD_ID : Math.floor(r() * nlist)));
-          const qpad = new Float32Array(nq * dpad);
-          for (let i = 0; i < nq; i++) qpad.set(xq.subarray(i * d, (i + 1) * d), i * dpad);
-          const len = nq * nprobe * nseg * k;
-          const outS = h.output(len, POISON);
-          const outI = h.output(len, POISON);
-          // Rows 1.. of the queries and probes, to exercise q0 and row0.
-          const rows = Math.max(1, nq - 1);
-          const q0 = nq - rows;
-          encodeIvfScan(h.kernels, {
-            metric, xq: h.upload(qpad), probes: h.upload(probes), ranges: h.upload(toRanges(dev.offsets)), xb: h.upload(dev.xb),
-            xnorm: h.upload(dev.xnorm), ids: h.upload(dev.ids), outS, outI, rows, k, nprobe, nseg, dpad, q0, row0: q0,
-          });
-          await h.run();
-          const wS = new Float32Array(rows * nprobe * nseg * k);
-          const wI = new Uint32Array(rows * nprobe * nseg * k);
-          ivfScan(metric, xq, q0, rows, probes, q0, nprobe, nseg, toRanges(host.offsets), host.xb, host.xnorm, host.ids, d, k, wS, wI);
-          const gS = await h.readF32(outS, wS.length);
-          const gI = await h.readU32(outI, wI.length);
-          if (kind === 'int') {
-            expect(Array.from(gI)).toEqual(Array.from(wI));
-            expect(Array.from(gS)).toEqual(Array.from(wS));
-          } else {
-            for (let i = 0; i < wS.length; i++) {
-              if (wI[i] === PAD_ID) expect(gI[i]).toBe(PAD_ID);
-              else expect(Math.abs(gS[i] - wS[i]), `entry ${i}`).toBeLessThanOrEqual(1e-5 * (2 + d));
-            }
-          }
-          h.dispose();
-        });
+        it(`n=${n} d=${d} nlist=${nlist} nprobe=${nprobe} nseg=${nseg} k=${k} ${metric} ${kind}`, () => randomCase(shape, metric, kind, 'none', 0));
       }
     }
   }
 });
+
+// [mask, maskBit0]: bit0 0, past a word boundary and not a multiple of 32.
+const maskCases: [MaskKind, number][] = [['half', 0], ['tenth', 45], ['half', 77], ['nothing', 13], ['one', 33]];
+
+describe.skipIf(!gpu)('gpu ivf-scan with a mask vs cpu twin', () => {
+  for (const shape of shapes.slice(1)) {
+    const [n, , nlist, , nprobe, nseg, k] = shape;
+    for (const [maskKind, maskBit0] of maskCases) {
+      for (const metric of ['l2', 'ip'] as KernelMetric[]) {
+        const kind = metric === 'l2' ? 'int' : 'float';
+        it(`n=${n} nlist=${nlist} nprobe=${nprobe} nseg=${nseg} k=${k} ${metric} ${kind}, mask ${maskKind} from bit ${maskBit0}`, () =>
+          randomCase(shape, metric, kind, maskKind, maskBit0));
+      }
+    }
+  }
+});
+
+/** Positions a case allows (null: no mask). */
+function allowedPositions(kind: MaskKind, n: number, probes: Uint32Array, offsets: Uint32Array, r: () => number): boolean[] | null {
+  switch (kind) {
+    case 'none':
+      return null;
+    case 'half':
+    case 'tenth':
+      return randomAllow(n, kind === 'half' ? 0.5 : 0.1, r);
+    case 'nothing':
+      return randomAllow(n, 0, r);
+    case 'one': {
+      // The middle of the last non-empty list the queries probe.
+      const list = [...probes].reverse().find((l) => l !== PAD_ID && offsets[l + 1] > offsets[l])!;
+      const allow = randomAllow(n, 0, r);
+      allow[(offsets[list] + offsets[list + 1]) >> 1] = true;
+      return allow;
+    }
+  }
+}
+
+/**
+ * The twin's lists by a full sort: each (query, probe, segment)'s allowed rows (all where `allow`
+ * is null), scored as the twin scores them, sorted by (score, id), the first k, padded.
+ */
+function scanReference(
+  metric: KernelMetric, xq: Float32Array, q0: number, rows: number, probes: Uint32Array, nprobe: number, nseg: number,
+  offsets: Uint32Array, xb: Float32Array, xnorm: Float32Array, ids: Uint32Array, d: number, k: number, allow: boolean[] | null,
+): { s: Float32Array; i: Uint32Array } {
+  const s = new Float32Array(rows * nprobe * nseg * k).fill(Infinity);
+  const i = new Uint32Array(rows * nprobe * nseg * k).fill(PAD_ID);
+  for (let r = 0; r < rows; r++) {
+    for (let p = 0; p < nprobe; p++) {
+      const list = probes[(q0 + r) * nprobe + p];
+      if (list === PAD_ID) continue;
+      const [start, end] = [offsets[list], offsets[list + 1]];
+      const segLen = Math.ceil((end - start) / nseg);
+      for (let g = 0; g < nseg; g++) {
+        const found: [number, number][] = [];
+        for (let v = start + g * segLen; v < Math.min(end, start + (g + 1) * segLen); v++) {
+          if (allow && !allow[v]) continue;
+          let dot = 0;
+          for (let j = 0; j < d; j++) dot += xq[(q0 + r) * d + j] * xb[v * d + j];
+          found.push([Math.fround(metric === 'l2' ? xnorm[v] - 2 * dot : -dot), ids[v]]);
+        }
+        found.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+        const off = ((r * nprobe + p) * nseg + g) * k;
+        found.slice(0, k).forEach(([score, id], j) => {
+          s[off + j] = score;
+          i[off + j] = id;
+        });
+      }
+    }
+  }
+  return { s, i };
+}
 
 // Hand-written tie cases: one query q = (1, 0) against three inverted lists whose ids are not in
 // position order, with several exactly equal scores; the expected (score, id) lists are written
@@ -164,7 +258,7 @@ describe('ivf-scan: hand-written ties', () => {
       const len = nprobe * c.nseg * c.k;
       const outS = new Float32Array(len);
       const outI = new Uint32Array(len);
-      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, xnorm, ids, d, c.k, outS, outI);
+      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, xnorm, ids, null, 0, d, c.k, outS, outI);
       expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), name);
     });
 
@@ -180,7 +274,7 @@ describe('ivf-scan: hand-written ties', () => {
       const outS = h.output(len, POISON);
       const outI = h.output(len, POISON);
       encodeIvfScan(h.kernels, {
-        metric: c.metric, xq: h.upload(pad(xq, 1)), probes: h.upload(probes), ranges: h.upload(toRanges(offsets)), xb: h.upload(pad(xb, ids.length)),
+        metric: c.metric, mask: null, maskBit0: 0, xq: h.upload(pad(xq, 1)), probes: h.upload(probes), ranges: h.upload(toRanges(offsets)), xb: h.upload(pad(xb, ids.length)),
         xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: c.k, nprobe, nseg: c.nseg, dpad, q0: 0, row0: 0,
       });
       await h.run();

@@ -49,7 +49,7 @@ const probeGpu = await gpuBackend();
 /** The k nearest by a full sort in float64 (exact for small integers), ties on the smaller id, padded. */
 function oracle(metric: KernelMetric, xb: Float32Array, n: number, xq: Float32Array, nq: number, d: number, k: number): SearchResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
-  const labels = new Int32Array(nq * k).fill(-1);
+  const labels = new Float64Array(nq * k).fill(-1);
   for (let q = 0; q < nq; q++) {
     const all = Array.from({ length: n }, (_, id) => {
       let v = 0;

@@ -1,0 +1,145 @@
+/**
+ * Id files: the ids a command takes (`build --ids`, `search --filter-ids`, `remove --ids`,
+ * `range-search --filter-ids`), as a BigInt64Array (what `addWithIds`, `removeIds` and filters
+ * take). Two forms, chosen by the file's name:
+ *   - `.npy`: a 1-D array (n,), or a column (n, 1), of int64 (`<i8`), int32 (`<i4`) or uint32 (`<u4`);
+ *   - anything else (`.txt`, `.csv`, ...): text, one id per line in decimal; blank lines (and
+ *     blanks around an id) are ignored.
+ * Every id must be an integer in [0, MAX_ID] (2^53 - 1, see src/ids.ts); a bad one is refused with
+ * the file, the line (text) or element (.npy) and the value. Text is read in blocks, so a file of
+ * any length is held only as the ids themselves (8 bytes each).
+ */
+import { extname } from 'node:path';
+import { MAX_ID } from '../ids.js';
+import { InvalidArgumentError } from '../types.js';
+import { openForReading, fileError } from './file-error.js';
+import { readNpyFields } from './npy.js';
+
+/** Bytes read per block of a text id file. */
+const TEXT_BLOCK_BYTES = 1 << 22;
+
+/** The .npy dtypes an id file may hold, and how to read their values as numbers. */
+const NPY_ID_DTYPES: Record<string, { bytes: number; values: (raw: Uint8Array) => ArrayLike<number | bigint> }> = {
+  '<i8': { bytes: 8, values: (raw) => new BigInt64Array(raw.buffer, raw.byteOffset, raw.byteLength / 8) },
+  '<i4': { bytes: 4, values: (raw) => new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4) },
+  '<u4': { bytes: 4, values: (raw) => new Uint32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4) },
+};
+
+export interface IdFileOptions {
+  /** Refuse an id that appears twice, naming both places (build: each vector's id is its own). */
+  unique?: boolean;
+}
+
+/** Reads the id file at `path` (see above). Throws a FileError if it cannot be read, an InvalidArgumentError if it is malformed. */
+export async function readIdFile(path: string, options: IdFileOptions = {}): Promise<BigInt64Array> {
+  const { handle, stat } = await openForReading(path);
+  try {
+    const read = async (buf: Uint8Array, position: number): Promise<number> => {
+      try {
+        return (await handle.read(buf, 0, buf.length, position)).bytesRead;
+      } catch (err) {
+        throw fileError(path, 'cannot read', err);
+      }
+    };
+    const ids = new IdList(path, options.unique === true);
+    if (extname(path).toLowerCase() === '.npy') await readNpyIds(path, stat.size, read, ids);
+    else await readTextIds(stat.size, read, ids);
+    return ids.result();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The ids read so far, checked as they come (range, and with `unique` repeats). */
+class IdList {
+  private values = new Float64Array(1024);
+  private n = 0;
+  /** id -> where it was first seen, when checking for repeats. */
+  private readonly seen: Map<number, string> | null;
+
+  constructor(
+    private readonly path: string,
+    unique: boolean,
+  ) {
+    this.seen = unique ? new Map() : null;
+  }
+
+  /** Adds `id` (a number, or a bigint from int64), found at `where` ("line 3", "element 2"), showing `text` if it is bad. */
+  push(id: number | bigint, where: string, text = String(id)): void {
+    const ok = typeof id === 'bigint' ? id >= 0n && id <= BigInt(MAX_ID) : Number.isInteger(id) && id >= 0 && id <= MAX_ID;
+    if (!ok) throw new InvalidArgumentError(`${this.path}: ${where}: ${text} is not an id; expected an integer in [0, ${MAX_ID}] (2^53 - 1)`);
+    const v = Number(id);
+    if (this.seen) {
+      const first = this.seen.get(v);
+      if (first !== undefined) throw new InvalidArgumentError(`${this.path}: ${where}: id ${v} appears twice (first at ${first}); each id may be given once`);
+      this.seen.set(v, where);
+    }
+    if (this.n === this.values.length) {
+      const grown = new Float64Array(2 * this.n);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.values[this.n++] = v;
+  }
+
+  result(): BigInt64Array {
+    const out = new BigInt64Array(this.n);
+    for (let i = 0; i < this.n; i++) out[i] = BigInt(this.values[i]);
+    return out;
+  }
+}
+
+type ReadAt = (buf: Uint8Array, position: number) => Promise<number>;
+
+async function readNpyIds(path: string, bytes: number, read: ReadAt, ids: IdList): Promise<void> {
+  let at = 0;
+  const take = async (length: number): Promise<Uint8Array> => {
+    const buf = new Uint8Array(length);
+    const got = await read(buf, at);
+    at += got;
+    return buf.subarray(0, got);
+  };
+  const { descr, shape, dataStart } = await readNpyFields(path, bytes, take);
+  const dtype = NPY_ID_DTYPES[descr];
+  if (!dtype) throw new InvalidArgumentError(`${path}: dtype ${descr} is not supported for ids; expected int64 (<i8), int32 (<i4) or uint32 (<u4)`);
+  if (!(shape.length === 1 || (shape.length === 2 && shape[1] === 1))) {
+    throw new InvalidArgumentError(`${path}: shape (${shape.join(', ')}${shape.length === 1 ? ',' : ''}) is not a list of ids; expected (n,) or (n, 1)`);
+  }
+  const n = shape[0];
+  const end = dataStart + n * dtype.bytes;
+  if (bytes < end) throw new InvalidArgumentError(`${path}: truncated: ${n} ids of ${descr} need ${end} bytes; the file ends at byte ${bytes}`);
+  // Whole elements per block, each block in a fresh (aligned) buffer.
+  const perBlock = Math.max(1, Math.floor(TEXT_BLOCK_BYTES / dtype.bytes));
+  for (let i0 = 0; i0 < n; i0 += perBlock) {
+    const count = Math.min(perBlock, n - i0);
+    const buf = new Uint8Array(count * dtype.bytes);
+    const got = await read(buf, dataStart + i0 * dtype.bytes);
+    if (got < buf.length) throw new InvalidArgumentError(`${path}: the file changed while it was read (ends before byte ${end}); run again`);
+    const values = dtype.values(buf);
+    for (let i = 0; i < count; i++) ids.push(values[i], `element ${i0 + i}`);
+  }
+}
+
+async function readTextIds(bytes: number, read: ReadAt, ids: IdList): Promise<void> {
+  const decoder = new TextDecoder();
+  const buf = new Uint8Array(Math.min(TEXT_BLOCK_BYTES, Math.max(1, bytes)));
+  let rest = '';
+  let line = 0;
+  const take = (text: string): void => {
+    line++;
+    const t = text.trim();
+    if (t === '') return;
+    // Decimal digits only: Number() would also take "0x10", "1e3", " " or "Infinity".
+    ids.push(/^\d+$/.test(t) ? Number(t) : NaN, `line ${line}`, JSON.stringify(t.length > 40 ? `${t.slice(0, 40)}...` : t));
+  };
+  for (let position = 0; ; ) {
+    const got = await read(buf, position);
+    if (got === 0) break;
+    position += got;
+    const lines = (rest + decoder.decode(buf.subarray(0, got), { stream: true })).split('\n');
+    rest = lines.pop()!;
+    for (const l of lines) take(l);
+  }
+  rest += decoder.decode();
+  if (rest !== '') take(rest);
+}
