@@ -1,7 +1,7 @@
 /**
  * Filtered search and removal benchmarks (issue 14).
  *
- * `filters`: a Flat index of generated clustered data; for each selectivity (the fraction of ids a
+ * `filters`: a Flat or IVF index of generated clustered data; for each selectivity (the fraction of ids a
  * filter allows, drawn at random), queries/s with the filter applied inside scoring (`pre`) and
  * by searching more candidates and dropping the rest (`post`), and which one `auto` picks. Both
  * give the exact answer; the records say how far apart their speeds are, which is what
@@ -14,6 +14,9 @@ import type { Backend, VectorIndex } from 'webgpu-knn';
 import { FlatIndex, HEAP_MAX_K, IvfFlatIndex, POST_FILTER_MIN_SELECTIVITY, clusteredFloats, createBackend, postFilterK, rng } from 'webgpu-knn';
 
 export interface FilterBenchOptions {
+  type: 'Flat' | 'IVF';
+  nlist: number;
+  nprobe: number;
   n: number;
   d: number;
   nq: number;
@@ -30,6 +33,7 @@ export interface FilterBenchOptions {
 
 export interface FilterBenchRecord {
   bench: 'filters';
+  type: 'Flat' | 'IVF';
   backend: string;
   adapter: string;
   n: number;
@@ -63,8 +67,7 @@ export async function runFilterBench(o: FilterBenchOptions): Promise<FilterBench
   const backend: Backend = await createBackend({ backend: o.backend });
   const records: FilterBenchRecord[] = [];
   try {
-    const index = new FlatIndex(backend, { dim: o.d });
-    await index.add(xb);
+    const index = await buildIndex(backend, o, xb);
     const none = await qpsOf(index, xq, o, {});
     o.log(`${o.backend}: ${backend.description}; unfiltered ${none.toFixed(1)} q/s`);
     const r = rng(o.seed + 2);
@@ -77,7 +80,7 @@ export async function runFilterBench(o: FilterBenchOptions): Promise<FilterBench
       const post = kPost <= Math.min(HEAP_MAX_K, backend.maxK) ? await qpsOf(index, xq, o, { filter, filterMode: 'post' }) : null;
       const auto = post !== null && filter.length / o.n >= POST_FILTER_MIN_SELECTIVITY ? 'post' : 'pre';
       const rec: FilterBenchRecord = {
-        bench: 'filters', backend: o.backend, adapter: backend.description, n: o.n, d: o.d, nq: o.nq, k: o.k,
+        bench: 'filters', type: o.type, backend: o.backend, adapter: backend.description, n: o.n, d: o.d, nq: o.nq, k: o.k,
         selectivity, allowed: filter.length, qps: { pre, post, none }, auto,
       };
       o.log(JSON.stringify(rec));
@@ -87,6 +90,18 @@ export async function runFilterBench(o: FilterBenchOptions): Promise<FilterBench
     backend.dispose();
   }
   return records;
+}
+
+/** A Flat index, or an IVF index trained on the data, holding `xb`. */
+async function buildIndex(backend: Backend, o: { type: 'Flat' | 'IVF'; d: number; nlist: number; nprobe: number }, xb: Float32Array): Promise<FlatIndex | IvfFlatIndex> {
+  let index: FlatIndex | IvfFlatIndex;
+  if (o.type === 'Flat') index = new FlatIndex(backend, { dim: o.d });
+  else {
+    index = new IvfFlatIndex(backend, { dim: o.d, nlist: o.nlist, nprobe: o.nprobe });
+    await index.train(xb);
+  }
+  await index.add(xb);
+  return index;
 }
 
 export interface RemoveBenchOptions {
@@ -125,13 +140,7 @@ export async function runRemoveBench(o: RemoveBenchOptions): Promise<RemoveBench
   const xq = clusteredFloats(o.nq, o.d, 100, o.seed + 1);
   const backend: Backend = await createBackend({ backend: o.backend });
   try {
-    let index: FlatIndex | IvfFlatIndex;
-    if (o.type === 'Flat') index = new FlatIndex(backend, { dim: o.d });
-    else {
-      index = new IvfFlatIndex(backend, { dim: o.d, nlist: o.nlist, nprobe: o.nprobe });
-      await index.train(xb);
-    }
-    await index.add(xb);
+    const index = await buildIndex(backend, o, xb);
     o.log(`${o.backend}: ${backend.description}; ${o.type} of ${index.ntotal} built`);
     const before = await qpsOf(index, xq, o, {});
     const r = rng(o.seed + 3);

@@ -23,12 +23,15 @@ const COMMON = `  --backend B      both | webgpu | cpu (default both)
 const USAGES: Record<string, string> = {
   filters: `usage: webgpu-knn bench filters [options]
 
-Filtered Flat search on generated clustered data: queries/s without a filter, and with filters
+Filtered search (Flat or IVF) on generated clustered data: queries/s without a filter, and with filters
 allowing each fraction of the ids (drawn at random), applied before selection (pre: masked inside
 scoring) and after it (post: more candidates, the disallowed dropped); which one 'auto' picks.
 Both give the exact answer. One JSON line per selectivity on stdout.
 
 options:
+  --type T         Flat | IVF (default Flat)
+  --nlist L        IVF lists (default 512)
+  --nprobe P       IVF lists probed (default 8)
   --n N            base vectors (default 100000)
   --d D            dimension (default 128)
   --nq NQ          queries (default 1000)
@@ -286,15 +289,19 @@ export async function benchMain(argv: string[]): Promise<void> {
       return list;
     };
     const common = { d: positiveInt('d', v.d, 128), k: positiveInt('k', v.k, 10), batch: positiveInt('batch', v.batch, 100), repeats, backend: one, seed, log } as const;
+    const type = v.type ?? 'Flat';
+    if (type !== 'Flat' && type !== 'IVF') throw new UsageError(`--type must be Flat or IVF; got ${type}`);
+    const nprobe = positiveInt('nprobe', v.nprobe, 8);
     if (kase === 'filters') {
-      const recs = await runFilterBench({ ...common, n: positiveInt('n', v.n, 100_000), nq: positiveInt('nq', v.nq, 1000), selectivities: fraction('selectivity', v.selectivity, [0.5, 0.1, 0.01, 0.001]) });
+      const recs = await runFilterBench({
+        ...common, type, nlist: positiveInt('nlist', v.nlist, 512), nprobe, n: positiveInt('n', v.n, 100_000), nq: positiveInt('nq', v.nq, 1000),
+        selectivities: fraction('selectivity', v.selectivity, [0.5, 0.1, 0.01, 0.001]),
+      });
       for (const r of recs) console.log(JSON.stringify(r));
     } else {
-      const type = v.type ?? 'Flat';
-      if (type !== 'Flat' && type !== 'IVF') throw new UsageError(`--type must be Flat or IVF; got ${type}`);
       const rec = await runRemoveBench({
         ...common, type, n: positiveInt('n', v.n, 1_000_000), nq: positiveInt('nq', v.nq, 100), nlist: positiveInt('nlist', v.nlist, 1024),
-        nprobe: positiveInt('nprobe', v.nprobe, 8), fraction: fraction('fraction', v.fraction, [0.1])[0],
+        nprobe, fraction: fraction('fraction', v.fraction, [0.1])[0],
       });
       console.log(JSON.stringify(rec));
     }

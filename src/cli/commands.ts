@@ -141,6 +141,11 @@ options:
   --max-candidates N  fail (exit 1, nothing written) when the threshold lets through more than N
                     candidate pairs (default ${DEFAULT_MAX_CANDIDATES}): a threshold too loose.
                     Pairs are written as they are confirmed, so their number is not bounded.
+  --against INDEX   instead of pairs within the input: every (new row i, corpus id j) with i a row of
+                    the input and j the id of a vector of INDEX (from 'webgpu-knn build', with
+                    the same --metric) within the threshold, by a range search of the index
+                    (exact for Flat; IVF scans the nprobe lists it was saved with); pairs in i
+                    order, each row's best first. No --clusters.
 ${BACKEND_OPT}
   -h, --help        this text
 ${OUTPUTS}`,
@@ -420,43 +425,61 @@ export async function rangeSearchCommand(argv: string[]): Promise<void> {
   const backend = await openBackend(choice);
   try {
     const index = await loadWithProgress(backend, indexPath, true);
-    const csv = extname(out).toLowerCase() === '.csv';
-    const file = new AtomicFile(out);
-    let results = 0;
-    try {
-      if (csv) file.write('query,id,distance\n');
-      const p = new Progress('range-search');
-      const d = header.dim;
-      for await (const b of queries.blocks()) {
-        for (let r0 = 0; r0 < b.rows; r0 += RANGE_QUERIES_PER_SEARCH) {
-          const rows = Math.min(RANGE_QUERIES_PER_SEARCH, b.rows - r0);
-          const res = await index.rangeSearch(b.data.subarray(r0 * d, (r0 + rows) * d), radius, params);
-          writeRangeResults(file, csv, b.start + r0, res);
-          results += res.labels.length;
-          p.update(b.start + r0 + rows, queries.rows, `${results} results so far`);
-          // Let Ctrl-C be handled between searches (see writeNeighbours).
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-      }
-    } catch (err) {
-      file.abort();
-      throw err;
-    }
-    commitOutputs([file]);
+    const results = await writeRange(index, queries, radius, params, out, ['query', 'id', 'distance'], 'range-search');
     process.stderr.write(`${results} results for ${queries.rows} queries within radius ${radius}; wrote ${out}\n`);
   } finally {
     backend.dispose();
   }
 }
 
-/** Writes range-search results (Faiss's lims layout) of queries q0, q0 + 1, ... as CSV or JSON Lines lines. */
-function writeRangeResults(file: AtomicFile, csv: boolean, q0: number, res: RangeSearchResult): void {
+/**
+ * Range-searches every row of `queries` in `index` and writes each result to `out` (.csv with a
+ * header of `names`, or .jsonl with those fields): query row, id, distance, each query's results
+ * best first; atomically. Returns the number of results.
+ */
+async function writeRange(
+  index: VectorIndex,
+  queries: VectorReader,
+  radius: number,
+  params: SearchParams,
+  out: string,
+  names: [string, string, string],
+  label: string,
+): Promise<number> {
+  const csv = extname(out).toLowerCase() === '.csv';
+  const file = new AtomicFile(out);
+  let results = 0;
+  try {
+    if (csv) file.write(`${names.join(',')}\n`);
+    const p = new Progress(label);
+    const d = index.dim;
+    for await (const b of queries.blocks()) {
+      for (let r0 = 0; r0 < b.rows; r0 += RANGE_QUERIES_PER_SEARCH) {
+        const rows = Math.min(RANGE_QUERIES_PER_SEARCH, b.rows - r0);
+        const res = await index.rangeSearch(b.data.subarray(r0 * d, (r0 + rows) * d), radius, params);
+        writeRangeResults(file, csv, names, b.start + r0, res);
+        results += res.labels.length;
+        p.update(b.start + r0 + rows, queries.rows, `${results} results so far`);
+        // Let Ctrl-C be handled between searches (see writeNeighbours).
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+  } catch (err) {
+    file.abort();
+    throw err;
+  }
+  commitOutputs([file]);
+  return results;
+}
+
+/** Writes range-search results (Faiss's lims layout) of queries q0, q0 + 1, ... as CSV or JSON Lines lines with fields `names`. */
+function writeRangeResults(file: AtomicFile, csv: boolean, names: [string, string, string], q0: number, res: RangeSearchResult): void {
   const nq = res.lims.length - 1;
   let lines: string[] = [];
   for (let q = 0; q < nq; q++) {
     for (let j = res.lims[q]; j < res.lims[q + 1]; j++) {
-      const [query, id, distance] = [q0 + q, res.labels[j], res.distances[j]];
-      lines.push(csv ? `${query},${id},${distance}\n` : `${JSON.stringify({ query, id, distance })}\n`);
+      const values = [q0 + q, res.labels[j], res.distances[j]];
+      lines.push(csv ? `${values.join(',')}\n` : `${JSON.stringify(Object.fromEntries(names.map((n, f) => [n, values[f]])))}\n`);
       if (lines.length === PAIRS_PER_WRITE) {
         file.write(lines.join(''));
         lines = [];
@@ -528,7 +551,9 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const input = required(v, 'input');
   const clusters = text(v, 'clusters');
   const choice = backendChoice(v);
-  checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input]));
+  const against = text(v, 'against');
+  checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input], ['--against', against]));
+  if (against !== undefined) return dedupAgainst(against, input, metric, threshold, out, clusters, choice);
   const file = await openVectors(input);
   const backend = await openBackend(choice);
   try {
@@ -571,6 +596,23 @@ export async function dedupCommand(argv: string[]): Promise<void> {
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
         `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
     );
+  } finally {
+    backend.dispose();
+  }
+}
+
+/** dedup --against INDEX: the new rows of `input` against an existing corpus, by range search. */
+async function dedupAgainst(indexPath: string, input: string, metric: string, threshold: number, out: string, clusters: string | undefined, choice: 'auto' | 'webgpu' | 'cpu'): Promise<void> {
+  if (clusters !== undefined) throw new UsageError('--clusters groups the pairs within one input; it does not apply with --against');
+  const header = await readIndexHeader(indexPath);
+  if (header.metric !== metric) throw new UsageError(`--against ${indexPath} is a ${header.metric} index; --metric is ${metric} (they must agree)`);
+  const file = await openQueries(input, header);
+  const backend = await openBackend(choice);
+  try {
+    const t0 = performance.now();
+    const index = await loadWithProgress(backend, indexPath, true);
+    const pairs = await writeRange(index, file, threshold, {}, out, ['i', 'j', 'score'], 'dedup');
+    process.stderr.write(`${pairs} pairs of ${file.rows} new rows against ${index.ntotal} indexed; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}\n`);
   } finally {
     backend.dispose();
   }

@@ -299,6 +299,37 @@ describe('range-search', () => {
   });
 });
 
+describe('dedup --against', () => {
+  it('new rows against a saved corpus: every (row, corpus id) within the threshold, as the library\'s rangeSearch', async () => {
+    // New rows: copies of corpus rows 3 and 250, then the queries (which are not in the corpus).
+    const fresh = new Float32Array((2 + nq) * d);
+    fresh.set(x.subarray(3 * d, 4 * d), 0);
+    fresh.set(x.subarray(250 * d, 251 * d), d);
+    fresh.set(xq, 2 * d);
+    writeVectors(at('new.fvecs'), fresh, 2 + nq, d);
+    expect(cli('build', '--input', 'x.fvecs', '--metric', 'cosine', '--ids', 'ids.npy', '--out', 'corpus.idx').code).toBe(0);
+    const r = cli('dedup', '--input', 'new.fvecs', '--against', 'corpus.idx', '--metric', 'cosine', '--threshold', '0.97', '--out', 'against.csv');
+    expect(r.code, r.err).toBe(0);
+    const lines = readFileSync(at('against.csv'), 'utf8').trimEnd().split('\n');
+    expect(lines[0]).toBe('i,j,score');
+    const rows = lines.slice(1).map((l) => l.split(',').map(Number));
+    const lib = new FlatIndex(cpuBackend(), { dim: d, metric: 'cosine' });
+    await lib.addWithIds(x, ids);
+    const want = await lib.rangeSearch(fresh, 0.97);
+    expect(rows.map((row) => row[1])).toEqual(Array.from(want.labels));
+    expect(rows.map((row) => row[2])).toEqual(Array.from(want.distances));
+    // Each copy finds its original (by its caller id) first, at cosine exactly 1.
+    expect(rows.find((row) => row[0] === 0)).toEqual([0, Number(ids[3]), 1]);
+    expect(rows.find((row) => row[0] === 1)).toEqual([1, Number(ids[250]), 1]);
+    expect(r.err).toMatch(new RegExp(`${want.labels.length} pairs of ${2 + nq} new rows against ${n} indexed`));
+  });
+
+  it('refuses a metric other than the index\'s, and --clusters, before any work', () => {
+    expectUserError(cli('dedup', '--input', 'new.fvecs', '--against', 'ids.idx', '--metric', 'cosine', '--threshold', '0.9', '--out', 'a.csv'), 2, /--against ids\.idx is a l2 index; --metric is cosine/);
+    expectUserError(cli('dedup', '--input', 'new.fvecs', '--against', 'corpus.idx', '--metric', 'cosine', '--threshold', '0.9', '--out', 'a.csv', '--clusters', 'c.json'), 2, /--clusters .* does not apply with --against/);
+  });
+});
+
 describe('id files that are wrong', () => {
   it('build: a bad line is exit 1 naming file, line and value; a count mismatch is exit 2 naming both counts', () => {
     writeFileSync(at('bad-ids.txt'), [...Array.from(ids.subarray(0, 10), String), '12x', ...Array.from(ids.subarray(11), String)].join('\n'));

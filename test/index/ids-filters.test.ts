@@ -131,6 +131,28 @@ describe('ids, filters, removal and range search', () => {
         });
       }
 
+      it.skipIf(!backend)(`${name} ${kind}: a post-filter whose candidates hold too few allowed vectors searches those rows again, exactly`, async () => {
+        // Queries are copies of rows; the filter allows half the index but none of the 300 rows
+        // nearest each query, so every post-filter candidate list (k' = 128) is full of
+        // disallowed rows and each row is searched again with the mask.
+        const index = await makeIndex(kind, backend!, 'l2', xb);
+        await index.add(xb);
+        const queries = xb.slice(0, 4 * d);
+        const all = rowsById(xb, null);
+        const near = new Set<number>();
+        for (let q = 0; q < 4; q++) {
+          const nearest = bruteForce('l2', queries.subarray(q * d, (q + 1) * d), all, 300).labels[0];
+          for (const id of nearest) near.add(id);
+        }
+        const allowedIds = [...all.keys()].filter((id) => !near.has(id)).slice(0, n / 2);
+        expect(allowedIds.length).toBe(n / 2);
+        const keep = new Map(allowedIds.map((id) => [id, all.get(id)!]));
+        const filter = BigInt64Array.from(allowedIds, (id) => BigInt(id));
+        await expectSearch(index, queries, 10, keep, { filter, filterMode: 'post' }, 'post, rows searched again');
+        await expectSearch(index, queries, 10, keep, { filter, filterMode: 'auto' }, 'auto (post at a half)');
+        await index.dispose();
+      });
+
       it.skipIf(!backend)(`${name} ${kind}: removal of a tenth (tombstones), then half (compaction), then all; save and load what remains`, async () => {
         const index = await makeIndex(kind, backend!, 'l2', xb);
         await index.add(xb);
