@@ -96,6 +96,8 @@ export abstract class IndexCore implements VectorIndex {
   protected readonly queue: OperationQueue;
   /** The live-rows masks of the tombstones, for the IdMap version they were made at. */
   private liveMasks: { version: number; chunks: number; masks: Uint32Array[] } | null = null;
+  /** The masks of filters seen, by filter object (see filterMasks). */
+  private filterCache = new WeakMap<IdFilter, { version: number; chunks: number; contents: number; masks: Uint32Array[]; allowed: number }>();
 
   constructor(
     readonly backend: Backend,
@@ -241,7 +243,7 @@ export abstract class IndexCore implements VectorIndex {
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
     const space = this.rowSpace();
-    const { masks, allowed } = allowedRows(this.ids, filter, space.chunkRows, space.chunks, space.positionOf);
+    const { masks, allowed } = this.filterMasks(filter, space);
     const selectivity = allowed / Math.max(1, this.ntotal);
     const kPost = postFilterK(k, selectivity, this.backend.maxK);
     const post = kPost <= Math.min(HEAP_MAX_K, this.backend.maxK) && (mode === 'post' || (mode === 'auto' && selectivity >= POST_FILTER_MIN_SELECTIVITY));
@@ -279,6 +281,21 @@ export abstract class IndexCore implements VectorIndex {
     return res;
   }
 
+  /**
+   * The rows `filter` allows (see allowedRows), cached per filter object until the index changes:
+   * a filter passed to many searches (batches of one job, the scheduler's requests) is turned into
+   * a bitmap once. A predicate is taken to answer the same for the same id meanwhile.
+   */
+  private filterMasks(filter: IdFilter, space: RowSpace): { masks: Uint32Array[]; allowed: number } {
+    const c = this.filterCache.get(filter);
+    // An id array's contents are checked too (a hash of its words): one changed in place is read again.
+    const contents = filter instanceof BigInt64Array ? wordHash(filter) : 0;
+    if (c && c.version === this.ids.version && c.chunks === space.chunks && c.contents === contents) return c;
+    const made = { ...allowedRows(this.ids, filter, space.chunkRows, space.chunks, space.positionOf), version: this.ids.version, chunks: space.chunks, contents };
+    this.filterCache.set(filter, made);
+    return made;
+  }
+
   /** The live rows' masks while some rows are dead (cached until the ids change), else null. */
   private tombstones(): Uint32Array[] | null {
     if (this.ids.ndead === 0) return null;
@@ -307,7 +324,7 @@ export abstract class IndexCore implements VectorIndex {
       let masks = this.tombstones();
       if (filter !== undefined) {
         const space = this.rowSpace();
-        masks = allowedRows(this.ids, filter, space.chunkRows, space.chunks, space.positionOf).masks;
+        masks = this.filterMasks(filter, space).masks;
       }
       const limit = this.metric === 'l2' ? radius : -radius;
       const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
@@ -322,4 +339,12 @@ export function postFilterK(k: number, selectivity: number, maxK: number): numbe
   if (selectivity <= 0) return maxK + 1;
   const want = Math.ceil((1.5 * (k + RESCORE_MARGIN)) / selectivity);
   return want > maxK ? maxK + 1 : candidatesFor(want, maxK);
+}
+
+/** A 32-bit FNV-1a hash of the words of `a` and its length (to notice an array changed in place). */
+function wordHash(a: BigInt64Array): number {
+  const w = new Uint32Array(a.buffer, a.byteOffset, a.length * 2);
+  let h = 0x811c9dc5 ^ a.length;
+  for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w[i], 0x01000193);
+  return h >>> 0;
 }

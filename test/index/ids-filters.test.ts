@@ -219,6 +219,22 @@ describe('ids, filters, removal and range search', () => {
       });
     }
 
+    it.skipIf(!backend)(`${name}: a filter's bitmap is reused across searches, but not after the index or the id array changes`, async () => {
+      const index = new FlatIndex(backend!, { dim: d });
+      await index.add(xb);
+      const all = rowsById(xb, null);
+      const subset = (ids: BigInt64Array) => new Map(Array.from(ids, (id) => [Number(id), all.get(Number(id))!]));
+      const filter = BigInt64Array.from({ length: 40 }, (_, i) => BigInt(i * 13));
+      await expectSearch(index, xq, 5, subset(filter), { filter }, 'first');
+      await expectSearch(index, xq, 5, subset(filter), { filter }, 'again (cached)');
+      filter[0] = 1999n; // changed in place
+      filter[5] = 7n;
+      await expectSearch(index, xq, 5, subset(filter), { filter }, 'changed in place');
+      await index.removeIds(filter.subarray(0, 3)); // the index changed
+      await expectSearch(index, xq, 5, subset(filter.subarray(3)), { filter }, 'after a removal');
+      await index.dispose();
+    });
+
     it.skipIf(!backend)(`${name}: bad ids and mixing id kinds are refused, naming the problem`, async () => {
       const index = new FlatIndex(backend!, { dim: d });
       await expect(index.addWithIds(xb.subarray(0, 2 * d), BigInt64Array.of(1n))).rejects.toThrow(/1 ids for 2 vectors/);
