@@ -75,12 +75,11 @@ export interface VectorIndex {
 
 /**
  * Filters allowing at least this fraction of the index run as post-filters (see SearchParams).
- * Measured on lavapipe (`bench filters`, Flat, clustered 100,000 x 128, 1,000 queries, k = 10,
- * one run, queries/s pre / post): 375 / 349 at 0.9, 350 / 373 at 0.5, 407 / 330 at 0.1; below
- * that a post-filter's k' passes the heaps and pre runs. At and above a half the two are within
- * this machine's noise; below it the mask wins clearly.
+ * Measured on lavapipe (`bench filters`, Flat and IVF512 on clustered 100,000 x 128; the table is
+ * in the README, "Filtered search and removal, measured"): only at 0.9 allowed were pre and post
+ * within the machine's noise; at 0.5 and below the mask won in every run but one.
  */
-export const POST_FILTER_MIN_SELECTIVITY = 0.5;
+export const POST_FILTER_MIN_SELECTIVITY = 0.9;
 
 /** Where a store keeps its rows: slot -> storage position (chunk * chunkRows + row) and the chunk geometry. */
 export interface RowSpace {
