@@ -236,7 +236,7 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, timings?: SearchTimings): Promise<SlotResult> {
-    return timedRescore(timings, async () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels)));
+    return timedRescore(timings, async () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()));
   }
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
@@ -279,6 +279,12 @@ export abstract class IndexCore implements VectorIndex {
     return res;
   }
 
+  /** Exact ties go to the smaller id (README): slots increase with sequential ids, not with caller ids. */
+  private tieKey(): ((slot: number) => number) | undefined {
+    const ids = this.ids;
+    return ids.kind === 'caller' ? (slot) => ids.idOf(slot) : undefined;
+  }
+
   /** The live rows' masks while some rows are dead (cached until the ids change), else null. */
   private tombstones(): Uint32Array[] | null {
     if (this.ids.ndead === 0) return null;
@@ -311,7 +317,7 @@ export abstract class IndexCore implements VectorIndex {
       }
       const limit = this.metric === 'l2' ? radius : -radius;
       const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
-      const res = rangeRescore(this.metric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius);
+      const res = rangeRescore(this.metric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());
       return { lims: res.lims, distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }
