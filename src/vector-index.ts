@@ -304,7 +304,10 @@ export abstract class IndexCore implements VectorIndex {
    */
   async rangeSearch(xq: Float32Array, radius: number, params: SearchParams = {}): Promise<RangeSearchResult> {
     this.queue.checkOpen('rangeSearch');
-    if (typeof radius !== 'number' || !Number.isFinite(radius)) throw new InvalidArgumentError(`radius must be a finite number; got ${String(radius)}`);
+    // The device compares float32 scores with the radius plus a margin: both must stay finite.
+    if (typeof radius !== 'number' || !(Math.abs(radius) <= MAX_RADIUS)) {
+      throw new InvalidArgumentError(`radius must be a number in [-${MAX_RADIUS}, ${MAX_RADIUS}] (float32 range, with room for the rounding margin); got ${String(radius)}`);
+    }
     const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
     const p = this.checkParams(params ?? {});
     const filter = p.filter === undefined ? undefined : checkFilter(p.filter);
@@ -322,6 +325,9 @@ export abstract class IndexCore implements VectorIndex {
     });
   }
 }
+
+/** Largest |radius| a range search takes (float32's range is 3.4e38; the margin needs room above it). */
+export const MAX_RADIUS = 1e38;
 
 /** Candidates a post-filter asks for, to keep k + RESCORE_MARGIN allowed ones at `selectivity` with room to spare. */
 export function postFilterK(k: number, selectivity: number, maxK: number): number {
