@@ -36,6 +36,8 @@ export function rangeRescore(
   cand: RangeCandidates,
   rowAt: RowAt,
   radius: number,
+  /** Orders exact ties (default: the label itself); an index passes its slot -> id map. */
+  tieKey: (label: number) => number = (label) => label,
 ): RangeResult {
   const score = exactScorer(metric, xq, nq, d);
   // The bound on the minimised score (see exactScorer).
@@ -59,7 +61,7 @@ export function rangeRescore(
     }
     order.length = keys.length;
     for (let i = 0; i < keys.length; i++) order[i] = i;
-    order.sort((a, b) => keys[a] - keys[b] || ids[a] - ids[b]);
+    order.sort((a, b) => keys[a] - keys[b] || tieKey(ids[a]) - tieKey(ids[b]));
     for (const i of order) {
       distances[o] = reportedScore(metric, keys[i]);
       labels[o++] = ids[i];

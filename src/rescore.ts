@@ -50,6 +50,8 @@ export function rescore(
   kc: number,
   k: number,
   rowAt: RowAt,
+  /** Orders exact ties (default: the label itself); an index passes its slot -> id map. */
+  tieKey: (label: number) => number = (label) => label,
 ): SlotResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
@@ -70,7 +72,7 @@ export function rescore(
     }
     order.length = m;
     for (let i = 0; i < m; i++) order[i] = i;
-    order.sort((a, b) => keys[a] - keys[b] || ids[a] - ids[b]);
+    order.sort((a, b) => keys[a] - keys[b] || tieKey(ids[a]) - tieKey(ids[b]));
     for (let i = 0; i < Math.min(k, m); i++) {
       const o = order[i];
       labels[r * k + i] = ids[o];

@@ -237,7 +237,7 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, timings?: SearchTimings): Promise<SlotResult> {
-    return timedRescore(timings, async () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels)));
+    return timedRescore(timings, async () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()));
   }
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
@@ -295,6 +295,12 @@ export abstract class IndexCore implements VectorIndex {
     return made;
   }
 
+  /** Exact ties go to the smaller id (README): slots increase with sequential ids, not with caller ids. */
+  private tieKey(): ((slot: number) => number) | undefined {
+    const ids = this.ids;
+    return ids.kind === 'caller' ? (slot) => ids.idOf(slot) : undefined;
+  }
+
   /** The live rows' masks while some rows are dead (cached until the ids change), else null. */
   private tombstones(): Uint32Array[] | null {
     if (this.ids.ndead === 0) return null;
@@ -314,7 +320,10 @@ export abstract class IndexCore implements VectorIndex {
    */
   async rangeSearch(xq: Float32Array, radius: number, params: SearchParams = {}): Promise<RangeSearchResult> {
     this.queue.checkOpen('rangeSearch');
-    if (typeof radius !== 'number' || !Number.isFinite(radius)) throw new InvalidArgumentError(`radius must be a finite number; got ${String(radius)}`);
+    // The device compares float32 scores with the radius plus a margin: both must stay finite.
+    if (typeof radius !== 'number' || !(Math.abs(radius) <= MAX_RADIUS)) {
+      throw new InvalidArgumentError(`radius must be a number in [-${MAX_RADIUS}, ${MAX_RADIUS}] (float32 range, with room for the rounding margin); got ${String(radius)}`);
+    }
     const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
     const p = this.checkParams(params ?? {});
     const filter = p.filter === undefined ? undefined : checkFilter(p.filter);
@@ -327,11 +336,14 @@ export abstract class IndexCore implements VectorIndex {
       }
       const limit = this.metric === 'l2' ? radius : -radius;
       const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
-      const res = rangeRescore(this.metric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius);
+      const res = rangeRescore(this.metric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());
       return { lims: res.lims, distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }
 }
+
+/** Largest |radius| a range search takes (float32's range is 3.4e38; the margin needs room above it). */
+export const MAX_RADIUS = 1e38;
 
 /** Candidates a post-filter asks for, to keep k + RESCORE_MARGIN allowed ones at `selectivity` with room to spare. */
 export function postFilterK(k: number, selectivity: number, maxK: number): number {

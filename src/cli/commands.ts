@@ -18,7 +18,7 @@ import { type DedupMetric, type DedupResult, dedup } from '../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { knnGraph } from '../jobs/knn-graph.js';
 import type { Metric, RangeSearchResult } from '../types.js';
-import type { SearchParams, VectorIndex } from '../vector-index.js';
+import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
@@ -112,8 +112,8 @@ cosine: cosine similarity >= R. Prints how many results there are in all.
 options:
   --index INDEX     an index file from 'webgpu-knn build'
   --queries FILE    the query vectors
-  --radius R        l2: a squared distance >= 0; ip: any number; cosine: in [-1, 1] (decimal;
-                    a negative one as --radius=-0.5)
+  --radius R        l2: a squared distance in [0, 1e38]; ip: a number in [-1e38, 1e38]; cosine:
+                    in [-1, 1] (decimal; a negative one as --radius=-0.5)
   --out FILE        .csv (header query,id,distance; one line per result) or .jsonl (one
                     {"query", "id", "distance"} object a line): queries in file order (0-based
                     rows), each query's results best first (ties: the smaller id first)
@@ -399,12 +399,12 @@ export async function remove(argv: string[]): Promise<void> {
   }
 }
 
-/** --radius for `metric`: l2 a squared distance >= 0, cosine in [-1, 1], ip any finite number. */
+/** --radius for `metric`: l2 a squared distance in [0, MAX_RADIUS], cosine in [-1, 1], ip within +-MAX_RADIUS. */
 function radiusOf(v: Values, metric: Metric): number {
   const given = text(v, 'radius');
-  if (metric === 'l2') return numberFlag('radius', given, 0, Infinity, 'a squared L2 distance');
+  if (metric === 'l2') return numberFlag('radius', given, 0, MAX_RADIUS, 'a squared L2 distance');
   if (metric === 'cosine') return numberFlag('radius', given, -1, 1, 'a cosine');
-  return numberFlag('radius', given, -Infinity, Infinity, 'an inner product');
+  return numberFlag('radius', given, -MAX_RADIUS, MAX_RADIUS, 'an inner product');
 }
 
 export async function rangeSearchCommand(argv: string[]): Promise<void> {

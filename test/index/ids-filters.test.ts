@@ -246,6 +246,8 @@ describe('ids, filters, removal and range search', () => {
       await expect(index.addWithIds(xb.subarray(0, d), BigInt64Array.of(5n))).rejects.toThrow(/already in the index/);
       await expect(index.add(xb.subarray(0, d))).rejects.toThrow(/caller ids/);
       await expect(index.search(xq, 1, { filter: [1, 2] as never })).rejects.toThrow(/filter must be/);
+      await expect(index.rangeSearch(xq, 1e39)).rejects.toThrow(/radius must be a number in \[-1e\+38, 1e\+38\].*got 1e\+39/);
+      await expect(index.rangeSearch(xq, NaN)).rejects.toThrow(/radius must be .*got NaN/);
       expect(index.ntotal).toBe(1);
       const seq = new FlatIndex(backend!, { dim: d });
       await seq.add(xb.subarray(0, d));
