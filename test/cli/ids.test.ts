@@ -374,7 +374,8 @@ describe('help', () => {
     expect(help('search')).toMatch(/\.ivecs \(int32:/);
     for (const c of ['build', 'search', 'remove', 'range-search']) expect(help(c)).toMatch(/Id files: \.npy of int64/);
     expect(help('remove')).toMatch(/usage: webgpu-knn remove --index INDEX --ids FILE \[--out INDEX2\]/);
-    expect(help('range-search')).toMatch(/--radius R +l2: a squared distance >= 0; ip: any number; cosine: in \[-1, 1\]/);
+    expect(help('range-search')).toMatch(/--radius R +l2: a squared distance in \[0, 1e38\]; ip: a number in \[-1e38, 1e38\]; cosine:/);
+    expect(help('dedup')).toMatch(/--against INDEX +instead of pairs within the input/);
     expect(help('range-search')).toMatch(/header query,id,distance/);
   });
 });
