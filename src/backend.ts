@@ -154,7 +154,7 @@ export class Backend {
    * with metric 'ip'), every row of `store` whose float32 minimised score (l2: squared distance;
    * ip: -dot) is at most `limit` plus the margin `rel * (||q||^2 + ||x||^2)` (rel as the self-join
    * takes it: dedupMargin), skipping rows that `masks` (one per chunk, as for searchFlat; null:
-   * none) do not allow. A superset of the exact results: rangeRescore (src/range.ts)
+   * none) do not allow. More than `maxCandidates` (default DEFAULT_MAX_CANDIDATES) in all fail. A superset of the exact results: rangeRescore (src/range.ts)
    * cuts them exactly. Ids are positions; each query's ascending, no duplicates.
    */
   async rangeFlat(
@@ -165,8 +165,9 @@ export class Backend {
     limit: number,
     rel: number,
     masks: Uint32Array[] | null,
+    maxCandidates?: number,
   ): Promise<RangeCandidates> {
-    return rangeFlat(this.device, store as CodeStore, xq, nq, metric, limit, rel, masks);
+    return rangeFlat(this.device, store as CodeStore, xq, nq, metric, limit, rel, masks, maxCandidates);
   }
 
   /**
@@ -184,9 +185,10 @@ export class Backend {
     limit: number,
     rel: number,
     masks: Uint32Array[] | null,
+    maxCandidates?: number,
   ): Promise<RangeCandidates> {
     this.checkK('nprobe', nprobe);
-    return rangeIvf(this.device, coarse as CodeStore, lists, xq, nq, nprobe, metric, limit, rel, masks);
+    return rangeIvf(this.device, coarse as CodeStore, lists, xq, nq, nprobe, metric, limit, rel, masks, maxCandidates);
   }
 
   /**

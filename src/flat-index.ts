@@ -107,8 +107,8 @@ export class FlatIndex extends IndexCore {
     return this.backend.searchFlat(this.store, xq, nq, kc, this.kernelMetric, params.timings, masks);
   }
 
-  protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null): Promise<RangeCandidates> {
-    return this.backend.rangeFlat(this.store, xq, nq, this.kernelMetric, limit, rel, masks);
+  protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
+    return this.backend.rangeFlat(this.store, xq, nq, this.kernelMetric, limit, rel, masks, params.maxCandidates);
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {

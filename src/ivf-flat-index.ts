@@ -219,7 +219,7 @@ export class IvfFlatIndex extends IndexCore {
 
   protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
     const coarse = this.requireTrained('rangeSearch');
-    return this.backend.rangeIvf(coarse, this.deviceLists, xq, nq, params.nprobe!, this.kernelMetric, limit, rel, masks);
+    return this.backend.rangeIvf(coarse, this.deviceLists, xq, nq, params.nprobe!, this.kernelMetric, limit, rel, masks, params.maxCandidates);
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {

@@ -32,6 +32,11 @@ export interface SearchParams {
   filterMode?: 'auto' | 'pre' | 'post';
   /** Filled with the time spent uploading, computing, reading back and re-scoring. */
   timings?: SearchTimings;
+  /**
+   * Range search only: most candidates in all (default 50,000,000, as dedup's); more fail with an
+   * InvalidArgumentError before they are held (a radius too loose for the corpus).
+   */
+  maxCandidates?: number;
 }
 
 /** What `train` takes beyond the training set: IVF's k-means progress and sample sizes (Flat, which trains nothing, ignores them). */
@@ -327,6 +332,9 @@ export abstract class IndexCore implements VectorIndex {
     const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
     const p = this.checkParams(params ?? {});
     const filter = p.filter === undefined ? undefined : checkFilter(p.filter);
+    if (p.maxCandidates !== undefined && !(Number.isInteger(p.maxCandidates) && p.maxCandidates >= 0)) {
+      throw new InvalidArgumentError(`maxCandidates must be an integer >= 0; got ${String(p.maxCandidates)}`);
+    }
     const queries = prepareRows(this.metric, xq, this.dim);
     return this.queue.search(async () => {
       let masks = this.tombstones();

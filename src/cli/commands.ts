@@ -120,6 +120,9 @@ options:
   --filter-ids FILE only vectors with these ids may be results
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved); only vectors
                     in the scanned lists are found
+  --max-candidates N  fail (exit 1, nothing written) when the radius lets through more than N
+                    candidates in a block of 1024 queries (default ${DEFAULT_MAX_CANDIDATES}): a
+                    radius too loose for the corpus
 ${BACKEND_OPT}
   -h, --help        this text
 ${ID_FILES}
@@ -422,6 +425,7 @@ export async function rangeSearchCommand(argv: string[]): Promise<void> {
   const radius = radiusOf(v, header.metric);
   const queries = await openQueries(queriesPath, header);
   const params = await searchParamsOf(v, header, filterPath);
+  params.maxCandidates = intFlag('max-candidates', text(v, 'max-candidates'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_CANDIDATES);
   const backend = await openBackend(choice);
   try {
     const index = await loadWithProgress(backend, indexPath, true);
@@ -553,7 +557,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const choice = backendChoice(v);
   const against = text(v, 'against');
   checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input], ['--against', against]));
-  if (against !== undefined) return dedupAgainst(against, input, metric, threshold, out, clusters, choice);
+  if (against !== undefined) return dedupAgainst(against, input, metric, threshold, maxCandidates, out, clusters, choice);
   const file = await openVectors(input);
   const backend = await openBackend(choice);
   try {
@@ -602,7 +606,16 @@ export async function dedupCommand(argv: string[]): Promise<void> {
 }
 
 /** dedup --against INDEX: the new rows of `input` against an existing corpus, by range search. */
-async function dedupAgainst(indexPath: string, input: string, metric: string, threshold: number, out: string, clusters: string | undefined, choice: 'auto' | 'webgpu' | 'cpu'): Promise<void> {
+async function dedupAgainst(
+  indexPath: string,
+  input: string,
+  metric: string,
+  threshold: number,
+  maxCandidates: number,
+  out: string,
+  clusters: string | undefined,
+  choice: 'auto' | 'webgpu' | 'cpu',
+): Promise<void> {
   if (clusters !== undefined) throw new UsageError('--clusters groups the pairs within one input; it does not apply with --against');
   const header = await readIndexHeader(indexPath);
   if (header.metric !== metric) throw new UsageError(`--against ${indexPath} is a ${header.metric} index; --metric is ${metric} (they must agree)`);
@@ -611,7 +624,7 @@ async function dedupAgainst(indexPath: string, input: string, metric: string, th
   try {
     const t0 = performance.now();
     const index = await loadWithProgress(backend, indexPath, true);
-    const pairs = await writeRange(index, file, threshold, {}, out, ['i', 'j', 'score'], 'dedup');
+    const pairs = await writeRange(index, file, threshold, { maxCandidates }, out, ['i', 'j', 'score'], 'dedup');
     process.stderr.write(`${pairs} pairs of ${file.rows} new rows against ${index.ntotal} indexed; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}\n`);
   } finally {
     backend.dispose();

@@ -28,7 +28,7 @@
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
-import { sortTilePairs } from '../pairs.js';
+import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../pairs.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError } from '../types.js';
@@ -50,7 +50,9 @@ export interface RangeCandidates {
  * Candidates of `nq` queries (`xq`, `nq * d`, normalised by the caller for cosine) against every
  * row of `base` allowed by `masks` (one per chunk, bit r: the chunk's row r; see src/ids.ts
  * allowedRows; null: every row):
- * each row whose minimised score passes `limit` with the margin `rel` (see the file comment).
+ * each row whose minimised score passes `limit` with the margin `rel` (see the file comment). More
+ * than `maxCandidates` candidates in all (default DEFAULT_MAX_CANDIDATES, as the self-join) fail
+ * with an InvalidArgumentError before more are held.
  */
 export async function rangeFlat(
   device: Device,
@@ -61,10 +63,11 @@ export async function rangeFlat(
   limit: number,
   rel: number,
   masks: Uint32Array[] | null,
+  maxCandidates = DEFAULT_MAX_CANDIDATES,
 ): Promise<RangeCandidates> {
   checkRange(limit, rel);
   checkMasks(masks, base.chunks.length);
-  const csr = new CandidateCsr(nq);
+  const csr = new CandidateCsr(nq, maxCandidates);
   if (nq === 0 || base.ntotal === 0) return csr.finish();
   return withMasks(device, masks, (maskBufs) => flatCandidates(device, base, xq, nq, metric, limit, rel, maskBufs, csr));
 }
@@ -136,11 +139,12 @@ export async function rangeIvf(
   limit: number,
   rel: number,
   masks: Uint32Array[] | null,
+  maxCandidates = DEFAULT_MAX_CANDIDATES,
 ): Promise<RangeCandidates> {
   checkRange(limit, rel);
   checkMasks(masks, lists.chunks.length);
   if (!(Number.isInteger(nprobe) && nprobe >= 1)) throw new InvalidArgumentError(`nprobe must be an integer >= 1; got ${nprobe}`);
-  const csr = new CandidateCsr(nq);
+  const csr = new CandidateCsr(nq, maxCandidates);
   if (nq === 0 || lists.ntotal === 0) return csr.finish();
   const { d, dpad } = coarse;
   // The batch's queries, probes and pair rows (nprobe copies of each query) each fit one binding.
@@ -279,13 +283,27 @@ function checkRange(limit: number, rel: number): void {
 class CandidateCsr {
   private readonly lims: Float64Array;
   private readonly ids: Uint32Array[] = [];
+  private total = 0;
 
-  constructor(nq: number) {
+  /** At most `maxCandidates` in all (see rangeFlat), else the range search fails before holding more. */
+  constructor(
+    nq: number,
+    private readonly maxCandidates: number,
+  ) {
+    if (!(maxCandidates >= 0)) throw new InvalidArgumentError(`maxCandidates must be a number >= 0; got ${maxCandidates}`);
     this.lims = new Float64Array(nq + 1);
   }
 
   /** The pairs [q, id, ...] of queries b0 + q, q < rows, in blocks, in any order. */
   add(blocks: Uint32Array[], b0: number, rows: number): void {
+    const pairs = blocks.reduce((a, b) => a + b.length / 2, 0);
+    if (this.total + pairs > this.maxCandidates) {
+      throw new InvalidArgumentError(
+        `the radius lets through more than ${this.maxCandidates} candidates (by query ${b0 + rows - 1} of ${this.lims.length - 1}); ` +
+          'use a smaller radius or fewer queries per call, or raise maxCandidates',
+      );
+    }
+    this.total += pairs;
     const sorted = sortTilePairs(concat(blocks), 0, rows, false);
     const ids = new Uint32Array(sorted.length / 2);
     for (let p = 0; p < ids.length; p++) {

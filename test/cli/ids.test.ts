@@ -276,6 +276,11 @@ describe('range-search', () => {
     }
   });
 
+  it('--max-candidates: a radius letting through more fails (exit 1), naming the cap, and writes nothing', () => {
+    expectUserError(cli('range-search', '--index', 'ids.idx', '--queries', 'q.npy', '--radius', '1e9', '--max-candidates', '50', '--out', 'cap.csv'), 1, /lets through more than 50 candidates/);
+    expect(existsSync(at('cap.csv'))).toBe(false);
+  });
+
   it('checks --radius by metric, and the output type, before any work', () => {
     expectUserError(cli('range-search', '--index', 'ids.idx', '--queries', 'q.npy', '--radius=-1', '--out', 'r.csv'), 2, /--radius must be a squared L2 distance in \[0, 1e\+38\] \(decimal\); got -1/);
     expectUserError(cli('range-search', '--index', 'ids.idx', '--queries', 'q.npy', '--radius', 'near', '--out', 'r.csv'), 2, /--radius must be a squared L2 distance in \[0, 1e\+38\] \(decimal\); got near/);

@@ -212,7 +212,11 @@ describe('ids, filters, removal and range search', () => {
               expect(gotLabels, `${metric} radius ${radius} query ${q}`).toEqual(want);
             }
             if (radius === radii[0]) expect(got.lims[got.lims.length - 1], 'the first radius returns nothing').toBe(0);
-            if (radius === radii[3]) expect(got.lims[got.lims.length - 1], 'the last radius returns everything').toBe(all.size * (xq.length / d));
+            if (radius === radii[3]) {
+              expect(got.lims[got.lims.length - 1], 'the last radius returns everything').toBe(all.size * (xq.length / d));
+              // A cap below that refuses, naming it, rather than holding them all.
+              await expect(index.rangeSearch(xq, radius, { maxCandidates: 100 })).rejects.toThrow(/lets through more than 100 candidates/);
+            }
           }
           await index.dispose();
         }
@@ -248,6 +252,7 @@ describe('ids, filters, removal and range search', () => {
       await expect(index.search(xq, 1, { filter: [1, 2] as never })).rejects.toThrow(/filter must be/);
       await expect(index.rangeSearch(xq, 1e39)).rejects.toThrow(/radius must be a number in \[-1e\+38, 1e\+38\].*got 1e\+39/);
       await expect(index.rangeSearch(xq, NaN)).rejects.toThrow(/radius must be .*got NaN/);
+      await expect(index.rangeSearch(xq, 1, { maxCandidates: -1 })).rejects.toThrow(/maxCandidates must be an integer >= 0; got -1/);
       expect(index.ntotal).toBe(1);
       const seq = new FlatIndex(backend!, { dim: d });
       await seq.add(xb.subarray(0, d));
