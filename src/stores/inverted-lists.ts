@@ -24,6 +24,7 @@ import type { BaseStoreOptions } from '../backend.js';
 import { padRows, paddedDim } from '../device.js';
 import { chunkRows, rowsPerBinding } from '../plans/tiling.js';
 import { InvalidArgumentError } from '../types.js';
+import { floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk, type RowRun } from './rows.js';
 
 export interface ListChunk extends RowChunk {
@@ -77,7 +78,7 @@ export class DeviceLists {
     this.dpad = paddedDim(d);
     this.chunkRows = chunkRows(device, this.dpad * 4);
     rowsPerBinding(device, 8 * nlist, `list table (8 bytes for each of nlist = ${nlist} lists)`);
-    this.host = new ChunkRows(device, d, this.dpad, this.chunkRows, options.hostCopy ?? true);
+    this.host = new ChunkRows(device, floatRows(d), this.chunkRows, options.hostCopy ?? true);
   }
 
   /**
