@@ -32,7 +32,7 @@ import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../pairs.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError } from '../types.js';
-import { flatLists, uploadQueries, withMasks } from './flat-search.js';
+import { flatLists, floatQueries, uploadQueries, withMasks } from './flat-search.js';
 import { groupProbes } from './ivf-search.js';
 import { PairTiles } from './pair-tiles.js';
 import { Scratch } from './scratch.js';
@@ -166,7 +166,7 @@ export async function rangeIvf(
       const scratch = new Scratch(device);
       try {
         const queries = xq.subarray(b0 * d, (b0 + rows) * d);
-        const probes = flatLists(scratch, coarse, uploadQueries(scratch, queries, rows, d, dpad), 0, rows, nprobe, metric).i;
+        const probes = flatLists(scratch, coarse, floatQueries(uploadQueries(scratch, queries, rows, d, dpad)), 0, rows, nprobe, metric).i;
         const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }]);
         const g = groupProbes(new Uint32Array(hostProbes), rows, nprobe, queries, d);
         const blocks: Uint32Array[] = [];

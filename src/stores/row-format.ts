@@ -4,10 +4,7 @@
  * src/codecs) are packed codes. The store, its host copy (src/stores/rows.ts) and the plans see
  * only words; a format says how rows become words and back, and how queries are scored against them.
  */
-import { padRows, paddedDim, unpadRows } from '../device.js';
-
-/** The scalar quantisers' code layouts sq-scores reads (see src/codecs/scalar-quantizer.ts). */
-export type SqCodeKind = 'sq8' | 'sq4' | 'fp16';
+import { type SqCodeKind, padRows, paddedDim, unpadRows } from '../device.js';
 
 /** How a plan scores queries against rows of a format. */
 export type RowScoring =
