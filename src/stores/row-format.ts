@@ -4,6 +4,7 @@
  * src/codecs) are packed codes. The store, its host copy (src/stores/rows.ts) and the plans see
  * only words; a format says how rows become words and back, and how queries are scored against them.
  */
+import type { ScalarQuantizer } from '../codecs/scalar-quantizer.js';
 import { type SqCodeKind, padRows, paddedDim, unpadRows } from '../device.js';
 
 /** How a plan scores queries against rows of a format. */
@@ -49,5 +50,52 @@ export function floatRows(d: number): RowFormat {
     encode: (x, n) => ({ words: padRows(x, n, d, dpad), norms: null }),
     row: (words, offset) => words.subarray(offset, offset + d),
     rows: (words, n) => unpadRows(words, n, d, dpad),
+  };
+}
+
+/** The code layout sq-scores reads for each scalar quantiser. */
+const SQ_KIND: Record<ScalarQuantizer['kind'], SqCodeKind> = { SQ8: 'sq8', SQ4: 'sq4', SQfp16: 'fp16' };
+
+/**
+ * Rows as a trained scalar quantiser's codes (Faiss's byte layout, each row padded to whole words:
+ * the device layout sq-scores reads is those bytes, little-endian), scored by sq-scores with
+ * transformed queries; norms are those of the decoded rows, so a search ranks by the distance to
+ * the reconstruction, as Faiss's IndexScalarQuantizer does.
+ */
+export function sqRows(sq: ScalarQuantizer): RowFormat {
+  const { d, codeSize } = sq;
+  const dpad = paddedDim(d);
+  const kind = SQ_KIND[sq.kind];
+  // Whole words, and as many as sq-scores reads for dpad dimensions (the padding codes are 0).
+  const rowWords = Math.max(Math.ceil(codeSize / 4), kind === 'sq8' ? dpad / 4 : kind === 'sq4' ? Math.ceil(dpad / 8) : dpad / 2);
+  /** The codes of `n` rows stored in `words` (rows of rowWords words), as Faiss lays them out. */
+  const codesOf = (words: Float32Array, n: number): Uint8Array => {
+    const bytes = new Uint8Array(words.buffer, words.byteOffset, n * rowWords * 4);
+    if (rowWords * 4 === codeSize) return bytes;
+    const out = new Uint8Array(n * codeSize);
+    for (let i = 0; i < n; i++) out.set(bytes.subarray(i * rowWords * 4, i * rowWords * 4 + codeSize), i * codeSize);
+    return out;
+  };
+  return {
+    d,
+    dpad,
+    rowWords,
+    scoring: { kernel: 'sq-scores', kind, transform: (xq, nq) => sq.queryTransform(xq, nq) },
+    encode(x, n) {
+      const codes = sq.encode(x, n);
+      const words = new Float32Array(n * rowWords);
+      const bytes = new Uint8Array(words.buffer);
+      for (let i = 0; i < n; i++) bytes.set(codes.subarray(i * codeSize, (i + 1) * codeSize), i * rowWords * 4);
+      const decoded = sq.decode(codes, n);
+      const norms = new Float32Array(n);
+      for (let i = 0; i < n; i++) {
+        let s = 0;
+        for (let j = i * d; j < (i + 1) * d; j++) s += decoded[j] * decoded[j];
+        norms[i] = s;
+      }
+      return { words, norms };
+    },
+    row: (words, offset) => sq.decode(codesOf(words.subarray(offset, offset + rowWords), 1), 1),
+    rows: (words, n) => sq.decode(codesOf(words, n), n),
   };
 }
