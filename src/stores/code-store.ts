@@ -85,6 +85,15 @@ export class CodeStore implements BaseStore {
   }
 
   async add(x: Float32Array, n: number): Promise<void> {
+    return this.addRows(x, n, false);
+  }
+
+  /** Appends `n` rows already in the store's format (`n * rowWords` words): a compaction or a load. */
+  async addStored(words: Float32Array, n: number): Promise<void> {
+    return this.addRows(words, n, true);
+  }
+
+  private async addRows(x: Float32Array, n: number, stored: boolean): Promise<void> {
     if (n === 0) return;
     const plan = this.place(n);
     const grown = await this.allocate(plan, false);
@@ -93,7 +102,7 @@ export class CodeStore implements BaseStore {
     const before = this.mark();
     try {
       await this.install(grown);
-      await this.write(x, n, plan);
+      await this.write(stored ? this.format.stored(x, n) : this.format.encode(x, n), plan);
     } catch (err) {
       this.device.discard();
       for (const c of grown.values()) if (!this.chunks.includes(c)) this.free(c);
@@ -179,9 +188,8 @@ export class CodeStore implements BaseStore {
   }
 
   /** Uploads the rows as stored (and mirrors them), computes or uploads their norms, and counts them. */
-  private async write(x: Float32Array, n: number, plan: Placement[]): Promise<void> {
+  private async write({ words, norms }: { words: Float32Array; norms: Float32Array | null }, plan: Placement[]): Promise<void> {
     const { device, dpad, rowWords: w } = this;
-    const { words, norms } = this.format.encode(x, n);
     let src = 0;
     for (const p of plan) {
       const c = this.chunks[p.index];

@@ -33,6 +33,8 @@ export interface RowFormat {
    * the `norms` kernel computes them from the stored rows (float rows).
    */
   encode(x: Float32Array, n: number): { words: Float32Array; norms: Float32Array | null };
+  /** As `encode`, for rows already stored in this format (`n * rowWords` words: a compaction, a load). */
+  stored(words: Float32Array, n: number): { words: Float32Array; norms: Float32Array | null };
   /** The row stored at `words[offset .. offset + rowWords)` as `d` floats (a view for float rows). */
   row(words: Float32Array, offset: number): Float32Array;
   /** `n` stored rows as `n * d` floats (a view where the rows need no change). */
@@ -48,6 +50,7 @@ export function floatRows(d: number): RowFormat {
     rowWords: dpad,
     scoring: { kernel: 'gemm-scores' },
     encode: (x, n) => ({ words: padRows(x, n, d, dpad), norms: null }),
+    stored: (words) => ({ words, norms: null }),
     row: (words, offset) => words.subarray(offset, offset + d),
     rows: (words, n) => unpadRows(words, n, d, dpad),
   };
@@ -66,8 +69,7 @@ export function sqRows(sq: ScalarQuantizer): RowFormat {
   const { d, codeSize } = sq;
   const dpad = paddedDim(d);
   const kind = SQ_KIND[sq.kind];
-  // Whole words, and as many as sq-scores reads for dpad dimensions (the padding codes are 0).
-  const rowWords = Math.max(Math.ceil(codeSize / 4), kind === 'sq8' ? dpad / 4 : kind === 'sq4' ? Math.ceil(dpad / 8) : dpad / 2);
+  const rowWords = sqRowWords(sq.kind, d);
   /** The codes of `n` rows stored in `words` (rows of rowWords words), as Faiss lays them out. */
   const codesOf = (words: Float32Array, n: number): Uint8Array => {
     const bytes = new Uint8Array(words.buffer, words.byteOffset, n * rowWords * 4);
@@ -86,16 +88,38 @@ export function sqRows(sq: ScalarQuantizer): RowFormat {
       const words = new Float32Array(n * rowWords);
       const bytes = new Uint8Array(words.buffer);
       for (let i = 0; i < n; i++) bytes.set(codes.subarray(i * codeSize, (i + 1) * codeSize), i * rowWords * 4);
-      const decoded = sq.decode(codes, n);
-      const norms = new Float32Array(n);
-      for (let i = 0; i < n; i++) {
-        let s = 0;
-        for (let j = i * d; j < (i + 1) * d; j++) s += decoded[j] * decoded[j];
-        norms[i] = s;
-      }
-      return { words, norms };
+      return { words, norms: normsOf(sq.decode(codes, n), n) };
     },
+    stored: (words, n) => ({ words, norms: normsOf(sq.decode(codesOf(words, n), n), n) }),
     row: (words, offset) => sq.decode(codesOf(words.subarray(offset, offset + rowWords), 1), 1),
     rows: (words, n) => sq.decode(codesOf(words, n), n),
   };
+}
+
+/** The squared norms of `n` rows of `d` floats, summed in dimension order. */
+function normsOf(x: Float32Array, n: number): Float32Array {
+  const d = x.length / Math.max(1, n);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let j = i * d; j < (i + 1) * d; j++) s += x[j] * x[j];
+    out[i] = s;
+  }
+  return out;
+}
+
+/**
+ * Words a stored row of a scalar quantiser's codes takes: whole words, and as many as sq-scores
+ * reads for `dpad` dimensions (the padding codes are 0).
+ */
+export function sqRowWords(kind: ScalarQuantizer['kind'], d: number): number {
+  const dpad = paddedDim(d);
+  const codeBytes = kind === 'SQ8' ? d : kind === 'SQ4' ? Math.ceil(d / 2) : 2 * d;
+  const read = kind === 'SQ8' ? dpad / 4 : kind === 'SQ4' ? Math.ceil(dpad / 8) : dpad / 2;
+  return Math.max(Math.ceil(codeBytes / 4), read);
+}
+
+/** Floats of a scalar quantiser's trained tables: vmin and vdiff per dimension (none for SQfp16). */
+export function sqTableFloats(kind: ScalarQuantizer['kind'], d: number): number {
+  return kind === 'SQfp16' ? 0 : 2 * d;
 }
