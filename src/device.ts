@@ -240,6 +240,22 @@ export interface SqScoresArgs<B = DeviceBuffer> {
 }
 
 /**
+ * Fewest u32 words a row of `kind` codes takes for `dpad` dimensions (sq-scores reads that many;
+ * a store may give rows more): 4 dimensions a word for sq8, 8 for sq4, 2 for fp16.
+ */
+export function sqCodeWords(kind: SqCodeKind, dpad: number): number {
+  return kind === 'sq8' ? Math.ceil(dpad / 4) : kind === 'sq4' ? Math.ceil(dpad / 8) : Math.ceil(dpad / 2);
+}
+
+/** Throws unless an sq-scores call's rows hold the words it reads (both devices check the same). */
+export function checkSqScoresArgs(a: { kind: SqCodeKind; dpad: number; codeWords: number }): void {
+  const min = sqCodeWords(a.kind, a.dpad);
+  if (!(a.dpad % 4 === 0 && Number.isInteger(a.codeWords) && a.codeWords >= min)) {
+    throw new InvalidArgumentError(`sq-scores (${a.kind}): dpad must be a multiple of 4 and codeWords at least ${min} for dpad ${a.dpad}; got dpad ${a.dpad}, codeWords ${a.codeWords}`);
+  }
+}
+
+/**
  * Masks score-tile columns: for c < cols, unless bit `bit0 + c` of `mask` is set (u32 words, bit b
  * at `mask[b >> 5] >> (b & 31) & 1`), every score `scores[r * ldc + c]`, r < rows, becomes +Infinity.
  * A minimised score of a stored vector is always finite (types.ts checkVectors), so +Infinity
