@@ -90,6 +90,10 @@ export class FlatIndex extends IndexCore {
     this.ids.reset();
   }
 
+  protected override get scoreMetric(): Metric {
+    return this.codec !== null && this.metric === 'cosine' ? 'ip' : this.metric;
+  }
+
   /** The quantiser's trained tables (for save), or null. */
   get quantizerTables(): Float32Array | null {
     return this.sq?.tables() ?? null;

@@ -5,7 +5,7 @@
  * only words; a format says how rows become words and back, and how queries are scored against them.
  */
 import type { ScalarQuantizer } from '../codecs/scalar-quantizer.js';
-import { type SqCodeKind, padRows, paddedDim, unpadRows } from '../device.js';
+import { type SqCodeKind, padRows, paddedDim, sqCodeWords, unpadRows } from '../device.js';
 
 /** How a plan scores queries against rows of a format. */
 export type RowScoring =
@@ -113,10 +113,8 @@ function normsOf(x: Float32Array, n: number): Float32Array {
  * reads for `dpad` dimensions (the padding codes are 0).
  */
 export function sqRowWords(kind: ScalarQuantizer['kind'], d: number): number {
-  const dpad = paddedDim(d);
   const codeBytes = kind === 'SQ8' ? d : kind === 'SQ4' ? Math.ceil(d / 2) : 2 * d;
-  const read = kind === 'SQ8' ? dpad / 4 : kind === 'SQ4' ? Math.ceil(dpad / 8) : dpad / 2;
-  return Math.max(Math.ceil(codeBytes / 4), read);
+  return Math.max(Math.ceil(codeBytes / 4), sqCodeWords(SQ_KIND[kind], paddedDim(d)));
 }
 
 /** Floats of a scalar quantiser's trained tables: vmin and vdiff per dimension (none for SQfp16). */
