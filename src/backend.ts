@@ -14,6 +14,7 @@ import { selfJoinCandidates } from './plans/self-join.js';
 import { CodeStore } from './stores/code-store.js';
 import { DeviceLists } from './stores/inverted-lists.js';
 import type { RowAt } from './stores/rows.js';
+import type { RowFormat } from './stores/row-format.js';
 import { InvalidArgumentError, type SlotResult, type SearchTimings } from './types.js';
 
 export type { DeviceKind as BackendKind } from './device.js';
@@ -34,6 +35,10 @@ export interface BaseStore {
   readonly ntotal: number;
   /** Appends `n` rows of `x` (`n * d`, already validated). If it throws, nothing was appended. */
   add(x: Float32Array, n: number): Promise<void>;
+  /** Appends `n` rows as another store of the same format stored them (`readRows(true)`). */
+  addStored(words: Float32Array, n: number): Promise<void>;
+  /** Words a stored row takes. */
+  readonly rowWords: number;
   /** Makes room for `n` more rows in buffers of exactly that size (no doubling). */
   reserve(n: number): Promise<void>;
   /** What the store holds now, for `rollback`. */
@@ -45,8 +50,11 @@ export interface BaseStore {
    * valid until the next add or reset; do not modify it.
    */
   rowsAt(ids: ArrayLike<number>): Promise<RowAt>;
-  /** Every stored row in id order, in blocks of whole rows (each valid until the next is asked for). */
-  readRows(): AsyncGenerator<Float32Array>;
+  /**
+   * Every stored row in id order, in blocks of whole rows (each valid until the next is asked for):
+   * `d` floats a row, or with `stored`, the row as stored (`rowWords` words: codes stay coded).
+   */
+  readRows(stored?: boolean): AsyncGenerator<Float32Array>;
   /** Removes every vector and frees its device memory. */
   reset(): void;
   /** Frees device memory; the store is unusable afterwards. */
@@ -101,8 +109,9 @@ export class Backend {
     return this.device.limits.maxBindingBytes;
   }
 
-  createBaseStore(d: number, options?: BaseStoreOptions): CodeStore {
-    return new CodeStore(this.device, d, options);
+  /** A store of `d`-dimensional rows, as float32 rows or in another format (codes: see src/stores/row-format.ts). */
+  createBaseStore(d: number, options?: BaseStoreOptions, format?: RowFormat): CodeStore {
+    return new CodeStore(this.device, d, options, format);
   }
 
   /** Inverted lists on the device, for IVF indexes (`hostCopy` as for base stores). */

@@ -215,6 +215,46 @@ export interface PairsThresholdArgs<B = DeviceBuffer> {
   cn0: number;
 }
 
+/** The scalar quantisers' code layouts sq-scores reads (see src/codecs/scalar-quantizer.ts). */
+export type SqCodeKind = 'sq8' | 'sq4' | 'fp16';
+
+export interface SqScoresArgs<B = DeviceBuffer> {
+  metric: KernelMetric;
+  kind: SqCodeKind;
+  /** Transformed queries: rows of dpad floats (q'_j, zero beyond d). */
+  xq: B;
+  /** One float per query row: the bias added to each dot product (0 for fp16). */
+  qbias: B;
+  /** Base codes: rows of `codeWords` u32. */
+  codes: B;
+  /** Squared norms of the decoded base vectors. */
+  xnorm: B;
+  scores: B;
+  q0: number;
+  rows: number;
+  col0: number;
+  cols: number;
+  dpad: number;
+  codeWords: number;
+  ldc: number;
+}
+
+/**
+ * Fewest u32 words a row of `kind` codes takes for `dpad` dimensions (sq-scores reads that many;
+ * a store may give rows more): 4 dimensions a word for sq8, 8 for sq4, 2 for fp16.
+ */
+export function sqCodeWords(kind: SqCodeKind, dpad: number): number {
+  return kind === 'sq8' ? Math.ceil(dpad / 4) : kind === 'sq4' ? Math.ceil(dpad / 8) : Math.ceil(dpad / 2);
+}
+
+/** Throws unless an sq-scores call's rows hold the words it reads (both devices check the same). */
+export function checkSqScoresArgs(a: { kind: SqCodeKind; dpad: number; codeWords: number }): void {
+  const min = sqCodeWords(a.kind, a.dpad);
+  if (!(a.dpad % 4 === 0 && Number.isInteger(a.codeWords) && a.codeWords >= min)) {
+    throw new InvalidArgumentError(`sq-scores (${a.kind}): dpad must be a multiple of 4 and codeWords at least ${min} for dpad ${a.dpad}; got dpad ${a.dpad}, codeWords ${a.codeWords}`);
+  }
+}
+
 /**
  * Masks score-tile columns: for c < cols, unless bit `bit0 + c` of `mask` is set (u32 words, bit b
  * at `mask[b >> 5] >> (b & 31) & 1`), every score `scores[r * ldc + c]`, r < rows, becomes +Infinity.
@@ -270,6 +310,7 @@ export type KernelCall<B = DeviceBuffer> =
   | ({ kernel: 'ivf-scan' } & IvfScanArgs<B>)
   | ({ kernel: 'pairs-threshold' } & PairsThresholdArgs<B>)
   | ({ kernel: 'mask-scores' } & MaskScoresArgs<B>)
+  | ({ kernel: 'sq-scores' } & SqScoresArgs<B>)
   | ({ kernel: 'kmeans-partial' } & KmeansPartialArgs<B>)
   | ({ kernel: 'kmeans-reduce' } & KmeansReduceArgs<B>);
 

@@ -36,3 +36,5 @@ export type { RangeSearchResult } from './types.js';
 export { POST_FILTER_MIN_SELECTIVITY, postFilterK } from './vector-index.js';
 export { HEAP_MAX_K } from './kernel-facts.js';
 export { readIdFile } from './io/id-file.js';
+export { SQ_KINDS, ScalarQuantizer } from './codecs/scalar-quantizer.js';
+export type { SqKind } from './codecs/scalar-quantizer.js';

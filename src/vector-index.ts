@@ -120,6 +120,16 @@ export abstract class IndexCore implements VectorIndex {
     return this.metric === 'l2' ? 'l2' : 'ip';
   }
 
+  /**
+   * What the exact re-score computes: the index's metric, except where the stored rows are
+   * reconstructions of normalised vectors (codes), whose norms are not 1: there cosine is the
+   * inner product of the normalised query with the reconstruction, as Faiss ranks normalised data
+   * with an inner-product quantiser, and as the kernels rank the candidates.
+   */
+  protected get scoreMetric(): Metric {
+    return this.metric;
+  }
+
   abstract train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
   abstract addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: BigInt64Array }): Promise<void>;
   abstract reset(): Promise<void>;
@@ -242,7 +252,7 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, timings?: SearchTimings): Promise<SlotResult> {
-    return timedRescore(timings, async () => rescore(this.metric, queries, nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()));
+    return timedRescore(timings, async () => rescore(this.scoreMetric, queries, nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()));
   }
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
@@ -344,7 +354,7 @@ export abstract class IndexCore implements VectorIndex {
       }
       const limit = this.metric === 'l2' ? radius : -radius;
       const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
-      const res = rangeRescore(this.metric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());
+      const res = rangeRescore(this.scoreMetric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());
       return { lims: res.lims, distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }

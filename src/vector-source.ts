@@ -106,3 +106,30 @@ export async function gatherRows(
   }
   return out;
 }
+
+/**
+ * Each dimension's minimum and maximum over `x` (an array of rows, already prepared, or a source
+ * read block by block, each block checked and prepared by `prepare`), as two rows [min; max] of
+ * `dim` floats; null when there are no rows. What a min-max scalar quantiser trains on.
+ */
+export async function dimensionRange(
+  x: Float32Array | VectorSource,
+  dim: number,
+  prepare: (x: Float32Array) => Float32Array,
+  checkNorms: boolean,
+): Promise<Float32Array | null> {
+  const out = new Float32Array(2 * dim).fill(Infinity);
+  out.fill(-Infinity, dim);
+  let rows = 0;
+  const take = (data: Float32Array): void => {
+    for (let i = 0; i < data.length; i++) {
+      const j = i % dim;
+      if (data[i] < out[j]) out[j] = data[i];
+      if (data[i] > out[dim + j]) out[dim + j] = data[i];
+    }
+    rows += data.length / dim;
+  };
+  if (x instanceof Float32Array) take(x);
+  else for await (const b of checkedBlocks(x, 'xt', checkNorms, prepare)) take(b.data);
+  return rows > 0 ? out : null;
+}

@@ -15,6 +15,7 @@ import { maskScores } from './mask-scores.js';
 import { norms } from './norms.js';
 import { pairsThreshold } from './pairs-threshold.js';
 import { selectRadix } from './select-radix.js';
+import { sqScores } from './sq-scores.js';
 import { topk } from './topk.js';
 import { topkMerge } from './topk-merge.js';
 
@@ -143,6 +144,9 @@ export class CpuDevice implements Device {
         }
         return;
       }
+      case 'sq-scores':
+        sqScores(c.metric, c.kind, f(c.xq), f(c.qbias), c.q0, c.rows, u(c.codes), f(c.xnorm), c.col0, c.cols, c.dpad, c.codeWords, f(c.scores), c.ldc);
+        return;
       case 'mask-scores':
         maskScores(f(c.scores), c.ldc, c.rows, c.cols, u(c.mask), c.bit0);
         return;

@@ -18,6 +18,7 @@ import { encodeMaskScores } from './kernels/mask-scores.js';
 import { encodeNorms } from './kernels/norms.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
 import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
+import { encodeSqScores } from './kernels/sq-scores.js';
 import { encodeTopk } from './kernels/topk.js';
 import { encodeTopkMerge } from './kernels/topk-merge.js';
 import { PipelineCache } from './pipelines.js';
@@ -196,6 +197,8 @@ export class GpuDevice implements Device {
         return encodePairsThreshold(k, {
           ...call, scores: b(call.scores), xnormQ: b(call.xnormQ), xnormB: b(call.xnormB), count: b(call.count), pairs: b(call.pairs),
         });
+      case 'sq-scores':
+        return encodeSqScores(k, { ...call, xq: b(call.xq), qbias: b(call.qbias), codes: b(call.codes), xnorm: b(call.xnorm), scores: b(call.scores) });
       case 'mask-scores':
         return encodeMaskScores(k, { ...call, scores: b(call.scores), mask: b(call.mask) });
       case 'kmeans-partial':

@@ -1,11 +1,17 @@
 /**
  * The index file format (little-endian):
  *   bytes 0-7    magic "WGPUKNN" + 0
- *   u32 x 8      format version (1), index type (1 Flat, 2 IVF-Flat), metric (0 l2, 1 ip, 2 cosine),
+ *   u32 x 8      format version (2), index type (1 Flat, 2 IVF-Flat, 3 SQ8, 4 SQ4, 5 SQfp16: Flat of
+ *                scalar-quantiser codes), metric (0 l2, 1 ip, 2 cosine),
  *                dim, ntotal, nlist (0 for Flat), nprobe, reserved (0)
  *   arrays       Flat: xb f32[ntotal * dim]
  *                IVF:  centroids f32[nlist * dim], offsets u32[nlist + 1], ids u32[ntotal],
  *                      xb f32[ntotal * dim] (vectors grouped by list, as the lists hold them)
+ *                SQ8, SQ4: tables f32[2 * dim] (each dimension's vmin, then each's vdiff, as
+ *                      Faiss's ScalarQuantizer.trained), codes u32[ntotal * rowWords]
+ *                SQfp16: codes u32[ntotal * rowWords]
+ *                (codes: each vector's Faiss code bytes, padded to rowWords = sqRowWords(kind, dim)
+ *                words, src/stores/row-format.ts)
  *                then (version 2) the ids section: i64 next sequential id (-1 where the index
  *                holds caller ids), i64 labels[ntotal]: the id of each vector (Flat: by row;
  *                IVF: labels[s] for the row whose u32 id above is s); see src/ids.ts
@@ -28,6 +34,8 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
+import type { SqKind } from '../codecs/scalar-quantizer.js';
+import { sqRowWords, sqTableFloats } from '../stores/row-format.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
@@ -45,10 +53,14 @@ const UNIT_NORM_TOLERANCE = 1e-3;
 /** Bytes hashed and written, or read, at a time. */
 const IO_BLOCK = 1 << 24;
 
+export type IndexFileType = 'Flat' | 'IVF' | SqKind;
+/** Type codes in the header, in order from 1. */
+const TYPE_CODES: IndexFileType[] = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16'];
+
 export interface IndexFileHeader {
   /** Written as INDEX_FORMAT_VERSION; as read, 1 or 2. */
   version?: number;
-  type: 'Flat' | 'IVF';
+  type: IndexFileType;
   metric: Metric;
   dim: number;
   ntotal: number;
@@ -58,7 +70,12 @@ export interface IndexFileHeader {
 
 /** Bytes of the whole file the header describes (header, arrays, checksum). */
 export function indexFileBytes(h: IndexFileHeader): number {
-  const words = h.type === 'Flat' ? h.ntotal * h.dim : h.nlist * h.dim + h.nlist + 1 + h.ntotal + h.ntotal * h.dim;
+  const words =
+    h.type === 'Flat'
+      ? h.ntotal * h.dim
+      : h.type === 'IVF'
+        ? h.nlist * h.dim + h.nlist + 1 + h.ntotal + h.ntotal * h.dim
+        : sqTableFloats(h.type, h.dim) + h.ntotal * sqRowWords(h.type, h.dim);
   const idBytes = (h.version ?? INDEX_FORMAT_VERSION) >= 2 ? 8 * (h.ntotal + 1) : 0;
   return HEADER_BYTES + 4 * words + idBytes + 32;
 }
@@ -78,7 +95,7 @@ export async function writeIndexFile(
   const head = new Uint8Array(HEADER_BYTES);
   const view = new DataView(head.buffer);
   head.set(new TextEncoder().encode(INDEX_MAGIC), 0);
-  const fields = [INDEX_FORMAT_VERSION, header.type === 'Flat' ? 1 : 2, METRIC_CODES.indexOf(header.metric), header.dim, header.ntotal, header.nlist, header.nprobe, 0];
+  const fields = [INDEX_FORMAT_VERSION, TYPE_CODES.indexOf(header.type) + 1, METRIC_CODES.indexOf(header.metric), header.dim, header.ntotal, header.nlist, header.nprobe, 0];
   fields.forEach((v, i) => view.setUint32(8 + 4 * i, v, true));
   const hash = createHash('sha256');
   const file = new AtomicFile(path);
@@ -124,15 +141,17 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   if (!READ_VERSIONS.includes(version)) {
     throw new InvalidArgumentError(`${path}: index format version ${version}; this build reads versions ${READ_VERSIONS.join(' and ')}`);
   }
-  if (type !== 1 && type !== 2) throw bad('type', type, '1 (Flat) or 2 (IVF)');
+  if (type < 1 || type > TYPE_CODES.length || (version < 2 && type > 2)) {
+    throw bad('type', type, version < 2 ? '1 (Flat) or 2 (IVF)' : '1 (Flat), 2 (IVF), 3 (SQ8), 4 (SQ4) or 5 (SQfp16)');
+  }
   if (metricCode > 2) throw bad('metric', metricCode, '0 (l2), 1 (ip) or 2 (cosine)');
   if (dim < 1 || dim > MAX_DIM) throw bad('dim', dim, `an integer in [1, ${MAX_DIM}]`);
-  if (type === 1 && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat index');
-  if (type === 1 && nprobe !== 0) throw bad('nprobe', nprobe, '0 for a Flat index');
+  if (type !== 2 && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat or SQ index');
+  if (type !== 2 && nprobe !== 0) throw bad('nprobe', nprobe, '0 for a Flat or SQ index');
   if (type === 2 && nlist < 1) throw bad('nlist', nlist, 'an integer >= 1 for an IVF index');
   if (type === 2 && (nprobe < 1 || nprobe > nlist)) throw bad('nprobe', nprobe, `an integer in [1, ${nlist}] (nlist)`);
   if (reserved !== 0) throw bad('reserved', reserved, '0');
-  return { version, type: type === 1 ? 'Flat' : 'IVF', metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe };
+  return { version, type: TYPE_CODES[type - 1], metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe };
 }
 
 /**
@@ -234,6 +253,15 @@ export class IndexFileReader {
       return Number(v);
     };
     return { nextId: num(words[0], 'the next sequential id'), ids: Float64Array.from(words.subarray(1), (v, s) => num(v, `the id of vector ${s}`)) };
+  }
+
+  /** The next `rows` rows of `rowWords` words each (codes, unchecked: their decoding is), in blocks of whole rows. */
+  async *wordBlocks(rows: number, rowWords: number): AsyncGenerator<Float32Array> {
+    const blockRows = Math.max(1, Math.floor(IO_BLOCK / (4 * rowWords)));
+    for (let r0 = 0; r0 < rows; r0 += blockRows) {
+      const n = Math.min(blockRows, rows - r0);
+      yield new Float32Array((await this.next(4 * n * rowWords)).buffer);
+    }
   }
 
   /** Checks the checksum (everything has been read) and closes the file. */

@@ -9,6 +9,7 @@ import type { Backend } from '../backend.js';
 import { FlatIndex } from '../flat-index.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
 import { IndexFileReader, checkLists } from './index-file.js';
+import { sqRowWords, sqTableFloats } from '../stores/row-format.js';
 
 export interface LoadOptions {
   /** Keep a host copy of the vectors where the device's memory is not the host's (default true; see BaseStoreOptions). */
@@ -26,6 +27,12 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
       const flat = (index = new FlatIndex(backend, { dim, metric, hostCopy: options.hostCopy }));
       await flat.reserve(ntotal);
       for await (const block of file.vectorBlocks('xb', ntotal, metric === 'cosine')) await flat.addPrepared(block);
+    } else if (type !== 'IVF') {
+      const sq = (index = new FlatIndex(backend, { dim, metric, codec: type, hostCopy: options.hostCopy }));
+      if (type !== 'SQfp16') await sq.restoreQuantizer(await file.floats('tables', sqTableFloats(type, dim)));
+      await sq.reserve(ntotal);
+      const w = sqRowWords(type, dim);
+      for await (const block of file.wordBlocks(ntotal, w)) await sq.addStored(block, block.length / w);
     } else {
       const ivf = (index = new IvfFlatIndex(backend, { dim, metric, nlist, hostCopy: options.hostCopy }));
       await ivf.setCentroids(await file.floats('centroids', nlist * dim));

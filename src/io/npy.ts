@@ -5,6 +5,7 @@
  * vector-reader.ts and written in stream-writer.ts. Malformed headers are rejected with the byte
  * offset of the problem.
  */
+import { halfToFloat } from '../codecs/fp16.js';
 import { InvalidArgumentError } from '../types.js';
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
@@ -25,15 +26,6 @@ const DTYPES: Record<string, NpyDtype> = {
   // int64 (what the tool writes ids as): exact up to 2^24 once in float32, like int32.
   '<i8': { bytes: 8, values: (raw) => Float64Array.from(new BigInt64Array(raw.buffer, raw.byteOffset, raw.byteLength / 8), Number) },
 };
-
-function halfToFloat(h: number): number {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const f = h & 0x3ff;
-  if (e === 0) return s * 2 ** -14 * (f / 1024);
-  if (e === 31) return f ? NaN : s * Infinity;
-  return s * 2 ** (e - 15) * (1 + f / 1024);
-}
 
 /** What a .npy header says: an `n x d` array of `descr` values starting at byte `dataStart`. */
 export interface NpyLayout {

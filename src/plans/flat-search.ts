@@ -21,6 +21,7 @@ import { padRows } from '../device.js';
 import { HEAP_MAX_K, type KernelMetric, PAD_ID } from '../kernel-facts.js';
 import { finalizeResults, sortLists } from '../results.js';
 import type { CodeStore } from '../stores/code-store.js';
+import type { RowFormat } from '../stores/row-format.js';
 import type { SlotResult, SearchTimings } from '../types.js';
 import { norms as hostNorms } from '../cpu/norms.js';
 import { type RunLists, Scratch } from './scratch.js';
@@ -83,6 +84,41 @@ export function scoreScratch(scratch: Scratch, k: number, rows: number, width: n
 }
 
 /**
+ * Queries on the device as a store's scoring reads them: rows of `dpad` floats (for codes,
+ * transformed by the format), and for sq-scores one bias per row.
+ */
+export interface QueryRows {
+  xq: DeviceBuffer;
+  qbias: DeviceBuffer | null;
+}
+
+/** Queries already on the device as float rows (for stores of float rows). */
+export function floatQueries(xq: DeviceBuffer): QueryRows {
+  return { xq, qbias: null };
+}
+
+/**
+ * Records one score tile of `q` against rows `col0 ..` of a chunk stored in `format`: gemm-scores
+ * for float rows, sq-scores for scalar-quantised codes (queries transformed, see RowScoring).
+ */
+export function scoreTile(
+  device: Device,
+  format: RowFormat,
+  q: QueryRows,
+  metric: KernelMetric,
+  a: { xb: DeviceBuffer; xnorm: DeviceBuffer; scores: DeviceBuffer; q0: number; rows: number; col0: number; cols: number; ldc: number },
+): void {
+  const s = format.scoring;
+  if (s.kernel === 'gemm-scores') {
+    device.dispatch({ kernel: 'gemm-scores', metric, xq: q.xq, dpad: format.dpad, ...a });
+    return;
+  }
+  if (!q.qbias) throw new Error('sq-scores needs transformed queries with their biases (uploadQueryRows)');
+  const { xb, ...rest } = a;
+  device.dispatch({ kernel: 'sq-scores', metric, kind: s.kind, xq: q.xq, qbias: q.qbias, codes: xb, dpad: format.dpad, codeWords: format.rowWords, ...rest });
+}
+
+/**
  * Records, for `rows` queries (rows q0 .. of `xq`, padded to `dpad`; at most `t.queryTile`), the
  * scan of `runs` in column tiles: gemm-scores, then topk and topk-merge (k <= HEAP_MAX_K) or
  * select-radix (larger k, lists unsorted) into running-list rows [row0, row0 + rows). Returns the
@@ -91,13 +127,13 @@ export function scoreScratch(scratch: Scratch, k: number, rows: number, width: n
 export function scoreRuns(
   device: Device,
   t: ScoreScratch,
-  xq: DeviceBuffer,
+  q: QueryRows,
   q0: number,
   rows: number,
   row0: number,
   runs: readonly RowRun[],
   k: number,
-  dpad: number,
+  format: RowFormat,
   metric: KernelMetric,
 ): number {
   const { tileCols, scores, heap, run } = t;
@@ -108,7 +144,7 @@ export function scoreRuns(
       const cols = Math.min(tileCols, r.rows - c0);
       const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
       const first = tiles === 0;
-      device.dispatch({ kernel: 'gemm-scores', metric, xq, xb: r.xb, xnorm: r.xnorm, scores, q0, rows, col0: r.start + c0, cols, dpad, ldc: tileCols });
+      scoreTile(device, format, q, metric, { xb: r.xb, xnorm: r.xnorm, scores, q0, rows, col0: r.start + c0, cols, ldc: tileCols });
       if (r.mask) device.dispatch({ kernel: 'mask-scores', scores, mask: r.mask, rows, cols, ldc: tileCols, bit0: r.start + c0 });
       if (heap) {
         const { nseg, segLen, partS, partI } = heap;
@@ -141,7 +177,7 @@ export function scoreRuns(
 export function flatLists(
   scratch: Scratch,
   base: CodeStore,
-  xq: DeviceBuffer,
+  q: QueryRows,
   q0: number,
   nq: number,
   k: number,
@@ -153,7 +189,7 @@ export function flatLists(
   const runs = base.chunks.map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: c.rows, id0: starts[i], mask: masks?.[i] }));
   let tiles = 0;
   for (let r0 = 0; r0 < nq; r0 += t.queryTile) {
-    tiles = scoreRuns(scratch.device, t, xq, q0 + r0, Math.min(t.queryTile, nq - r0), r0, runs, k, base.dpad, metric);
+    tiles = scoreRuns(scratch.device, t, q, q0 + r0, Math.min(t.queryTile, nq - r0), r0, runs, k, base.format, metric);
   }
   return t.run[tiles % 2];
 }
@@ -175,6 +211,19 @@ export async function withMasks<T>(device: Device, masks: Uint32Array[] | null, 
   } finally {
     for (const b of buffers) device.release(b);
   }
+}
+
+/**
+ * Uploads `nq` queries (`nq * d`, as the index holds them) as `format` scores them: padded to
+ * `dpad`, and for codes transformed, with their biases.
+ */
+export function uploadQueryRows(scratch: Scratch, format: RowFormat, xq: Float32Array, nq: number): QueryRows {
+  const s = format.scoring;
+  if (s.kernel === 'gemm-scores') return floatQueries(uploadQueries(scratch, xq, nq, format.d, format.dpad));
+  const t = s.transform(xq, nq);
+  const qbias = scratch.buffer('qbias', nq * 4);
+  scratch.device.upload(qbias, 0, t.qbias);
+  return { xq: uploadQueries(scratch, t.xq, nq, format.d, format.dpad), qbias };
 }
 
 /** Uploads `nq` queries (`nq * d`) padded to `dpad` into a scratch buffer. */
@@ -265,8 +314,9 @@ export function searchFlat(
 ): Promise<SlotResult> {
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
   return withMasks(device, masks, (maskBufs) =>
-    searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) =>
-      readLists(device, flatLists(scratch, base, xqBuf, 0, rows, k, metric, maskBufs), rows, k, timings),
-    ),
+    searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows, queries) => {
+      const q = base.format.scoring.kernel === 'gemm-scores' ? floatQueries(xqBuf) : uploadQueryRows(scratch, base.format, queries, rows);
+      return readLists(device, flatLists(scratch, base, q, 0, rows, k, metric, maskBufs), rows, k, timings);
+    }),
   );
 }

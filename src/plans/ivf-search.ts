@@ -26,7 +26,7 @@ import { HEAP_MAX_K, type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-fa
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
-import { type HostLists, type RowRun, flatLists, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
+import { type HostLists, type RowRun, flatLists, floatQueries, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
 import type { RunLists, Scratch } from './scratch.js';
 import { checkResultRow, groupedBatch, queryBatch, scanTiles } from './tiling.js';
 
@@ -85,7 +85,7 @@ export function searchIvf(
   }
   return withMasks(device, masks, (maskBufs) =>
     searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, timings, async (scratch, xqBuf, rows, queries) => {
-      const probes = flatLists(scratch, coarse, xqBuf, 0, rows, nprobe, metric).i;
+      const probes = flatLists(scratch, coarse, floatQueries(xqBuf), 0, rows, nprobe, metric).i;
       if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric, maskBufs), rows, k, timings);
       const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);
       return gemmLists(scratch, lists, queries, coarse.d, new Uint32Array(hostProbes), rows, k, nprobe, metric, maskBufs, timings);
@@ -182,7 +182,7 @@ async function gemmLists(
     const cnt = count.get(l)!;
     let tiles = 0;
     for (let r0 = 0; r0 < cnt; r0 += t.queryTile) {
-      tiles = scoreRuns(device, t, xg, o + r0, Math.min(t.queryTile, cnt - r0), o + r0, runsOf.get(l)!, k, dpad, metric);
+      tiles = scoreRuns(device, t, floatQueries(xg), o + r0, Math.min(t.queryTile, cnt - r0), o + r0, runsOf.get(l)!, k, lists.format, metric);
     }
     if (tiles > 0) final.set(l, tiles % 2);
   }

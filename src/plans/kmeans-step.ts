@@ -21,7 +21,7 @@ import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
 import { CodeStore } from '../stores/code-store.js';
 import { InvalidArgumentError } from '../types.js';
-import { flatLists } from './flat-search.js';
+import { flatLists, floatQueries } from './flat-search.js';
 import { Scratch } from './scratch.js';
 
 export class DeviceKMeans implements KMeansWorkspace {
@@ -95,7 +95,7 @@ export class DeviceKMeans implements KMeansWorkspace {
       // Calls run in order, so each chunk's scratch can go back to the pool once its calls are made.
       const scratch = new Scratch(device);
       try {
-        const run = flatLists(scratch, this.centroidStore, c.xb, 0, c.rows, 1, 'l2');
+        const run = flatLists(scratch, this.centroidStore, floatQueries(c.xb), 0, c.rows, 1, 'l2');
         device.dispatch({
           kernel: 'kmeans-partial', x: c.xb, xnorm: c.xnorm, score: run.s, label: run.i, sums: this.sums, counts: this.partCounts,
           obj: this.obj, n: c.rows, p0, dpad, nc, block: this.block,

@@ -32,7 +32,8 @@ import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../pairs.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError } from '../types.js';
-import { flatLists, uploadQueries, withMasks } from './flat-search.js';
+import { type QueryRows, flatLists, floatQueries, scoreTile, uploadQueries, uploadQueryRows, withMasks } from './flat-search.js';
+import type { RowFormat } from '../stores/row-format.js';
 import { groupProbes } from './ivf-search.js';
 import { PairTiles } from './pair-tiles.js';
 import { Scratch } from './scratch.js';
@@ -92,15 +93,17 @@ async function flatCandidates(
   try {
     const xqBuf = scratch.buffer('xq', batch * dpad * 4);
     const xqNorm = scratch.buffer('xq_norm', batch * 4);
-    const s: TileScoring = {
-      metric, limit, rel, dpad, tileCols, xq: xqBuf, xqNorm,
-      scores: scratch.buffer('scores', queryTile * tileCols * 4),
-      masks,
-    };
+    const scores = scratch.buffer('scores', queryTile * tileCols * 4);
+    const floatRows = base.format.scoring.kernel === 'gemm-scores';
     for (let b0 = 0; b0 < nq; b0 += batch) {
       const rows = Math.min(batch, nq - b0);
-      device.upload(xqBuf, 0, padRows(xq.subarray(b0 * d, (b0 + rows) * d), rows, d, dpad));
+      const queries = xq.subarray(b0 * d, (b0 + rows) * d);
+      device.upload(xqBuf, 0, padRows(queries, rows, d, dpad));
       device.dispatch({ kernel: 'norms', x: xqBuf, out: xqNorm, n: rows, dpad, row0: 0, out0: 0 });
+      // Codes score transformed queries (uploadQueryRows); the margin still takes the queries' own norms.
+      const batchScratch = new Scratch(device);
+      const q = floatRows ? floatQueries(xqBuf) : uploadQueryRows(batchScratch, base.format, queries, rows);
+      const s: TileScoring = { metric, limit, rel, format: base.format, tileCols, q, xqNorm, scores, masks };
       const blocks: Uint32Array[] = [];
       await tiles.run(rows, queryTile, {
         record: (r0, n, count, pairs, capacity) => {
@@ -110,6 +113,7 @@ async function flatCandidates(
         onPairs: (block) => blocks.push(block),
         rowName: (r) => `query ${b0 + r}`,
       });
+      batchScratch.release();
       csr.add(blocks, b0, rows);
     }
   } catch (err) {
@@ -166,7 +170,7 @@ export async function rangeIvf(
       const scratch = new Scratch(device);
       try {
         const queries = xq.subarray(b0 * d, (b0 + rows) * d);
-        const probes = flatLists(scratch, coarse, uploadQueries(scratch, queries, rows, d, dpad), 0, rows, nprobe, metric).i;
+        const probes = flatLists(scratch, coarse, floatQueries(uploadQueries(scratch, queries, rows, d, dpad)), 0, rows, nprobe, metric).i;
         const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }]);
         const g = groupProbes(new Uint32Array(hostProbes), rows, nprobe, queries, d);
         const blocks: Uint32Array[] = [];
@@ -176,7 +180,7 @@ export async function rangeIvf(
           device.dispatch({ kernel: 'norms', x: xg, out: xgNorm, n: g.npairs, dpad, row0: 0, out0: 0 });
           const { tileCols, queryTile } = scoreTiles(device, g.npairs, longest, lists.chunkRows);
           const s: TileScoring = {
-            metric, limit, rel, dpad, tileCols, xq: xg, xqNorm: xgNorm, masks: maskBufs,
+            metric, limit, rel, format: lists.format, tileCols, q: floatQueries(xg), xqNorm: xgNorm, masks: maskBufs,
             scores: scratch.buffer('scores', queryTile * tileCols * 4),
           };
           await tiles.run(g.npairs, queryTile, {
@@ -221,9 +225,10 @@ interface TileScoring {
   metric: KernelMetric;
   limit: number;
   rel: number;
-  dpad: number;
-  /** Queries (rows of dpad floats) and their squared norms. */
-  xq: DeviceBuffer;
+  /** How the base rows are stored (and so scored). */
+  format: RowFormat;
+  /** The queries as the format scores them, and their squared norms (for the margin). */
+  q: QueryRows;
   xqNorm: DeviceBuffer;
   /** The score tile, `tileCols` wide. */
   scores: DeviceBuffer;
@@ -255,7 +260,7 @@ function scoreRun(
   for (let c0 = 0; c0 < size; c0 += ldc) {
     const cols = Math.min(ldc, size - c0);
     const col0 = start + c0;
-    device.dispatch({ kernel: 'gemm-scores', metric, xq: s.xq, xb: chunk.xb, xnorm: chunk.xnorm, scores, q0, rows, col0, cols, dpad: s.dpad, ldc });
+    scoreTile(device, s.format, s.q, metric, { xb: chunk.xb, xnorm: chunk.xnorm, scores, q0, rows, col0, cols, ldc });
     const mask = s.masks?.[c];
     if (mask) device.dispatch({ kernel: 'mask-scores', scores, mask, rows, cols, ldc, bit0: col0 });
     device.dispatch({

@@ -1,6 +1,8 @@
 /**
- * Base vectors on a device, in chunks: each chunk holds up to `chunkRows` rows of `dpad` floats
- * (one binding) and their squared norms, computed on the device when rows are added. A chunk grows
+ * Base vectors on a device, in chunks: each chunk holds up to `chunkRows` rows of its format's
+ * `rowWords` words (one binding: `dpad` floats for float rows, packed codes for a scalar
+ * quantiser, see src/stores/row-format.ts) and their squared norms (computed on the device from
+ * float rows; by the format for codes). A chunk grows
  * by doubling until it is full, so small stores stay small, unless `reserve` sized it exactly
  * beforehand (a build that knows its row count); only the rows an add brings are uploaded.
  * Vectors are addressed by position: ids 0 .. ntotal - 1, chunk after chunk.
@@ -10,8 +12,8 @@
  */
 import type { BaseStore, BaseStoreOptions } from '../backend.js';
 import type { Device, DeviceBuffer } from '../device.js';
-import { padRows, paddedDim } from '../device.js';
 import { chunkRows } from '../plans/tiling.js';
+import { type RowFormat, floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk } from './rows.js';
 
 export interface Chunk extends RowChunk {
@@ -27,7 +29,10 @@ interface Placement {
 }
 
 export class CodeStore implements BaseStore {
+  /** Query rows (and float rows) are `dpad` floats. */
   readonly dpad: number;
+  /** Words a stored row takes (format.rowWords). */
+  readonly rowWords: number;
   /** Rows per chunk: every chunk but the last that holds rows is full (chunks after it are reserved, empty). */
   readonly chunkRows: number;
   chunks: Chunk[] = [];
@@ -37,10 +42,13 @@ export class CodeStore implements BaseStore {
     readonly device: Device,
     readonly d: number,
     options: BaseStoreOptions = {},
+    /** How rows are stored (default float32 rows). */
+    readonly format: RowFormat = floatRows(d),
   ) {
-    this.dpad = paddedDim(d);
-    this.chunkRows = chunkRows(device, this.dpad * 4);
-    this.host = new ChunkRows(device, d, this.dpad, this.chunkRows, options.hostCopy ?? true);
+    this.dpad = format.dpad;
+    this.rowWords = format.rowWords;
+    this.chunkRows = chunkRows(device, Math.max(this.rowWords, this.dpad) * 4);
+    this.host = new ChunkRows(device, format, this.chunkRows, options.hostCopy ?? true);
   }
 
   get ntotal(): number {
@@ -77,6 +85,15 @@ export class CodeStore implements BaseStore {
   }
 
   async add(x: Float32Array, n: number): Promise<void> {
+    return this.addRows(x, n, false);
+  }
+
+  /** Appends `n` rows already in the store's format (`n * rowWords` words): a compaction or a load. */
+  async addStored(words: Float32Array, n: number): Promise<void> {
+    return this.addRows(words, n, true);
+  }
+
+  private async addRows(x: Float32Array, n: number, stored: boolean): Promise<void> {
     if (n === 0) return;
     const plan = this.place(n);
     const grown = await this.allocate(plan, false);
@@ -85,7 +102,7 @@ export class CodeStore implements BaseStore {
     const before = this.mark();
     try {
       await this.install(grown);
-      await this.write(x, n, plan);
+      await this.write(stored ? this.format.stored(x, n) : this.format.encode(x, n), plan);
     } catch (err) {
       this.device.discard();
       for (const c of grown.values()) if (!this.chunks.includes(c)) this.free(c);
@@ -138,7 +155,7 @@ export class CodeStore implements BaseStore {
         const need = p.start + p.rows;
         if (old && old.capacity >= need) continue;
         const capacity = exact ? need : Math.min(this.chunkRows, Math.max(need, (old?.capacity ?? 0) * 2));
-        const xb = this.device.buffer('xb', capacity * this.dpad * 4);
+        const xb = this.device.buffer('xb', capacity * this.rowWords * 4);
         const c: Chunk = { xb, xnorm: this.device.buffer('xnorm', capacity * 4), host: null, rows: old?.rows ?? 0, capacity };
         grown.set(p.index, c);
         c.host = this.host.hostFor(xb, capacity);
@@ -154,7 +171,7 @@ export class CodeStore implements BaseStore {
 
   /** Moves each grown chunk's rows into its new buffers and puts it in place of the old one. */
   private async install(grown: Map<number, Chunk>): Promise<void> {
-    const rowBytes = this.dpad * 4;
+    const rowBytes = this.rowWords * 4;
     for (const [i, c] of grown) {
       const old = this.chunks[i];
       if (!old) continue;
@@ -170,17 +187,17 @@ export class CodeStore implements BaseStore {
     }
   }
 
-  /** Uploads the rows (and mirrors them), computes their norms, and counts them. */
-  private async write(x: Float32Array, n: number, plan: Placement[]): Promise<void> {
-    const { device, dpad } = this;
-    const padded = padRows(x, n, this.d, dpad);
+  /** Uploads the rows as stored (and mirrors them), computes or uploads their norms, and counts them. */
+  private async write({ words, norms }: { words: Float32Array; norms: Float32Array | null }, plan: Placement[]): Promise<void> {
+    const { device, dpad, rowWords: w } = this;
     let src = 0;
     for (const p of plan) {
       const c = this.chunks[p.index];
-      const rows = padded.subarray(src * dpad, (src + p.rows) * dpad);
-      device.upload(c.xb, p.start * dpad * 4, rows);
+      const rows = words.subarray(src * w, (src + p.rows) * w);
+      device.upload(c.xb, p.start * w * 4, rows);
       this.host.mirror(c, p.start, rows);
-      device.dispatch({ kernel: 'norms', x: c.xb, out: c.xnorm, n: p.rows, dpad, row0: p.start, out0: p.start });
+      if (norms) device.upload(c.xnorm, p.start * 4, norms.subarray(src, src + p.rows));
+      else device.dispatch({ kernel: 'norms', x: c.xb, out: c.xnorm, n: p.rows, dpad, row0: p.start, out0: p.start });
       c.rows = p.start + p.rows;
       src += p.rows;
     }
@@ -192,11 +209,12 @@ export class CodeStore implements BaseStore {
     return this.host.rowsAt(this.chunks, ids);
   }
 
-  /** Every row in id order, in blocks (see ChunkRows.read). */
-  readRows(): AsyncGenerator<Float32Array> {
+  /** Every row in id order, in blocks (see ChunkRows.read): as floats, or with `stored`, as stored (codes). */
+  readRows(stored = false): AsyncGenerator<Float32Array> {
     return this.host.read(
       this.chunks,
       this.chunks.map((c, chunk) => ({ chunk, start: 0, rows: c.rows })),
+      stored,
     );
   }
 

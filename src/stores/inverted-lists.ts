@@ -24,6 +24,7 @@ import type { BaseStoreOptions } from '../backend.js';
 import { padRows, paddedDim } from '../device.js';
 import { chunkRows, rowsPerBinding } from '../plans/tiling.js';
 import { InvalidArgumentError } from '../types.js';
+import { type RowFormat, floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk, type RowRun } from './rows.js';
 
 export interface ListChunk extends RowChunk {
@@ -51,6 +52,8 @@ interface Extent {
 const MIN_EXTENT = 8;
 
 export class DeviceLists {
+  /** How rows are stored: float rows (codes in lists are issue 15's next step). */
+  readonly format: RowFormat;
   readonly dpad: number;
   readonly chunkRows: number;
   chunks: ListChunk[] = [];
@@ -74,10 +77,11 @@ export class DeviceLists {
     readonly nlist: number,
     options: BaseStoreOptions = {},
   ) {
+    this.format = floatRows(d);
     this.dpad = paddedDim(d);
     this.chunkRows = chunkRows(device, this.dpad * 4);
     rowsPerBinding(device, 8 * nlist, `list table (8 bytes for each of nlist = ${nlist} lists)`);
-    this.host = new ChunkRows(device, d, this.dpad, this.chunkRows, options.hostCopy ?? true);
+    this.host = new ChunkRows(device, this.format, this.chunkRows, options.hostCopy ?? true);
   }
 
   /**

@@ -1,20 +1,21 @@
 /**
  * Reading a store's rows on the host: the exact re-score reads each search's candidates, `save`
- * reads everything. A store keeps its rows in chunks of `dpad` floats a row, one device buffer
- * each; what the host reads is, per chunk, `host`:
+ * reads everything. A store keeps its rows in chunks of `rowWords` words a row (its RowFormat:
+ * floats, or codes), one device buffer each; what the host reads is, per chunk, `host`:
  *   - the device buffer's own memory where the device's memory is the host's (the CPU device):
  *     no copy at all, rows are read in place;
  *   - else a host copy in the same layout, kept as rows are added (WebGPU, `hostCopy` true: no
  *     round trip for the re-score, no read-back for save);
  *   - else nothing, and rows are read back from the device when asked for (WebGPU, `hostCopy` false).
  * So a store holds at most one host copy of its rows, and none where the device's memory is the host's.
+ * Rows come out as floats, decoded by the format where they are codes.
  */
 import type { Device, DeviceBuffer } from '../device.js';
-import { unpadRows } from '../device.js';
+import type { RowFormat } from './row-format.js';
 
 export interface RowChunk {
   xb: DeviceBuffer;
-  /** This chunk's rows on the host (see above), or null: read back from the device. */
+  /** This chunk's rows on the host (see above; words, as a Float32Array), or null: read back from the device. */
   host: Float32Array | null;
 }
 
@@ -32,19 +33,22 @@ export interface RowRun {
 const READ_BLOCK_BYTES = 16 << 20;
 
 export class ChunkRows {
+  private readonly rowWords: number;
+
   constructor(
     readonly device: Device,
-    readonly d: number,
-    readonly dpad: number,
+    readonly format: RowFormat,
     /** Rows per chunk: position = chunk * chunkRows + row. */
     readonly chunkRows: number,
     /** Keep a host copy where the device's memory is not the host's. */
     readonly keepCopy: boolean,
-  ) {}
+  ) {
+    this.rowWords = format.rowWords;
+  }
 
   /** The host side of a new chunk whose buffer `xb` holds `capacity` rows. */
   hostFor(xb: DeviceBuffer, capacity: number): Float32Array | null {
-    return this.device.hostView(xb) ?? (this.keepCopy ? new Float32Array(capacity * this.dpad) : null);
+    return this.device.hostView(xb) ?? (this.keepCopy ? new Float32Array(capacity * this.rowWords) : null);
   }
 
   /** Whether `chunk.host` is a copy the store must write itself (not the device's own memory). */
@@ -52,14 +56,14 @@ export class ChunkRows {
     return chunk.host !== null && this.device.hostView(chunk.xb) === null;
   }
 
-  /** Writes padded rows (`dpad` floats each) at `row` of the chunk's host copy, if it has one. */
-  mirror(chunk: RowChunk, row: number, padded: Float32Array): void {
-    if (this.isCopy(chunk)) chunk.host!.set(padded, row * this.dpad);
+  /** Writes stored rows (`rowWords` words each) at `row` of the chunk's host copy, if it has one. */
+  mirror(chunk: RowChunk, row: number, words: Float32Array): void {
+    if (this.isCopy(chunk)) chunk.host!.set(words, row * this.rowWords);
   }
 
   /** Copies the first `rows` rows of `from`'s host copy into `to`'s (a chunk growing), if they are copies. */
   carry(from: RowChunk, to: RowChunk, rows: number): void {
-    if (this.isCopy(from) && this.isCopy(to)) to.host!.set(from.host!.subarray(0, rows * this.dpad));
+    if (this.isCopy(from) && this.isCopy(to)) to.host!.set(from.host!.subarray(0, rows * this.rowWords));
   }
 
   /**
@@ -68,12 +72,12 @@ export class ChunkRows {
    * from the device in one round trip.
    */
   async rowsAt(chunks: RowChunk[], ids: ArrayLike<number>, position: (id: number) => number = (id) => id): Promise<RowAt> {
-    const { d, dpad, chunkRows } = this;
+    const { format, rowWords: w, chunkRows } = this;
     if (chunks.every((c) => c.host !== null)) {
       return (id) => {
         const p = position(id);
         const row = p % chunkRows;
-        return chunks[(p - row) / chunkRows].host!.subarray(row * dpad, row * dpad + d);
+        return format.row(chunks[(p - row) / chunkRows].host!, row * w);
       };
     }
     const wanted = new Set<number>();
@@ -86,30 +90,32 @@ export class ChunkRows {
       else runs.push({ first: p, count: 1 });
     }
     const got = await this.device.read(
-      runs.map((r) => ({ buffer: chunks[Math.floor(r.first / chunkRows)].xb, offset: (r.first % chunkRows) * dpad * 4, bytes: r.count * dpad * 4 })),
+      runs.map((r) => ({ buffer: chunks[Math.floor(r.first / chunkRows)].xb, offset: (r.first % chunkRows) * w * 4, bytes: r.count * w * 4 })),
     );
     const at = new Map<number, Float32Array>();
     runs.forEach((r, i) => {
       const rows = new Float32Array(got[i]);
-      for (let j = 0; j < r.count; j++) at.set(r.first + j, rows.subarray(j * dpad, j * dpad + d));
+      for (let j = 0; j < r.count; j++) at.set(r.first + j, format.row(rows, j * w));
     });
     return (id) => at.get(position(id))!;
   }
 
   /**
-   * The rows of `runs`, in order, in blocks of whole rows (`d` floats each, no padding). A block
-   * may be a view of the store's memory: valid until the next block is asked for; do not modify it.
-   * Rows with no host side are read back in rounds of up to 16 MiB, however short the runs (an
-   * IVF index has one per list and chunk).
+   * The rows of `runs`, in order, in blocks of whole rows (`d` floats each, no padding; with
+   * `stored`, the rows as stored: `rowWords` words each, codes left coded). A block may be a view
+   * of the store's memory: valid until the next block is asked for; do not modify it. Rows with no
+   * host side are read back in rounds of up to 16 MiB, however short the runs (an IVF index has
+   * one per list and chunk).
    */
-  async *read(chunks: RowChunk[], runs: RowRun[]): AsyncGenerator<Float32Array> {
-    const { dpad } = this;
-    const blockRows = Math.max(1, Math.floor(READ_BLOCK_BYTES / (dpad * 4)));
+  async *read(chunks: RowChunk[], runs: RowRun[], stored = false): AsyncGenerator<Float32Array> {
+    const { rowWords: w } = this;
+    const out = (words: Float32Array, n: number): Float32Array => (stored ? words : this.format.rows(words, n));
+    const blockRows = Math.max(1, Math.floor(READ_BLOCK_BYTES / (w * 4)));
     let pending: RowRun[] = [];
     let pendingRows = 0;
     const flush = async (): Promise<Float32Array[]> => {
-      const got = await this.device.read(pending.map((p) => ({ buffer: chunks[p.chunk].xb, offset: p.start * dpad * 4, bytes: p.rows * dpad * 4 })));
-      const blocks = pending.map((p, i) => unpadRows(new Float32Array(got[i]), p.rows, this.d, dpad));
+      const got = await this.device.read(pending.map((p) => ({ buffer: chunks[p.chunk].xb, offset: p.start * w * 4, bytes: p.rows * w * 4 })));
+      const blocks = pending.map((p, i) => out(new Float32Array(got[i]), p.rows));
       pending = [];
       pendingRows = 0;
       return blocks;
@@ -120,7 +126,7 @@ export class ChunkRows {
         const piece = { chunk: run.chunk, start: run.start + r0, rows: Math.min(blockRows, run.rows - r0) };
         if (chunk.host) {
           if (pending.length > 0) yield* await flush();
-          yield unpadRows(chunk.host.subarray(piece.start * dpad, (piece.start + piece.rows) * dpad), piece.rows, this.d, dpad);
+          yield out(chunk.host.subarray(piece.start * w, (piece.start + piece.rows) * w), piece.rows);
           continue;
         }
         if (pendingRows + piece.rows > blockRows) yield* await flush();

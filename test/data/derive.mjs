@@ -7,10 +7,10 @@
  * Base and query .fvecs become .bvecs (uint8): every value must be an integer in 0..255 (and not
  * -0), else it stops. It then checks that the .bvecs decodes back to a byte-identical copy of the
  * original .fvecs (same dims, same float32 bits). Ground-truth .ivecs are copied unchanged.
- * Finally it writes SHA256SUMS for the shipped files.
+ * Finally it writes SHA256SUMS for the shipped files (keeping the lines of other scripts' files).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -68,4 +68,9 @@ for (const [folder, prefix] of SETS) {
   sums.push([rel, gt]);
   console.log(`${rel}: copied, ${gt.length} bytes`);
 }
-writeFileSync(join(here, 'SHA256SUMS'), sums.map(([rel, b]) => `${createHash('sha256').update(b).digest('hex')}  ${rel}\n`).join(''));
+// Lines for files this script does not write (derive-sq.py's reference data) are kept.
+const mine = new Set(sums.map(([rel]) => rel));
+const sumsPath = join(here, 'SHA256SUMS');
+const others = (existsSync(sumsPath) ? readFileSync(sumsPath, 'utf8') : '').split('\n').filter((l) => l.trim() !== '' && !mine.has(l.slice(66)));
+const lines = [...sums.map(([rel, b]) => `${createHash('sha256').update(b).digest('hex')}  ${rel}`), ...others];
+writeFileSync(sumsPath, lines.map((l) => `${l}\n`).join(''));

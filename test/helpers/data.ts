@@ -14,6 +14,10 @@ export const REAL_SETS = [
   { folder: 'fashion-mnist-small', prefix: 'fmnistsmall', n: 1_000, nq: 500, d: 784, gtK: 100 },
 ] as const;
 
+/** Reference data made by a script in test/data (see its README), listed in SHA256SUMS beside the sets. */
+export const SQ_FIXTURE = 'sq/faiss-sq-1.7.3.json';
+export const DERIVED_FILES = [SQ_FIXTURE] as const;
+
 export interface RealSet {
   name: string;
   xb: Float32Array;

@@ -59,11 +59,11 @@ describe('index files are checked beyond the checksum', () => {
   });
 
   const cases: [string, string, (v: DataView) => void, RegExp][] = [
-    ['type', 'flat.idx', u32(FIELD.type, 3), /bad header: type is 3; expected 1 \(Flat\) or 2 \(IVF\)/],
+    ['type', 'flat.idx', u32(FIELD.type, 6), /bad header: type is 6; expected 1 \(Flat\), 2 \(IVF\), 3 \(SQ8\), 4 \(SQ4\) or 5 \(SQfp16\)/],
     ['metric', 'flat.idx', u32(FIELD.metric, 9), /bad header: metric is 9; expected 0 \(l2\), 1 \(ip\) or 2 \(cosine\)/],
     ['dim 0', 'flat.idx', u32(FIELD.dim, 0), /bad header: dim is 0; expected an integer in \[1, 65536\]/],
     ['dim huge', 'flat.idx', u32(FIELD.dim, 1 << 30), /bad header: dim is 1073741824/],
-    ['Flat with an nlist', 'flat.idx', u32(FIELD.nlist, 5), /bad header: nlist is 5; expected 0 for a Flat index/],
+    ['Flat with an nlist', 'flat.idx', u32(FIELD.nlist, 5), /bad header: nlist is 5; expected 0 for a Flat or SQ index/],
     ['reserved', 'flat.idx', u32(FIELD.reserved, 1), /bad header: reserved is 1; expected 0/],
     ['IVF nlist 0', 'ivf.idx', u32(FIELD.nlist, 0), /bad header: nlist is 0; expected an integer >= 1 for an IVF index/],
     ['IVF nprobe 0', 'ivf.idx', u32(FIELD.nprobe, 0), /bad header: nprobe is 0; expected an integer in \[1, 3\] \(nlist\)/],

@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REAL_SETS, TEST_DATA, loadRealSet } from '../helpers/data.js';
+import { DERIVED_FILES, REAL_SETS, TEST_DATA, loadRealSet } from '../helpers/data.js';
 
 // The real sets shipped in test/data: each file matches test/data/SHA256SUMS, every shipped data
-// file is listed there, and the decoded sets have the shapes test/data/README.md documents.
+// file (the sets and the derived reference data) is listed there, and the decoded sets have the
+// shapes test/data/README.md documents.
 
 const sums = readFileSync(join(TEST_DATA, 'SHA256SUMS'), 'utf8')
   .split('\n')
@@ -17,10 +18,12 @@ const sums = readFileSync(join(TEST_DATA, 'SHA256SUMS'), 'utf8')
   });
 
 describe('test/data', () => {
-  it('SHA256SUMS lists exactly the shipped data files (base, query, ground truth of each set)', () => {
-    const want = REAL_SETS.flatMap((s) => ['base.bvecs', 'query.bvecs', 'groundtruth.ivecs'].map((f) => `${s.folder}/${s.prefix}_${f}`)).sort();
+  it('SHA256SUMS lists exactly the shipped data files (base, query, ground truth of each set; derived reference data)', () => {
+    const sets = REAL_SETS.flatMap((s) => ['base.bvecs', 'query.bvecs', 'groundtruth.ivecs'].map((f) => `${s.folder}/${s.prefix}_${f}`));
+    const want = [...sets, ...DERIVED_FILES].sort();
     expect(sums.map((s) => s.path).sort()).toEqual(want);
-    const onDisk = REAL_SETS.flatMap((s) => readdirSync(join(TEST_DATA, s.folder)).map((f) => `${s.folder}/${f}`)).sort();
+    const folders = new Set([...REAL_SETS.map((s) => s.folder), ...DERIVED_FILES.map((f) => f.split('/')[0])]);
+    const onDisk = [...folders].flatMap((f) => readdirSync(join(TEST_DATA, f)).map((name) => `${f}/${name}`)).sort();
     expect(onDisk).toEqual(want);
   });
 

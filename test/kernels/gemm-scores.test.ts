@@ -7,23 +7,13 @@ import { GEMM_SHADERS, type GemmVariant, encodeGemmScores, gemmVariants } from '
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { SCORE_TILE_SHAPES } from '../helpers/score-tiles.js';
 import { KernelHarness, POISON } from './harness.js';
 
 const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);
 
-// [nq, nb, d, q0, rows, col0, cols, ldc]: odd sizes, offsets, tiles that are not multiples of the
-// 16 x 2 and 8 x 4 register blocks nor of the tiled variant's 64 x 64 workgroup tile (several of them, ragged
-// in both directions), d not a multiple of its 16-float inner tile, and a stride wider than the tile.
-const shapes: number[][] = [
-  [1, 1, 1, 0, 1, 0, 1, 1],
-  [3, 7, 3, 1, 2, 2, 5, 6],
-  [16, 300, 128, 0, 16, 0, 300, 300],
-  [21, 130, 17, 4, 13, 9, 121, 125],
-  [9, 1030, 5, 0, 9, 3, 1027, 1027],
-  [150, 200, 37, 5, 139, 11, 181, 190],
-  [70, 300, 20, 0, 70, 0, 300, 300],
-];
+const shapes = SCORE_TILE_SHAPES;
 
 const variants = gpu ? gemmVariants(gpu.device.ctx) : [];
 
