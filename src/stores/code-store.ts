@@ -5,7 +5,8 @@
  * float rows; by the format for codes). A chunk grows
  * by doubling until it is full, so small stores stay small, unless `reserve` sized it exactly
  * beforehand (a build that knows its row count); only the rows an add brings are uploaded.
- * Vectors are addressed by position: ids 0 .. ntotal - 1, chunk after chunk.
+ * Vectors are addressed by position (their slot: 0 .. ntotal - 1, chunk after chunk); an index maps
+ * slots to its ids (src/ids.ts).
  *
  * The host reads rows (the exact re-score, save) as src/stores/rows.ts says: in place on the CPU,
  * from one host copy on WebGPU (unless `hostCopy` is false), or read back.
