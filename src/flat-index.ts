@@ -127,11 +127,6 @@ export class FlatIndex extends IndexCore {
     });
   }
 
-  /** Words a stored row takes: `dpad` floats, or the codes of one vector rounded up to whole words. */
-  get rowWords(): number {
-    return this.store.rowWords;
-  }
-
   protected override requireTrained(what: string): void {
     if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: a ${this.codec} index is trained first; call train(xt)`);
   }
@@ -232,21 +227,8 @@ export class FlatIndex extends IndexCore {
    * The live rows in slot order, in blocks (views valid until the next block is asked for): `d`
    * floats a row, or with `stored`, as stored (`rowWords` words: codes stay coded).
    */
-  private async *liveRows(stored = false): AsyncGenerator<Float32Array> {
-    const d = stored ? this.store.rowWords : this.dim;
-    let slot = 0;
-    for await (const block of this.store.readRows(stored)) {
-      const n = block.length / d;
-      if (this.ids.ndead === 0) {
-        yield block;
-        slot += n;
-        continue;
-      }
-      const out = new Float32Array(n * d);
-      let m = 0;
-      for (let i = 0; i < n; i++, slot++) if (!this.ids.isDead(slot)) out.set(block.subarray(i * d, (i + 1) * d), d * m++);
-      if (m > 0) yield out.subarray(0, m * d);
-    }
+  private liveRows(stored = false): AsyncGenerator<Float32Array> {
+    return this.ids.liveRows(this.store.readRows(stored), stored ? this.store.rowWords : this.dim, (row) => row);
   }
 
   /**
@@ -259,7 +241,7 @@ export class FlatIndex extends IndexCore {
   async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
     this.queue.checkOpen('save');
     return this.queue.search(async () => {
-      const live = this.ids.liveIds();
+      const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
       const tables = this.sq?.tables() ?? null;
       const rows = this.liveRows(tables !== null);
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {

@@ -17,6 +17,7 @@
  * positions, see MaskScoresArgs); an index compacts its store once COMPACT_DEAD_FRACTION of its
  * slots are dead, and `IdMap.compact` then renumbers the slots that remain.
  */
+import { maskAllows } from './cpu/mask-scores.js';
 import { InvalidArgumentError } from './types.js';
 
 /** Largest id: ids are exact integers in float64. */
@@ -193,12 +194,38 @@ export class IdMap {
     this.version++;
   }
 
-  /** The ids of the live slots in slot order, and the next sequential id (-1 for caller ids): what save writes. */
-  liveIds(): { ids: Float64Array; nextId: number } {
+  /** The ids of the live slots in slot order: what save writes, with `savedNextId`. */
+  liveIds(): Float64Array {
     const out = new Float64Array(this.ntotal);
     let o = 0;
     for (let s = 0; s < this.nslots; s++) if (!this.dead[s]) out[o++] = this.ids[s];
-    return { ids: out, nextId: this.kind === 'caller' ? -1 : this.nextId };
+    return out;
+  }
+
+  /** The next sequential id as save writes it: -1 where the index holds caller ids. */
+  get savedNextId(): number {
+    return this.kind === 'caller' ? -1 : this.nextId;
+  }
+
+  /**
+   * The live rows of `blocks` (rows of `width` floats, in order; row i, counted across blocks,
+   * holds slot `slotAt(i)`), in blocks: each block as it is while nothing is dead, else a copy
+   * without the dead rows (empty blocks are skipped).
+   */
+  async *liveRows(blocks: AsyncIterable<Float32Array>, width: number, slotAt: (row: number) => number): AsyncGenerator<Float32Array> {
+    let row = 0;
+    for await (const block of blocks) {
+      const n = block.length / width;
+      if (this.ndead === 0) {
+        yield block;
+        row += n;
+        continue;
+      }
+      const out = new Float32Array(n * width);
+      let m = 0;
+      for (let i = 0; i < n; i++, row++) if (!this.dead[slotAt(row)]) out.set(block.subarray(i * width, (i + 1) * width), width * m++);
+      if (m > 0) yield out.subarray(0, m * width);
+    }
   }
 
   /** Slots as ids: `labels` (slots, -1 = none) in place of the caller's ids. */
@@ -256,13 +283,10 @@ export function allowedRows(
   let allowed = 0;
   const set = (slot: number): void => {
     const p = positionOf(slot);
+    if (rowAllowed(masks, chunkRows, p)) return;
     const row = p % chunkRows;
-    const words = masks[(p - row) / chunkRows];
-    const bit = 1 << (row & 31);
-    if ((words[row >>> 5] & bit) === 0) {
-      words[row >>> 5] |= bit;
-      allowed++;
-    }
+    masks[(p - row) / chunkRows][row >>> 5] |= 1 << (row & 31);
+    allowed++;
   };
   if (filter instanceof BigInt64Array) {
     for (const id of filter) {
@@ -274,4 +298,10 @@ export function allowedRows(
     for (let s = 0; s < ids.nslots; s++) if (!ids.isDead(s) && (!filter || filter(ids.idOf(s)))) set(s);
   }
   return { masks, allowed };
+}
+
+/** Whether per-chunk row masks (see allowedRows) allow the row at storage position `position`. */
+export function rowAllowed(masks: Uint32Array[], chunkRows: number, position: number): boolean {
+  const row = position % chunkRows;
+  return maskAllows(masks[(position - row) / chunkRows], row);
 }

@@ -236,12 +236,10 @@ export class IvfFlatIndex extends IndexCore {
    * their old order (so ids still increase with position in every list where they did).
    */
   protected async compactStore(): Promise<number[]> {
-    const { offsets, slots, rows } = this.liveLists();
-    const keep = Array.from(slots).sort((a, b) => a - b);
-    const renumber = new Map(keep.map((old, s) => [old, s]));
+    const { offsets, keep, renumbered, rows } = this.liveLists();
     const lists = this.backend.createLists(this.dim, this.nlist, { hostCopy: this.options.hostCopy });
     try {
-      await fillLists(lists, offsets, Uint32Array.from(slots, (old) => renumber.get(old)!), rows, this.dim);
+      await fillLists(lists, offsets, renumbered, rows, this.dim);
     } catch (err) {
       lists.reset();
       throw err;
@@ -251,8 +249,12 @@ export class IvfFlatIndex extends IndexCore {
     return keep;
   }
 
-  /** The live rows list by list: CSR offsets, each row's slot, and the rows in blocks. */
-  private liveLists(): { offsets: Uint32Array; slots: Uint32Array; rows: AsyncGenerator<Float32Array> } {
+  /**
+   * The live rows list by list: CSR offsets, the live slots in ascending order (`keep`), each row's
+   * slot renumbered to its index in `keep` (as compaction and save number them), and the rows in
+   * blocks.
+   */
+  private liveLists(): { offsets: Uint32Array; keep: number[]; renumbered: Uint32Array; rows: AsyncGenerator<Float32Array> } {
     const lists = this.deviceLists;
     const sizes = lists.listSizes();
     const all = lists.listIds();
@@ -263,24 +265,10 @@ export class IvfFlatIndex extends IndexCore {
       for (let i = 0; i < sizes[l]; i++, p++) if (!this.ids.isDead(all[p])) slots.push(all[p]);
       offsets[l + 1] = slots.length;
     }
-    const ids = this.ids;
-    const d = this.dim;
-    async function* rows(): AsyncGenerator<Float32Array> {
-      let at = 0;
-      for await (const block of lists.readRows()) {
-        const n = block.length / d;
-        if (ids.ndead === 0) {
-          yield block;
-          at += n;
-          continue;
-        }
-        const out = new Float32Array(n * d);
-        let m = 0;
-        for (let i = 0; i < n; i++, at++) if (!ids.isDead(all[at])) out.set(block.subarray(i * d, (i + 1) * d), d * m++);
-        if (m > 0) yield out.subarray(0, m * d);
-      }
-    }
-    return { offsets, slots: Uint32Array.from(slots), rows: rows() };
+    const keep = slots.slice().sort((a, b) => a - b);
+    const renumber = new Map(keep.map((old, s) => [old, s]));
+    const renumbered = Uint32Array.from(slots, (old) => renumber.get(old)!);
+    return { offsets, keep, renumbered, rows: this.ids.liveRows(lists.readRows(), this.dim, (row) => all[row]) };
   }
 
   /**
@@ -293,15 +281,12 @@ export class IvfFlatIndex extends IndexCore {
     return this.queue.search(async () => {
       const centroids = this.trainedCentroids;
       if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
-      const { offsets, slots, rows } = this.liveLists();
-      // Slots renumbered 0 .. ntotal - 1 in their order, as compaction would.
-      const keep = Array.from(slots).sort((a, b) => a - b);
-      const renumber = new Map(keep.map((old, s) => [old, s]));
-      const live = { ids: Float64Array.from(keep, (s) => this.ids.idOf(s)), nextId: this.ids.liveIds().nextId };
+      const { offsets, keep, renumbered, rows } = this.liveLists();
+      const live = { ids: Float64Array.from(keep, (s) => this.ids.idOf(s)), nextId: this.ids.savedNextId };
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
         yield centroids!;
         yield offsets;
-        yield Uint32Array.from(slots, (old) => renumber.get(old)!);
+        yield renumbered;
         yield* rows;
         yield* idSection(live);
       }

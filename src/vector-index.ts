@@ -6,7 +6,7 @@
  */
 import type { Backend } from './backend.js';
 import { HEAP_MAX_K, type KernelMetric } from './kernel-facts.js';
-import { IdMap, type IdFilter, allowedRows, checkFilter, checkIds } from './ids.js';
+import { IdMap, type IdFilter, allowedRows, checkFilter, checkIds, rowAllowed } from './ids.js';
 import { OperationQueue } from './operation-queue.js';
 import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.js';
 import type { RowAt } from './stores/rows.js';
@@ -17,6 +17,9 @@ import type { KMeansProgress } from './kmeans.js';
 import { rangeRescore } from './range.js';
 import type { RangeCandidates } from './plans/range-search.js';
 import { dedupMargin } from './jobs/dedup.js';
+
+/** The key the live rows' masks are cached under (a search without a filter). */
+const LIVE_ROWS = {};
 
 export interface SearchParams {
   /** IVF: lists scanned per query (default: the index's nprobe). Ignored by Flat. */
@@ -93,15 +96,12 @@ export interface RowSpace {
   positionOf: (slot: number) => number;
 }
 
-
 export abstract class IndexCore implements VectorIndex {
   abstract readonly isTrained: boolean;
   protected readonly ids = new IdMap();
   protected readonly queue: OperationQueue;
-  /** The live-rows masks of the tombstones, for the IdMap version they were made at. */
-  private liveMasks: { version: number; chunks: number; masks: Uint32Array[] } | null = null;
-  /** The masks of filters seen, by filter object (see filterMasks). */
-  private filterCache = new WeakMap<IdFilter, { version: number; chunks: number; contents: number; masks: Uint32Array[]; allowed: number }>();
+  /** Row masks made (see rowMasks), by filter object, and for no filter (the live rows) by LIVE_ROWS. */
+  private maskCache = new WeakMap<IdFilter | typeof LIVE_ROWS, { version: number; chunks: number; contents: number; masks: Uint32Array[]; allowed: number }>();
 
   constructor(
     readonly backend: Backend,
@@ -235,16 +235,12 @@ export abstract class IndexCore implements VectorIndex {
     if (!['auto', 'pre', 'post'].includes(mode)) throw new InvalidArgumentError(`filterMode must be auto, pre or post; got ${String(mode)}`);
     const queries = prepareRows(this.metric, xq, this.dim);
     return this.queue.search(async () => {
-      const res = filter === undefined ? await this.searchLive(queries, nq, k, p) : await this.searchFiltered(queries, nq, k, filter, mode, p);
+      const res = filter === undefined ? await this.searchMasked(queries, nq, k, this.tombstones(), p) : await this.searchFiltered(queries, nq, k, filter, mode, p);
       return { distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }
 
-  /** Candidates for k, masked by the tombstones if any, re-scored. */
-  private async searchLive(queries: Float32Array, nq: number, k: number, p: SearchParams): Promise<SlotResult> {
-    return this.searchMasked(queries, nq, k, this.tombstones(), p);
-  }
-
+  /** Candidates for k among the rows `masks` allow (null: all stored rows), re-scored. */
   private async searchMasked(queries: Float32Array, nq: number, k: number, masks: Uint32Array[] | null, p: SearchParams): Promise<SlotResult> {
     const kc = candidatesFor(k, this.backend.maxK);
     const cand = await this.candidates(queries, nq, kc, masks, p);
@@ -257,18 +253,14 @@ export abstract class IndexCore implements VectorIndex {
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
     const space = this.rowSpace();
-    const { masks, allowed } = this.filterMasks(filter, space);
+    const { masks, allowed } = this.rowMasks(filter, space);
     const selectivity = allowed / Math.max(1, this.ntotal);
     const kPost = postFilterK(k, selectivity, this.backend.maxK);
     const post = kPost <= Math.min(HEAP_MAX_K, this.backend.maxK) && (mode === 'post' || (mode === 'auto' && selectivity >= POST_FILTER_MIN_SELECTIVITY));
     if (!post) return this.searchMasked(queries, nq, k, masks, p);
     // Post-filter: more candidates over the live rows, the disallowed dropped.
     const cand = await this.candidates(queries, nq, kPost, this.tombstones(), p);
-    const isAllowed = (slot: number): boolean => {
-      const pos = space.positionOf(slot);
-      const row = pos % space.chunkRows;
-      return ((masks[(pos - row) / space.chunkRows][row >>> 5] >>> (row & 31)) & 1) === 1;
-    };
+    const isAllowed = (slot: number): boolean => rowAllowed(masks, space.chunkRows, space.positionOf(slot));
     const short: number[] = [];
     for (let r = 0; r < nq; r++) {
       let kept = 0;
@@ -296,17 +288,19 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   /**
-   * The rows `filter` allows (see allowedRows), cached per filter object until the index changes:
-   * a filter passed to many searches (batches of one job, the scheduler's requests) is turned into
-   * a bitmap once. A predicate is taken to answer the same for the same id meanwhile.
+   * The rows `filter` allows (see allowedRows; no filter: the live rows), cached per filter object
+   * until the index changes: a filter passed to many searches (batches of one job, the scheduler's
+   * requests) is turned into a bitmap once. An id array's contents are checked too (a hash of its
+   * words): one changed in place is read again. A predicate is taken to answer the same for the
+   * same id meanwhile.
    */
-  private filterMasks(filter: IdFilter, space: RowSpace): { masks: Uint32Array[]; allowed: number } {
-    const c = this.filterCache.get(filter);
-    // An id array's contents are checked too (a hash of its words): one changed in place is read again.
+  private rowMasks(filter: IdFilter | undefined, space: RowSpace): { masks: Uint32Array[]; allowed: number } {
+    const key = filter ?? LIVE_ROWS;
+    const c = this.maskCache.get(key);
     const contents = filter instanceof BigInt64Array ? wordHash(filter) : 0;
     if (c && c.version === this.ids.version && c.chunks === space.chunks && c.contents === contents) return c;
     const made = { ...allowedRows(this.ids, filter, space.chunkRows, space.chunks, space.positionOf), version: this.ids.version, chunks: space.chunks, contents };
-    this.filterCache.set(filter, made);
+    this.maskCache.set(key, made);
     return made;
   }
 
@@ -316,15 +310,9 @@ export abstract class IndexCore implements VectorIndex {
     return ids.kind === 'caller' ? (slot) => ids.idOf(slot) : undefined;
   }
 
-  /** The live rows' masks while some rows are dead (cached until the ids change), else null. */
+  /** The live rows' masks while some rows are dead, else null (every stored row is live). */
   private tombstones(): Uint32Array[] | null {
-    if (this.ids.ndead === 0) return null;
-    const space = this.rowSpace();
-    const c = this.liveMasks;
-    if (c && c.version === this.ids.version && c.chunks === space.chunks) return c.masks;
-    const { masks } = allowedRows(this.ids, undefined, space.chunkRows, space.chunks, space.positionOf);
-    this.liveMasks = { version: this.ids.version, chunks: space.chunks, masks };
-    return masks;
+    return this.ids.ndead === 0 ? null : this.rowMasks(undefined, this.rowSpace()).masks;
   }
 
   /**
@@ -347,11 +335,7 @@ export abstract class IndexCore implements VectorIndex {
     }
     const queries = prepareRows(this.metric, xq, this.dim);
     return this.queue.search(async () => {
-      let masks = this.tombstones();
-      if (filter !== undefined) {
-        const space = this.rowSpace();
-        masks = this.filterMasks(filter, space).masks;
-      }
+      const masks = filter === undefined ? this.tombstones() : this.rowMasks(filter, this.rowSpace()).masks;
       const limit = this.metric === 'l2' ? radius : -radius;
       const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
       const res = rangeRescore(this.scoreMetric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());

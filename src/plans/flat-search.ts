@@ -113,7 +113,7 @@ export function scoreTile(
     device.dispatch({ kernel: 'gemm-scores', metric, xq: q.xq, dpad: format.dpad, ...a });
     return;
   }
-  if (!q.qbias) throw new Error('sq-scores needs transformed queries with their biases (uploadQueryRows)');
+  if (!q.qbias) throw new Error('sq-scores needs transformed queries with their biases (queryRows)');
   const { xb, ...rest } = a;
   device.dispatch({ kernel: 'sq-scores', metric, kind: s.kind, xq: q.xq, qbias: q.qbias, codes: xb, dpad: format.dpad, codeWords: format.rowWords, ...rest });
 }
@@ -214,12 +214,13 @@ export async function withMasks<T>(device: Device, masks: Uint32Array[] | null, 
 }
 
 /**
- * Uploads `nq` queries (`nq * d`, as the index holds them) as `format` scores them: padded to
- * `dpad`, and for codes transformed, with their biases.
+ * The queries as `format` scores them: for float rows `xqBuf`, the `nq` queries already uploaded
+ * padded to `dpad`; for codes, `xq` (`nq * d`, as the index holds them) transformed and uploaded
+ * with their biases.
  */
-export function uploadQueryRows(scratch: Scratch, format: RowFormat, xq: Float32Array, nq: number): QueryRows {
+export function queryRows(scratch: Scratch, format: RowFormat, xqBuf: DeviceBuffer, xq: Float32Array, nq: number): QueryRows {
   const s = format.scoring;
-  if (s.kernel === 'gemm-scores') return floatQueries(uploadQueries(scratch, xq, nq, format.d, format.dpad));
+  if (s.kernel === 'gemm-scores') return floatQueries(xqBuf);
   const t = s.transform(xq, nq);
   const qbias = scratch.buffer('qbias', nq * 4);
   scratch.device.upload(qbias, 0, t.qbias);
@@ -315,7 +316,7 @@ export function searchFlat(
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
   return withMasks(device, masks, (maskBufs) =>
     searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows, queries) => {
-      const q = base.format.scoring.kernel === 'gemm-scores' ? floatQueries(xqBuf) : uploadQueryRows(scratch, base.format, queries, rows);
+      const q = queryRows(scratch, base.format, xqBuf, queries, rows);
       return readLists(device, flatLists(scratch, base, q, 0, rows, k, metric, maskBufs), rows, k, timings);
     }),
   );

@@ -32,7 +32,7 @@ import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../pairs.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError } from '../types.js';
-import { type QueryRows, flatLists, floatQueries, scoreTile, uploadQueries, uploadQueryRows, withMasks } from './flat-search.js';
+import { type QueryRows, flatLists, floatQueries, queryRows, scoreTile, uploadQueries, withMasks } from './flat-search.js';
 import type { RowFormat } from '../stores/row-format.js';
 import { groupProbes } from './ivf-search.js';
 import { PairTiles } from './pair-tiles.js';
@@ -94,15 +94,14 @@ async function flatCandidates(
     const xqBuf = scratch.buffer('xq', batch * dpad * 4);
     const xqNorm = scratch.buffer('xq_norm', batch * 4);
     const scores = scratch.buffer('scores', queryTile * tileCols * 4);
-    const floatRows = base.format.scoring.kernel === 'gemm-scores';
     for (let b0 = 0; b0 < nq; b0 += batch) {
       const rows = Math.min(batch, nq - b0);
       const queries = xq.subarray(b0 * d, (b0 + rows) * d);
       device.upload(xqBuf, 0, padRows(queries, rows, d, dpad));
       device.dispatch({ kernel: 'norms', x: xqBuf, out: xqNorm, n: rows, dpad, row0: 0, out0: 0 });
-      // Codes score transformed queries (uploadQueryRows); the margin still takes the queries' own norms.
+      // Codes score transformed queries (queryRows); the margin still takes the queries' own norms.
       const batchScratch = new Scratch(device);
-      const q = floatRows ? floatQueries(xqBuf) : uploadQueryRows(batchScratch, base.format, queries, rows);
+      const q = queryRows(batchScratch, base.format, xqBuf, queries, rows);
       const s: TileScoring = { metric, limit, rel, format: base.format, tileCols, q, xqNorm, scores, masks };
       const blocks: Uint32Array[] = [];
       await tiles.run(rows, queryTile, {
