@@ -11,6 +11,7 @@
  * tombstones (masked), and after `compact()`, and how long the compaction took.
  */
 import type { Backend, VectorIndex } from 'webgpu-knn';
+import { measure } from './measure.js';
 import { FlatIndex, HEAP_MAX_K, IvfFlatIndex, POST_FILTER_MIN_SELECTIVITY, clusteredFloats, createBackend, postFilterK, rng } from 'webgpu-knn';
 
 export interface FilterBenchOptions {
@@ -47,17 +48,10 @@ export interface FilterBenchRecord {
   auto: 'pre' | 'post';
 }
 
+/** Queries/s of `o.nq` queries in batches of `o.batch`: one pass to warm up, the best of `o.repeats` (the one timing procedure, bench/measure.ts). */
 async function qpsOf(index: VectorIndex, xq: Float32Array, o: { nq: number; d: number; k: number; batch: number; repeats: number }, params: Parameters<VectorIndex['search']>[2]): Promise<number> {
-  let best = Infinity;
-  for (let rep = 0; rep < o.repeats + 1; rep++) {
-    const t = performance.now();
-    for (let q0 = 0; q0 < o.nq; q0 += o.batch) {
-      await index.search(xq.subarray(q0 * o.d, Math.min(o.nq, q0 + o.batch) * o.d), o.k, params);
-    }
-    const s = (performance.now() - t) / 1000;
-    if (rep > 0) best = Math.min(best, s); // the first pass warms up
-  }
-  return o.nq / best;
+  const m = await measure(async (q) => (await index.search(q, o.k, params)).labels, xq, o.nq, o.d, o.k, { batch: o.batch, warmup: 1, repeats: o.repeats });
+  return o.nq / Math.min(...m.passSeconds);
 }
 
 export async function runFilterBench(o: FilterBenchOptions): Promise<FilterBenchRecord[]> {
