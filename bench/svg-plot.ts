@@ -1,6 +1,7 @@
 /**
- * Two small chart kinds in plain SVG (no dependency): lines through points (x linear, y log), and
- * ranges per row (x log; a row per configuration, a marker per percentile). Every series is a
+ * Two small chart kinds in plain SVG (no dependency): lines through points (by default x linear,
+ * y log; either axis may be linear or log), and ranges per row (x log; a row per configuration, a
+ * marker per percentile). Every series is a
  * `<g class="series" data-series="...">` and appears in the legend, so a test can find each one.
  */
 
@@ -22,11 +23,11 @@ function text(x: number, y: number, s: string, attrs = ''): string {
   return `<text x="${num(x)}" y="${num(y)}" ${FONT} ${attrs}>${escapeXml(s)}</text>`;
 }
 
-/** Decade ticks with 2 and 5 between when the range is short. */
+/** Decade ticks with 2 and 5 between when the range is short, and every digit under one decade. */
 function logTicks(lo: number, hi: number): number[] {
   const ticks: number[] = [];
   const decades = Math.log10(hi) - Math.log10(lo);
-  const steps = decades > 4 ? [1] : decades > 2 ? [1, 3] : [1, 2, 5];
+  const steps = decades > 4 ? [1] : decades > 2 ? [1, 3] : decades > 1 ? [1, 2, 5] : [1, 2, 3, 4, 5, 6, 7, 8, 9];
   for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
     for (const m of steps) {
       const v = m * 10 ** e;
@@ -81,7 +82,7 @@ export interface LinePoint {
   highlight?: boolean;
 }
 
-export type MarkerShape = 'circle' | 'square' | 'diamond';
+export type MarkerShape = 'circle' | 'square' | 'diamond' | 'triangle' | 'triangle-down';
 
 export interface LineSeries {
   name: string;
@@ -92,6 +93,8 @@ export interface LineSeries {
   marker?: MarkerShape;
 }
 
+export type AxisScale = 'linear' | 'log';
+
 export interface LineChart {
   title: string[];
   xLabel: string;
@@ -99,7 +102,40 @@ export interface LineChart {
   series: LineSeries[];
   /** Legend entry for highlighted points. */
   highlightLabel: string;
+  /** Default linear (a recall: from a tenth below the smallest value to 1). */
+  xScale?: AxisScale;
+  /** Default log. */
+  yScale?: AxisScale;
+  /** Only for a linear x axis. */
   xDomain?: [number, number];
+  /** false: markers only, no line through a series' points (default true). */
+  lines?: boolean;
+}
+
+/** An axis: value to pixel, and its ticks with their text. */
+interface Axis {
+  at: (v: number) => number;
+  ticks: { v: number; text: string }[];
+  /** Whether a value can be drawn (log axes drop values <= 0). */
+  shows: (v: number) => boolean;
+}
+
+/**
+ * A linear axis for a recall: from a tenth below the smallest value (0 at least) to 1, or over
+ * `domain`; ticks every 0.1 (0.05 on a short range). `from`, `to`: the pixels of the domain's ends.
+ */
+function linearAxis(values: number[], domain: [number, number] | undefined, from: number, to: number): Axis {
+  const [v0, v1] = domain ?? [Math.max(0, Math.floor(Math.min(...values, 1) * 10) / 10 - 0.05), 1.0];
+  const step = v1 - v0 > 0.5 ? 0.1 : 0.05;
+  const ticks: Axis['ticks'] = [];
+  for (let v = Math.ceil(v0 / step - 1e-9) * step; v <= v1 + 1e-9; v += step) ticks.push({ v, text: v.toFixed(2) });
+  return { at: (v) => from + ((v - v0) / (v1 - v0)) * (to - from), ticks, shows: () => true };
+}
+
+function logAxis(values: number[], from: number, to: number): Axis {
+  const [v0, v1] = logDomain(values);
+  const at = (v: number): number => from + ((Math.log10(v) - Math.log10(v0)) / (Math.log10(v1) - Math.log10(v0))) * (to - from);
+  return { at, ticks: logTicks(v0, v1).map((v) => ({ v, text: formatTick(v) })), shows: (v) => v > 0 };
 }
 
 const W = 1000;
@@ -132,31 +168,28 @@ function frame(width: number, height: number, title: string[], body: string[]): 
   ].join('\n');
 }
 
-/** Recall (x, linear) against throughput (y, log): a line per series, markers, Pareto rings. */
+/** Lines (or markers only) per series: recall (x, linear) against throughput (y, log) by default. */
 export function lineChartSvg(chart: LineChart): string {
   const c = { ...chart, title: wrapTitle(chart.title) };
   const top = 30 + c.title.length * 20;
   const plot = { x: 80, y: top, w: W - 80 - LEGEND_W - 40, h: 440 };
   const height = plot.y + plot.h + 70;
   const all = c.series.flatMap((s) => s.points);
-  let [x0, x1] = c.xDomain ?? [0, 1];
-  if (!c.xDomain) {
-    x0 = Math.max(0, Math.floor(Math.min(...all.map((p) => p.x), 1) * 10) / 10 - 0.05);
-    x1 = 1.0;
-  }
-  const [y0, y1] = logDomain(all.map((p) => p.y));
-  const px = (x: number): number => plot.x + ((x - x0) / (x1 - x0)) * plot.w;
-  const py = (y: number): number => plot.y + plot.h - ((Math.log10(y) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0))) * plot.h;
+  const xs = all.map((p) => p.x);
+  const ys = all.map((p) => p.y);
+  const xAxis = (c.xScale ?? 'linear') === 'log' ? logAxis(xs, plot.x, plot.x + plot.w) : linearAxis(xs, c.xDomain, plot.x, plot.x + plot.w);
+  const yAxis = (c.yScale ?? 'log') === 'log' ? logAxis(ys, plot.y + plot.h, plot.y) : linearAxis(ys, undefined, plot.y + plot.h, plot.y);
+  const px = xAxis.at;
+  const py = yAxis.at;
   const body: string[] = [];
   // Grid and axes.
-  const xStep = x1 - x0 > 0.5 ? 0.1 : 0.05;
-  for (let v = Math.ceil(x0 / xStep - 1e-9) * xStep; v <= x1 + 1e-9; v += xStep) {
-    body.push(`<line x1="${num(px(v))}" y1="${plot.y}" x2="${num(px(v))}" y2="${plot.y + plot.h}" stroke="#e5e5e5"/>`);
-    body.push(text(px(v), plot.y + plot.h + 18, v.toFixed(2), 'font-size="12" text-anchor="middle"'));
+  for (const t of xAxis.ticks) {
+    body.push(`<line x1="${num(px(t.v))}" y1="${plot.y}" x2="${num(px(t.v))}" y2="${plot.y + plot.h}" stroke="#e5e5e5"/>`);
+    body.push(text(px(t.v), plot.y + plot.h + 18, t.text, 'font-size="12" text-anchor="middle"'));
   }
-  for (const v of logTicks(y0, y1)) {
-    body.push(`<line x1="${plot.x}" y1="${num(py(v))}" x2="${plot.x + plot.w}" y2="${num(py(v))}" stroke="#e5e5e5"/>`);
-    body.push(text(plot.x - 6, py(v) + 4, formatTick(v), 'font-size="12" text-anchor="end"'));
+  for (const t of yAxis.ticks) {
+    body.push(`<line x1="${plot.x}" y1="${num(py(t.v))}" x2="${plot.x + plot.w}" y2="${num(py(t.v))}" stroke="#e5e5e5"/>`);
+    body.push(text(plot.x - 6, py(t.v) + 4, t.text, 'font-size="12" text-anchor="end"'));
   }
   body.push(`<rect x="${plot.x}" y="${plot.y}" width="${plot.w}" height="${plot.h}" fill="none" stroke="#333"/>`);
   body.push(text(plot.x + plot.w / 2, plot.y + plot.h + 42, c.xLabel, 'font-size="14" text-anchor="middle"'));
@@ -166,14 +199,14 @@ export function lineChartSvg(chart: LineChart): string {
   const placed: Box[] = [];
   c.series.forEach((s, i) => {
     const col = s.colour ?? colour(i);
-    const pts = [...s.points].filter((p) => p.y > 0).sort((a, b) => a.x - b.x || b.y - a.y);
+    const pts = [...s.points].filter((p) => xAxis.shows(p.x) && yAxis.shows(p.y)).sort((a, b) => a.x - b.x || b.y - a.y);
     const g: string[] = [`<g class="series" data-series="${escapeXml(s.name)}">`, `<title>${escapeXml(s.name)}</title>`];
-    if (pts.length > 1) {
+    if (pts.length > 1 && c.lines !== false) {
       const d = pts.map((p, j) => `${j ? 'L' : 'M'}${num(px(p.x))},${num(py(p.y))}`).join(' ');
       g.push(`<path d="${d}" fill="none" stroke="${col}" stroke-width="2"/>`);
     }
     for (const p of pts) {
-      g.push(shape(s.marker ?? 'circle', px(p.x), py(p.y), col, true));
+      g.push(shape(s.marker ?? 'circle', px(p.x), py(p.y), col, true, 'marker'));
       if (p.highlight) g.push(`<circle class="pareto" cx="${num(px(p.x))}" cy="${num(py(p.y))}" r="9" fill="none" stroke="black" stroke-width="1.5"/>`);
       if (p.label && placeLabel(placed, px(p.x) + 7, py(p.y) - 7, p.label)) g.push(text(px(p.x) + 7, py(p.y) - 7, p.label, `font-size="10" fill="${col}"`));
     }
@@ -186,7 +219,7 @@ export function lineChartSvg(chart: LineChart): string {
     const y = plot.y + 10 + i * 22;
     const col = s.colour ?? colour(i);
     return [
-      `<line x1="${lx}" y1="${y}" x2="${lx + 26}" y2="${y}" stroke="${col}" stroke-width="2"/>`,
+      c.lines === false ? '' : `<line x1="${lx}" y1="${y}" x2="${lx + 26}" y2="${y}" stroke="${col}" stroke-width="2"/>`,
       shape(s.marker ?? 'circle', lx + 13, y, col, true),
       text(lx + 34, y + 4, s.name, 'font-size="13" class="legend"'),
     ].join('');
@@ -215,11 +248,13 @@ export interface RangeChart {
   rows: RangeRow[];
 }
 
-/** A marker: filled, or white with a coloured outline. */
-function shape(kind: MarkerShape, x: number, y: number, col: string, filled: boolean): string {
-  const paint = filled ? `fill="${col}"` : `fill="white" stroke="${col}" stroke-width="1.5"`;
+/** A marker: filled, or white with a coloured outline; `cls` its class attribute, if any. */
+function shape(kind: MarkerShape, x: number, y: number, col: string, filled: boolean, cls?: string): string {
+  const paint = `${cls ? `class="${cls}" ` : ''}${filled ? `fill="${col}"` : `fill="white" stroke="${col}" stroke-width="1.5"`}`;
   if (kind === 'circle') return `<circle cx="${num(x)}" cy="${num(y)}" r="4.5" ${paint}/>`;
   if (kind === 'diamond') return `<path d="M${num(x)},${num(y - 6)} L${num(x + 6)},${num(y)} L${num(x)},${num(y + 6)} L${num(x - 6)},${num(y)} Z" ${paint}/>`;
+  if (kind === 'triangle') return `<path d="M${num(x)},${num(y - 6)} L${num(x + 6)},${num(y + 4.5)} L${num(x - 6)},${num(y + 4.5)} Z" ${paint}/>`;
+  if (kind === 'triangle-down') return `<path d="M${num(x)},${num(y + 6)} L${num(x + 6)},${num(y - 4.5)} L${num(x - 6)},${num(y - 4.5)} Z" ${paint}/>`;
   return `<rect x="${num(x - 4.5)}" y="${num(y - 4.5)}" width="9" height="9" ${paint}/>`;
 }
 
