@@ -1,13 +1,14 @@
 /**
  * The output of `bench compare`: JSON lines (one per configuration), a Markdown report with the
- * table, and two SVG plots (recall against queries/s; latency percentiles). Pure functions of a
+ * table, and three SVG plots (recall against queries/s; recall against bytes per vector; latency
+ * percentiles). Pure functions of a
  * `CompareRun`, so the table and the JSON lines come from the same numbers.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeAtomically } from 'webgpu-knn';
 import type { PeerStatus } from './peers.js';
-import { colour, lineChartSvg, type LineSeries, type MarkerShape, rangeChartSvg } from './svg-plot.js';
+import { colour, lineChartSvg, type LinePoint, type LineSeries, type MarkerShape, rangeChartSvg } from './svg-plot.js';
 
 /** The data set and the search every configuration of a run shares. */
 export interface CompareData {
@@ -30,15 +31,17 @@ export interface CompareRecord extends CompareData {
   device: string;
   /** CPU threads the engine uses; null on the GPU. */
   threads: number | null;
-  /** 'Flat', 'IVF<nlist>,Flat' or 'HNSW<M>'. */
+  /** 'Flat', 'IVF<nlist>,Flat', 'HNSW<M>', or a factory string given with --index ('SQ8', 'IVF64,PQ16,RFlat'). */
   index: string;
-  /** The search parameter: '-', 'nprobe=P' or 'ef=E'. */
+  /** The search parameters: '-', 'nprobe=P', 'ef=E', 'kFactor=F' or 'nprobe=P,kFactor=F'. */
   param: string;
   /** The plot line this configuration belongs to: engine, backend and index kind. */
   series: string;
   buildSeconds: number;
   /** Bytes of the index as the engine serialises it (vectors, ids, centroids or graph). */
   indexBytes: number;
+  /** indexBytes / n. Absent from runs written before it existed: readCompareRun fills it in. */
+  bytesPerVector: number;
   batch: number;
   /** Timed batches behind the latency percentiles. */
   batches: number;
@@ -73,7 +76,7 @@ export interface CompareRun {
 }
 
 export const TABLE_HEADER = [
-  'engine', 'backend', 'index', 'param', 'threads', 'build s', 'index MiB',
+  'engine', 'backend', 'index', 'param', 'threads', 'build s', 'index MiB', 'bytes/vector',
   'recall@1', 'recall@10', 'recall@100', 'queries/s', 'p50 ms', 'p95 ms', 'p99 ms', 'Pareto',
 ];
 
@@ -115,6 +118,7 @@ export function tableRows(records: CompareRecord[]): string[][] {
     r.threads === null ? '-' : String(r.threads),
     r.buildSeconds.toFixed(2),
     (r.indexBytes / MIB).toFixed(2),
+    r.bytesPerVector.toFixed(1),
     recall(r.recall1),
     recall(r.recall10),
     recall(r.recall100),
@@ -148,12 +152,6 @@ function groupColours(records: CompareRecord[]): Record<string, string> {
   return Object.fromEntries([...new Set(records.map(group))].map((g, i) => [g, colour(i)]));
 }
 
-/** Each series in its group's colour. */
-function seriesColours(records: CompareRecord[]): Record<string, string> {
-  const byGroup = groupColours(records);
-  return Object.fromEntries(records.map((r) => [r.series, byGroup[group(r)]]));
-}
-
 function group(r: CompareRecord): string {
   return r.engine === 'webgpu-knn' ? `${r.engine} ${r.backend}` : r.engine;
 }
@@ -163,30 +161,91 @@ export function rowLabel(r: CompareRecord): string {
   return `${group(r)} ${r.index}${r.param === '-' ? '' : ` ${r.param}`}`;
 }
 
-/** Flat: a square (one point); IVF: circles; HNSW: diamonds. */
-function seriesMarker(index: string): MarkerShape {
-  return index === 'Flat' ? 'square' : index.startsWith('IVF') ? 'circle' : 'diamond';
+const GROUP_MARKERS: MarkerShape[] = ['circle', 'square', 'diamond', 'triangle', 'triangle-down'];
+
+/**
+ * How the recall plots draw a configuration: its index (Flat, IVF12,Flat, SQ8, HNSW16, ...) gives
+ * the colour, its engine and backend the marker, so one index string compares across engines by
+ * colour, and two indexes of one engine never look alike.
+ */
+function recallStyle(records: CompareRecord[]): (r: CompareRecord) => { colour: string; marker: MarkerShape } {
+  const indexes = [...new Set(records.map((r) => r.index))];
+  const groups = [...new Set(records.map(group))];
+  return (r) => ({ colour: colour(indexes.indexOf(r.index)), marker: GROUP_MARKERS[groups.indexOf(group(r)) % GROUP_MARKERS.length] });
+}
+
+/** A point's label: the search parameters' values ('8' for nprobe=8, '8/4' for nprobe=8,kFactor=4). */
+function paramLabel(r: CompareRecord): string | undefined {
+  return r.param === '-' ? undefined : r.param.split(',').map((p) => p.split('=')[1]).join('/');
+}
+
+/** What the point labels are, from the parameters the run has. */
+function labelsNote(records: CompareRecord[]): string {
+  const names = [...new Set(records.filter((r) => r.param !== '-').map((r) => r.param.split(',').map((p) => p.split('=')[0]).join('/')))];
+  return names.length ? `; labels: ${names.join(', ')}` : '';
 }
 
 export function recallQpsSvg(run: CompareRun): string {
   const front = paretoFront(run.records);
   const r = run.meta.k >= 10 ? 10 : 1;
-  const colours = seriesColours(run.records);
+  const style = recallStyle(run.records);
   const series: LineSeries[] = seriesNames(run.records).map((name) => {
     const members = run.records.map((x, i) => ({ x, i })).filter(({ x }) => x.series === name);
     return {
       name,
-      colour: colours[name],
-      marker: seriesMarker(members[0].x.index),
-      points: members.map(({ x, i }) => ({ x: plottedRecall(x), y: x.qps, label: x.param === '-' ? undefined : x.param.split('=')[1], highlight: front[i] })),
+      ...style(members[0].x),
+      points: members.map(({ x, i }) => ({ x: plottedRecall(x), y: x.qps, label: paramLabel(x), highlight: front[i] })),
     };
   });
   return lineChartSvg({
     title: chartTitle(run.meta),
-    xLabel: `recall@${r} (tie-aware, against ${run.meta.reference.split(' (')[0]}); labels: nprobe or ef`,
+    xLabel: `recall@${r} (tie-aware, against ${run.meta.reference.split(' (')[0]})${labelsNote(run.records)}`,
     yLabel: 'queries per second (log scale)',
     series,
     highlightLabel: 'Pareto-optimal',
+  });
+}
+
+/**
+ * Pareto front over (recall, bytes per vector): no other configuration has recall at least as
+ * high and bytes per vector at most as many, one of them strictly.
+ */
+export function bytesFront(records: CompareRecord[]): boolean[] {
+  return records.map((a) =>
+    !records.some((b) => {
+      const [ra, rb] = [plottedRecall(a), plottedRecall(b)];
+      return rb >= ra && b.bytesPerVector <= a.bytesPerVector && (rb > ra || b.bytesPerVector < a.bytesPerVector);
+    }),
+  );
+}
+
+/**
+ * Recall against memory: bytes per vector (x, log) and recall (y), one marker per configuration,
+ * a legend entry per engine, backend and index (the configurations of one index share its bytes,
+ * so an nprobe sweep is a column of markers), drawn as in the recall/queries plot.
+ */
+export function recallBytesSvg(run: CompareRun): string {
+  const front = bytesFront(run.records);
+  const r = run.meta.k >= 10 ? 10 : 1;
+  const style = recallStyle(run.records);
+  const names = [...new Set(run.records.map((x) => `${group(x)} ${x.index}`))];
+  const series: LineSeries[] = names.map((name) => {
+    const members = run.records.map((x, i) => ({ x, i })).filter(({ x }) => `${group(x)} ${x.index}` === name);
+    return {
+      name,
+      ...style(members[0].x),
+      points: members.map(({ x, i }): LinePoint => ({ x: x.bytesPerVector, y: plottedRecall(x), label: paramLabel(x), highlight: front[i] })),
+    };
+  });
+  return lineChartSvg({
+    title: chartTitle(run.meta),
+    xLabel: `bytes per vector (serialised index / n, log scale)${labelsNote(run.records)}`,
+    yLabel: `recall@${r} (tie-aware, against ${run.meta.reference.split(' (')[0]})`,
+    xScale: 'log',
+    yScale: 'linear',
+    lines: false,
+    series,
+    highlightLabel: 'Pareto-optimal (recall, bytes)',
   });
 }
 
@@ -212,7 +271,7 @@ function fastestAt(records: CompareRecord[], target: number): string[][] {
   });
 }
 
-export function reportMarkdown(run: CompareRun, files: { recallPlot: string; latencyPlot: string; jsonl: string }): string {
+export function reportMarkdown(run: CompareRun, files: { recallPlot: string; bytesPlot: string; latencyPlot: string; jsonl: string }): string {
   const m = run.meta;
   const r = m.k >= 10 ? 10 : 1;
   const status = (p: PeerStatus): string =>
@@ -237,7 +296,7 @@ export function reportMarkdown(run: CompareRun, files: { recallPlot: string; lat
     '## Results',
     '',
     `queries/s over all timed batches; latency percentiles per batch of ${run.records[0]?.batch ?? '?'} queries; build = train + add;`,
-    `index MiB = the engine's own serialised index; Pareto = no other row has both higher recall@${r} and higher queries/s`,
+    `index MiB = the engine's own serialised index, bytes/vector = its bytes / n; Pareto = no other row has both higher recall@${r} and higher queries/s`,
     '(compared unrounded: a row showing 1.000 may be just below 1).',
     '',
     markdownTable(TABLE_HEADER, tableRows(run.records)),
@@ -250,6 +309,8 @@ export function reportMarkdown(run: CompareRun, files: { recallPlot: string; lat
     '',
     `![recall@${r} against queries/s](${files.recallPlot})`,
     '',
+    `![recall@${r} against bytes per vector](${files.bytesPlot})`,
+    '',
     `![latency percentiles](${files.latencyPlot})`,
     '',
   ].join('\n');
@@ -260,6 +321,7 @@ export const REPORT_FILES = {
   run: 'run.json',
   report: 'report.md',
   recallPlot: 'recall-qps.svg',
+  bytesPlot: 'recall-bytes.svg',
   latencyPlot: 'latency.svg',
 } as const;
 
@@ -273,6 +335,7 @@ export function writeCompareReport(dir: string, run: CompareRun): string[] {
     [f.jsonl, run.records.map((r) => JSON.stringify(r)).join('\n') + '\n'],
     [f.run, JSON.stringify({ meta: run.meta, peers: run.peers, notMeasured: run.notMeasured }, null, 2) + '\n'],
     [f.recallPlot, recallQpsSvg(run)],
+    [f.bytesPlot, recallBytesSvg(run)],
     [f.latencyPlot, latencySvg(run)],
     [f.report, reportMarkdown(run, f)],
   ];
@@ -280,7 +343,7 @@ export function writeCompareReport(dir: string, run: CompareRun): string[] {
   return out.map(([name]) => join(dir, name));
 }
 
-/** A run as `writeCompareReport` left it in `dir`. */
+/** A run as `writeCompareReport` left it in `dir`; rows written before bytesPerVector existed get it from indexBytes / n. */
 export function readCompareRun(dir: string): CompareRun {
   const read = (name: string): string => {
     try {
@@ -290,6 +353,9 @@ export function readCompareRun(dir: string): CompareRun {
     }
   };
   const rest = JSON.parse(read(REPORT_FILES.run)) as Omit<CompareRun, 'records'>;
-  const records = read(REPORT_FILES.jsonl).split('\n').filter(Boolean).map((l) => JSON.parse(l) as CompareRecord);
+  const records = read(REPORT_FILES.jsonl).split('\n').filter(Boolean).map((l) => {
+    const r = JSON.parse(l) as Omit<CompareRecord, 'bytesPerVector'> & { bytesPerVector?: number };
+    return { ...r, bytesPerVector: r.bytesPerVector ?? r.indexBytes / r.n };
+  });
   return { ...rest, records };
 }

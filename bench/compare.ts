@@ -1,6 +1,7 @@
 /**
- * `bench compare`: every index configuration (Flat; IVF-Flat over an nprobe sweep) on every
- * backend (webgpu, cpu), and the installed peers (Faiss Flat and IVF-Flat on the same grid;
+ * `bench compare`: every index configuration (by default Flat and IVF-Flat over an nprobe sweep;
+ * with --index, the factory strings given, IVF ones over the sweep, ,RFlat ones over kFactor) on
+ * every backend (webgpu, cpu), and the installed peers (Faiss with the same configurations;
  * hnswlib-node and usearch HNSW at a few ef), on one data set, measured the same way
  * (bench/measure.ts) and scored the same way (bench/exact.ts: tie-aware recall by ids against
  * exact float64 distances). Writes JSON lines, a Markdown report and SVG plots (compare-report.ts).
@@ -9,10 +10,11 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, Metric } from 'webgpu-knn';
-import { FlatIndex, InvalidArgumentError, IvfFlatIndex, createBackend } from 'webgpu-knn';
+import { FlatIndex, InvalidArgumentError, IvfFlatIndex, createBackend, indexFactory } from 'webgpu-knn';
 import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { exactScores, scoresOfIds, tieAwareRecall } from './exact.js';
+import { FACTORY_KMEANS_NITER, type IndexString, searchGrid, searchParams } from './index-strings.js';
 import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile, serializedBytes } from './measure.js';
 import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, runFaiss } from './peers.js';
 import { summarize, table } from './stats.js';
@@ -24,6 +26,13 @@ export interface CompareOptions extends MeasureOptions {
   nlist: number;
   nprobes: number[];
   niter: number;
+  /**
+   * Factory strings to run, ours (indexFactory) and Faiss's (index_factory), instead of the
+   * default Flat and IVF<nlist>,Flat (empty: the default). IVF ones run each of `nprobes` up to
+   * their nlist; ,RFlat ones each of `kFactors`.
+   */
+  indexes: IndexString[];
+  kFactors: number[];
   seed: number;
   hnsw: HnswSettings;
   backends: ('webgpu' | 'cpu')[];
@@ -48,7 +57,7 @@ function projectVersion(): string {
 export async function runCompare(o: CompareOptions): Promise<CompareRun> {
   const { data, k, metric } = o;
   if (k > data.n) throw new InvalidArgumentError(`--k must be at most n = ${data.n} (the base vectors); got ${k}`);
-  if (o.nlist > data.n) throw new InvalidArgumentError(`--nlist must be at most n = ${data.n} (the base vectors); got ${o.nlist}`);
+  if (!o.indexes.length && o.nlist > data.n) throw new InvalidArgumentError(`--nlist must be at most n = ${data.n} (the base vectors); got ${o.nlist}`);
   const nprobes = o.nprobes.filter((p) => p <= o.nlist);
 
   // Which peers run: all found ('auto'), none, or the named ones (each must be found). Detection
@@ -99,6 +108,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       k,
       metric,
       ...base,
+      bytesPerVector: base.indexBytes / data.n,
       batch: o.batch,
       batches: m.batchMs.length,
       qps: (data.nq * m.passSeconds.length) / m.passSeconds.reduce((a, b) => a + b, 0),
@@ -140,6 +150,32 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     try {
       if (name === 'webgpu') adapter = be.description;
       const who = { engine: 'webgpu-knn', version, backend: name, device: name === 'webgpu' ? be.description : 'CPU', threads: name === 'webgpu' ? null : 1 };
+
+      // --index: each factory string through indexFactory, trained on the base, one build searched
+      // with each of its configurations.
+      for (const s of o.indexes) {
+        await guarded(`webgpu-knn ${name} ${s.description}`, async () => {
+          const grid = searchGrid(s, o.nprobes, o.kFactors);
+          if (!grid.length) throw new InvalidArgumentError(`no --nprobe value is at most its nlist = ${s.nlist}`);
+          const t = performance.now();
+          const index = indexFactory(be, data.d, s.description, metric);
+          try {
+            await index.train(data.xb, { onProgress: (p) => o.log(`${name}: ${s.description} k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`) });
+            await index.add(data.xb);
+            const build = (performance.now() - t) / 1000;
+            o.log(`${name}: ${s.description} trained and added in ${build.toFixed(2)} s`);
+            const bytes = await serializedBytes((p) => index.save(p));
+            for (const c of grid) {
+              const params = searchParams(c);
+              const m = await timed(async (xq) => (await index.search(xq, k, params)).labels);
+              add({ ...who, index: s.description, param: c.param, series: `webgpu-knn ${name} ${s.description}`, buildSeconds: build, indexBytes: bytes }, m);
+            }
+          } finally {
+            await index.dispose();
+          }
+        });
+      }
+      if (o.indexes.length) continue; // the default run's Flat and IVF below run only without --index
 
       await guarded(`webgpu-knn ${name} Flat`, async () => {
         const t = performance.now();
@@ -192,16 +228,20 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     skip(name, err);
   };
   if (runs('faiss')) {
-    o.log('faiss: Flat and IVF in Python');
+    o.log(o.indexes.length ? `faiss: ${o.indexes.map((s) => s.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
     try {
+      const factory = o.indexes.length
+        ? o.indexes.map((s) => ({ description: s.description, niter: FACTORY_KMEANS_NITER, seed: o.seed, configs: searchGrid(s, o.nprobes, o.kFactors) })).filter((f) => f.configs.length)
+        : null;
       const results = await runFaiss(peers.find((p) => p.name === 'faiss')!.python!, data.xb, data.xq, data.n, data.nq, data.d, {
         metric, k, batch: o.batch, warmup: o.warmup, repeats: o.repeats,
-        ivf: nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
-      }, o.log);
+        ivf: !factory && nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
+        factory,
+      }, o.log, (index, why) => skip(`faiss ${index}`, new Error(why)));
       for (const r of results) {
         add({
           engine: 'faiss', version: peerVersion('faiss'), backend: 'cpu', device: 'CPU', threads: r.threads, index: r.index, param: r.param,
-          series: `faiss ${r.index === 'Flat' ? 'Flat' : 'IVF'}`, buildSeconds: r.buildSeconds, indexBytes: r.indexBytes,
+          series: factory ? `faiss ${r.index}` : `faiss ${r.index === 'Flat' ? 'Flat' : 'IVF'}`, buildSeconds: r.buildSeconds, indexBytes: r.indexBytes,
         }, r);
       }
     } catch (err) {
@@ -246,7 +286,14 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       settings: [
         `Timing: ${o.warmup} warm-up pass(es), then ${o.repeats} timed pass(es) over the queries in batches of ${o.batch}: ` +
           `${Math.ceil(data.nq / o.batch) * o.repeats} timed batches per configuration (nearest-rank percentiles: with fewer than 100 batches p99 is the slowest)`,
-        `IVF: nlist = ${o.nlist}, k-means ${o.niter} iterations (seed ${o.seed}), nprobe ${nprobes.join(', ') || 'none (nlist too small)'}`,
+        ...(o.indexes.length
+          ? [
+            `Indexes (--index): ${o.indexes.map((s) => s.description).join('; ')}; each trained on the base`,
+            `IVF strings: nprobe ${o.nprobes.join(', ')} (values above a string's nlist dropped); k-means ${FACTORY_KMEANS_NITER} iterations ` +
+              `(webgpu-knn: its factory's default, seed 1234; Faiss: seed ${o.seed})`,
+            ...(o.indexes.some((s) => s.refine) ? [`,RFlat strings: kFactor ${o.kFactors.join(', ')} (k * kFactor candidates re-ranked exactly)`] : []),
+          ]
+          : [`IVF: nlist = ${o.nlist}, k-means ${o.niter} iterations (seed ${o.seed}), nprobe ${nprobes.join(', ') || 'none (nlist too small)'}`]),
         `HNSW: M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction}, ef ${o.hnsw.efSearch.join(', ')}`,
         `Threads: webgpu-knn's CPU backend 1; Faiss its OpenMP default; hnswlib-node 1 (synchronous calls); usearch all cores (${availableParallelism()})`,
       ],

@@ -8,6 +8,7 @@ import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
 import { readCompareRun, writeCompareReport } from './compare-report.js';
 import { DATA_SETS, type DataSet, loadBenchData, loadFileData } from './data.js';
+import { FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, type IndexString, parseIndexString } from './index-strings.js';
 import { runDedupBench } from './dedup.js';
 import { runFlatBench } from './flat.js';
 import { runFilterBench, runRemoveBench } from './filters.js';
@@ -121,12 +122,14 @@ options:
 ${COMMON}`,
   compare: `usage: webgpu-knn bench compare [options]
 
-One run that compares, on one data set: Flat and IVF-Flat (an nprobe sweep) on each backend, and
-the peers that are installed: Faiss (Debian python3-faiss: IndexFlat, IndexIVFFlat on the same
-nlist/nprobe grid), hnswlib-node and usearch (npm; HNSW at a few ef). Per configuration: recall@1,
-@10 and @100 (tie-aware, against the published ground truth or an exact float64 brute force),
-queries/s, latency p50/p95/p99 per batch, build time, serialised index size. Peers are optional:
-scripts/install-peers.sh installs them; the report says which ran and their versions.
+One run that compares, on one data set: Flat and IVF-Flat (an nprobe sweep) on each backend, or
+the factory strings given with --index, and the peers that are installed: Faiss (Debian
+python3-faiss: IndexFlat, IndexIVFFlat on the same nlist/nprobe grid, or faiss.index_factory with
+each --index string), hnswlib-node and usearch (npm; HNSW at a few ef). Per configuration:
+recall@1, @10 and @100 (tie-aware, against the published ground truth or an exact float64 brute
+force), queries/s, latency p50/p95/p99 per batch, build time, serialised index size and bytes per
+vector. Peers are optional: scripts/install-peers.sh installs them; the report says which ran and
+their versions.
 
 data (one of):
   --data SET       ${DATA_SETS.join(' | ')}
@@ -142,9 +145,17 @@ data (one of):
 search and index settings:
   --k K            neighbours (default 100, so recall@100 can be measured)
   --metric M       l2 | ip | cosine (default l2)
-  --nlist L        IVF lists (default round(sqrt(8 n)), the sqrt rule for nprobe 8)
+  --index STRING   a factory string to run instead of Flat and IVF<nlist>,Flat, ours and Faiss's,
+                   each trained on the base; repeat it for more (--index SQ8 --index IVF64,PQ16
+                   --index IVF64,PQ16,RFlat). Forms: Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits>,
+                   optionally after IVF<nlist>, optionally followed by ,RFlat. A string webgpu-knn
+                   cannot build yet is listed as not measured; Faiss still runs it
+  --nlist L        IVF lists of the default run (default round(sqrt(8 n)), the sqrt rule for
+                   nprobe 8); with --index the lists are in the string
   --nprobe P[,P..] the nprobe sweep (default 1,2,4,8,16,32,64; values above nlist are dropped)
-  --niter I        k-means iterations, ours and Faiss's (default 10)
+  --kfactor F[,F..]  ,RFlat strings: re-rank k * F candidates exactly (default 4)
+  --niter I        k-means iterations of the default run, ours and Faiss's (default 10; --index
+                   strings train with indexFactory's 10)
   --ef E[,E..]     HNSW ef for the peers (default k, 2k, 4k)
   --hnsw-m M       HNSW M / usearch connectivity (default 16)
   --ef-construction E  HNSW efConstruction / usearch expansion_add (default 200)
@@ -155,8 +166,8 @@ timing and output:
   --repeats R      timed passes (default 3)
   --peers P        auto | none | a comma list of faiss, hnswlib-node, usearch (default auto:
                    every one installed; a named one that is missing is an error)
-  --out DIR        where compare.jsonl, run.json, report.md, recall-qps.svg and latency.svg go
-                   (default bench-results/compare-<data>)
+  --out DIR        where compare.jsonl, run.json, report.md, recall-qps.svg, recall-bytes.svg and
+                   latency.svg go (default bench-results/compare-<data>)
   --replot DIR     measure nothing: redraw report.md and the plots of a run in DIR from its
                    compare.jsonl and run.json
 ${COMMON}
@@ -197,9 +208,33 @@ function intList(name: string, value: string | undefined, fallback: number[]): n
   return value === undefined ? fallback : value.split(',').map((v) => positiveInt(name, v.trim(), 1));
 }
 
+/** The --index strings, each checked for its shape; with them, the flags of the default run are refused. */
+function indexStrings(given: string[], v: Record<string, string | undefined>): IndexString[] {
+  const seen = new Set<string>();
+  const strings = given.map((text) => {
+    const s = parseIndexString(text);
+    if (!s) throw new UsageError(`--index ${JSON.stringify(text)} is not a factory string bench compare runs; expected ${INDEX_STRING_FORMS}`);
+    if (seen.has(text)) throw new UsageError(`--index ${text} is given twice`);
+    seen.add(text);
+    return s;
+  });
+  if (strings.length) {
+    for (const flag of ['nlist', 'niter']) {
+      if (v[flag] !== undefined) {
+        throw new UsageError(`--${flag} ${v[flag]} goes with the default run (Flat and IVF<nlist>,Flat); with --index the lists are in the string (IVF64,...) and k-means runs ${FACTORY_KMEANS_NITER} iterations`);
+      }
+    }
+  }
+  if (v.kfactor !== undefined && !strings.some((s) => s.refine)) {
+    throw new UsageError(`--kfactor ${v.kfactor} needs an --index string ending in ,RFlat (for example IVF64,PQ16,RFlat); got ${strings.length ? strings.map((s) => s.description).join(', ') : 'no --index'}`);
+  }
+  return strings;
+}
+
 /** `bench compare`'s options from its flags. */
 async function compareOptions(
   v: Record<string, string | undefined>,
+  indexes: IndexString[],
   backends: ('webgpu' | 'cpu')[],
   seed: number,
   warmup: number,
@@ -210,6 +245,13 @@ async function compareOptions(
   if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
   if (v.base !== undefined && v.data !== undefined) throw new UsageError('give --data or --base, not both');
   if (v.base === undefined && (v.query !== undefined || v.gt !== undefined)) throw new UsageError('--query and --gt go with --base');
+  const nprobes = intList('nprobe', v.nprobe, [1, 2, 4, 8, 16, 32, 64]);
+  for (const s of indexes) {
+    if (s.nlist !== null && !nprobes.some((p) => p <= s.nlist!)) {
+      throw new UsageError(`--nprobe ${nprobes.join(',')} has no value at most nlist = ${s.nlist} of --index ${s.description}`);
+    }
+  }
+  const kFactors = intList('kfactor', v.kfactor, [4]);
   const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
   const data = v.base !== undefined
     ? await loadFileData(v.base, v.query, v.gt, nq)
@@ -229,8 +271,10 @@ async function compareOptions(
     metric,
     k,
     nlist: positiveInt('nlist', v.nlist, Math.round(Math.sqrt(8 * data.n))),
-    nprobes: intList('nprobe', v.nprobe, [1, 2, 4, 8, 16, 32, 64]),
+    nprobes,
     niter: positiveInt('niter', v.niter, 10),
+    indexes,
+    kFactors,
     seed,
     hnsw: {
       m: positiveInt('hnsw-m', v['hnsw-m'], 16),
@@ -260,10 +304,16 @@ export async function benchMain(argv: string[]): Promise<void> {
   const usage = USAGES[kase];
   if (!usage) throw new UsageError(`unknown bench case ${kase}; expected ${Object.keys(USAGES).join(', ')}`);
   const known = [...usage.matchAll(/^ {2}--([a-z-]+)/gm)].map((m) => m[1]).filter((o) => o !== 'help');
-  const { values: v } = parseArgs({
+  // Every option takes one value, except the repeatable --index (bench compare).
+  const { values } = parseArgs({
     args: rest,
-    options: Object.fromEntries([...known.map((o) => [o, { type: 'string' as const }]), ['help', { type: 'boolean' as const, short: 'h' }]]),
-  }) as { values: Record<string, string | undefined> & { help?: boolean } };
+    options: Object.fromEntries([
+      ...known.map((o) => [o, { type: 'string' as const, multiple: o === 'index' }]),
+      ['help', { type: 'boolean' as const, short: 'h' }],
+    ]),
+  }) as { values: Record<string, string | string[] | boolean | undefined> };
+  const { index: indexFlags, ...single } = values;
+  const v = single as Record<string, string | undefined> & { help?: boolean };
   if (v.help) {
     console.log(usage);
     return;
@@ -306,11 +356,11 @@ export async function benchMain(argv: string[]): Promise<void> {
       console.log(JSON.stringify(rec));
     }
   } else if (kase === 'compare' && v.replot !== undefined) {
-    const others = Object.keys(v).filter((o) => o !== 'replot' && v[o] !== undefined);
+    const others = Object.keys(values).filter((o) => o !== 'replot' && values[o] !== undefined);
     if (others.length) throw new UsageError(`--replot takes no other option; got --${others.join(', --')}`);
     console.log(`wrote ${writeCompareReport(v.replot, readCompareRun(v.replot)).join(', ')}`);
   } else if (kase === 'compare') {
-    await runCompare(await compareOptions(v, backends, seed, warmup, repeats, log));
+    await runCompare(await compareOptions(v, indexStrings((indexFlags as string[] | undefined) ?? [], v), backends, seed, warmup, repeats, log));
   } else if (kase === 'flat') {
     const metric = (v.metric ?? 'l2') as Metric;
     if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);

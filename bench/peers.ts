@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import type { Metric } from 'webgpu-knn';
 import { normalizeRows } from 'webgpu-knn';
 import { PROJECT_ROOT } from './data.js';
+import type { SearchConfig } from './index-strings.js';
 import { type BatchSearch, inScratchDir, type MeasureOptions, type Measured, serializedBytes } from './measure.js';
 
 export const PEERS = ['faiss', 'hnswlib-node', 'usearch'] as const;
@@ -254,18 +255,41 @@ export interface FaissResult extends Measured {
   indexBytes: number;
 }
 
+/** One factory string for faiss.index_factory, trained on the base and searched with each config. */
+export interface FaissFactoryJob {
+  description: string;
+  /** k-means iterations and seed of an IVF string's coarse quantiser. */
+  niter: number;
+  seed: number;
+  configs: SearchConfig[];
+}
+
 export interface FaissJob extends MeasureOptions {
   metric: Metric;
   k: number;
-  /** IVF lists and the nprobe sweep; null: Flat only. */
+  /** IVF lists and the nprobe sweep; null: Flat only. Ignored when `factory` is given. */
   ivf: { nlist: number; niter: number; seed: number; nprobes: number[] } | null;
+  /** Factory strings to run instead of IndexFlat and IndexIVFFlat; null or absent: those two. */
+  factory?: FaissFactoryJob[] | null;
 }
 
 /**
- * Runs IndexFlat and IndexIVFFlat in `python` (one that imports faiss: `PeerStatus.python`). Cosine
- * runs as inner product on rows normalised here. Progress lines from Python go to `log`.
+ * Runs IndexFlat and IndexIVFFlat, or the job's factory strings, in `python` (one that imports
+ * faiss: `PeerStatus.python`). Cosine runs as inner product on rows normalised here. Progress lines
+ * from Python go to `log`; a factory string Faiss could not build or search goes to `failed` (with
+ * Faiss's message) and the others still run.
  */
-export async function runFaiss(python: string, xb: Float32Array, xq: Float32Array, n: number, nq: number, d: number, job: FaissJob, log: (l: string) => void): Promise<FaissResult[]> {
+export async function runFaiss(
+  python: string,
+  xb: Float32Array,
+  xq: Float32Array,
+  n: number,
+  nq: number,
+  d: number,
+  job: FaissJob,
+  log: (l: string) => void,
+  failed: (index: string, why: string) => void = () => {},
+): Promise<FaissResult[]> {
   return inScratchDir(async (dir) => {
     const cosine = job.metric === 'cosine';
     writeFileSync(join(dir, 'base.f32'), cosine ? normalizeRows(xb, d) : xb);
@@ -290,10 +314,16 @@ export async function runFaiss(python: string, xb: Float32Array, xq: Float32Arra
         else reject(new Error(`${FAISS_SCRIPT} exited with ${code}: ${errTail}`));
       });
     });
-    return lines.map((line) => {
-      const r = JSON.parse(line) as Omit<FaissResult, 'labels'> & { labels: string };
+    const results: FaissResult[] = [];
+    for (const line of lines) {
+      const r = JSON.parse(line) as (Omit<FaissResult, 'labels'> & { labels: string }) | { index: string; error: string };
+      if ('error' in r) {
+        failed(r.index, r.error);
+        continue;
+      }
       const raw = readFileSync(join(dir, r.labels));
-      return { ...r, labels: new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4).slice() };
-    });
+      results.push({ ...r, labels: new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4).slice() });
+    }
+    return results;
   });
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { type CompareRecord, REPORT_FILES, TABLE_HEADER, rowLabel } from '../../bench/compare-report.js';
 import { exactScores, tieAwareRecall } from '../../bench/exact.js';
+import { parseIndexString, searchGrid } from '../../bench/index-strings.js';
 import { buildHnswlib, buildUsearch, defaultPeerLookup, detectPeers, PEERS, runFaiss } from '../../bench/peers.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { clusteredFloats, randomSmallInts } from '../../src/random.js';
@@ -89,6 +90,7 @@ describe('bench compare (tiny run, no peers installed)', () => {
       expect(r.latencyMs.p50).toBeLessThanOrEqual(r.latencyMs.p95);
       expect(r.latencyMs.p95).toBeLessThanOrEqual(r.latencyMs.p99);
       expect(r.indexBytes).toBeGreaterThan(2000 * 12 * 4);
+      expect(r.bytesPerVector).toBe(r.indexBytes / 2000);
       expect(r.recall100).toBeNull();
     }
     // Flat and IVF with every list probed are exact.
@@ -114,6 +116,7 @@ describe('bench compare (tiny run, no peers installed)', () => {
       expect(row.slice(0, 5)).toEqual([r.engine, r.backend, r.index, r.param, r.threads === null ? '-' : String(r.threads)]);
       expectShown(row[col('build s')], r.buildSeconds, 'build s');
       expectShown(row[col('index MiB')], r.indexBytes / 2 ** 20, 'index MiB');
+      expectShown(row[col('bytes/vector')], r.bytesPerVector, 'bytes/vector');
       expectShown(row[col('recall@1')], r.recall1, 'recall@1');
       expectShown(row[col('recall@10')], r.recall10, 'recall@10');
       expectShown(row[col('recall@100')], r.recall100, 'recall@100');
@@ -153,7 +156,7 @@ describe('bench compare (tiny run, no peers installed)', () => {
   });
 
   it('redraws the report and plots from the files of a run, measuring nothing', () => {
-    const drawn = [REPORT_FILES.report, REPORT_FILES.recallPlot, REPORT_FILES.latencyPlot];
+    const drawn = [REPORT_FILES.report, REPORT_FILES.recallPlot, REPORT_FILES.bytesPlot, REPORT_FILES.latencyPlot];
     const before = drawn.map((f) => readFileSync(join(work, 'report', f), 'utf8'));
     for (const f of drawn) rmSync(join(work, 'report', f));
     const r = bench(['--replot', 'report']);
@@ -172,6 +175,107 @@ describe('bench compare (tiny run, no peers installed)', () => {
     expect(bad.err).toMatch(/unknown peer annoy; expected auto, none or a list of faiss, hnswlib-node, usearch/);
     expect(bench(['--base', 'x.fvecs', '--data', 'siftsmall']).err).toMatch(/give --data or --base, not both/);
     expect(bench(['--help']).out).toMatch(/usage: webgpu-knn bench compare/);
+  });
+});
+
+/** Markers (class "marker") of each series of a recall plot, as [x, y] pixels. */
+function markers(svg: string): Map<string, [number, number][]> {
+  const out = new Map<string, [number, number][]>();
+  for (const [name, g] of seriesGroups(svg)) {
+    const shapes = [...(g.circle ?? []), ...(g.rect ?? []), ...(g.path ?? [])] as Record<string, string>[];
+    out.set(name, shapes.filter((m) => m.class === 'marker').map((m) => (m.cx !== undefined ? [Number(m.cx), Number(m.cy)] : m.x !== undefined ? [Number(m.x) + 4.5, Number(m.y) + 4.5] : [NaN, NaN])));
+  }
+  return out;
+}
+
+describe('bench compare --index (factory strings; cpu, no peers)', () => {
+  const n = 1500;
+  const run = bench(
+    ['--data', 'clustered', '--n', String(n), '--d', '8', '--nq', '20', '--k', '10', '--index', 'Flat', '--index', 'SQ8', '--index', 'IVF8,Flat',
+      '--nprobe', '2,8,16', '--batch', '10', '--warmup', '0', '--repeats', '1', '--backend', 'cpu', '--peers', 'none', '--out', 'codecs'],
+    absent,
+  );
+  const records = run.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
+  const dir = join(work, 'codecs');
+
+  it('runs each string through indexFactory, IVF ones over the nprobe values up to their nlist', () => {
+    expect(run.code, run.err).toBe(0);
+    expect(records.map((r) => `${r.engine} ${r.backend} ${r.index} ${r.param}`)).toEqual([
+      'webgpu-knn cpu Flat -', 'webgpu-knn cpu SQ8 -', 'webgpu-knn cpu IVF8,Flat nprobe=2', 'webgpu-knn cpu IVF8,Flat nprobe=8',
+    ]);
+    for (const r of records.filter((x) => x.index === 'Flat' || x.param === 'nprobe=8')) expect([r.recall1, r.recall10], `${r.index} ${r.param}`).toEqual([1, 1]);
+    expect(readFileSync(join(dir, REPORT_FILES.report), 'utf8')).toMatch(/Indexes \(--index\): Flat; SQ8; IVF8,Flat; each trained on the base/);
+  });
+
+  it('gives every row its serialised bytes per vector, in the JSON lines and the table', () => {
+    const flat = records.find((r) => r.index === 'Flat')!;
+    const sq8 = records.find((r) => r.index === 'SQ8')!;
+    for (const r of records) expect(r.bytesPerVector, `${r.index} ${r.param}`).toBe(r.indexBytes / n);
+    expect(flat.bytesPerVector).toBeGreaterThanOrEqual(8 * 4);
+    // One byte a dimension instead of four.
+    expect(sq8.bytesPerVector).toBeLessThan(flat.bytesPerVector - 8 * 2);
+    const rows = markdownRows(readFileSync(join(dir, REPORT_FILES.report), 'utf8'), TABLE_HEADER);
+    records.forEach((r, i) => expectShown(rows[i][TABLE_HEADER.indexOf('bytes/vector')], r.bytesPerVector, 'bytes/vector'));
+  });
+
+  it('plots recall against bytes per vector on a log x axis, a marker per configuration', () => {
+    const md = readFileSync(join(dir, REPORT_FILES.report), 'utf8');
+    expect(md).toContain(`](${REPORT_FILES.bytesPlot})`);
+    const svg = readFileSync(join(dir, REPORT_FILES.bytesPlot), 'utf8');
+    expect(svg).toMatch(/bytes per vector \(serialised index \/ n, log scale\)/);
+    expect(svg).toMatch(/recall@10/);
+    const points = markers(svg);
+    expect([...points.keys()]).toEqual(['webgpu-knn cpu Flat', 'webgpu-knn cpu SQ8', 'webgpu-knn cpu IVF8,Flat']);
+    expect(points.get('webgpu-knn cpu IVF8,Flat')).toHaveLength(2);
+    // Fewer bytes lie further left (SQ8: a byte a dimension, Flat four), at distances of a log scale.
+    const [flatX, sqX, ivfX] = ['Flat', 'SQ8', 'IVF8,Flat'].map((s) => points.get(`webgpu-knn cpu ${s}`)![0][0]);
+    expect(sqX).toBeLessThan(flatX);
+    expect(ivfX).toBeGreaterThan(flatX);
+    const [flatB, sqB, ivfB] = ['Flat', 'SQ8', 'IVF8,Flat'].map((s) => records.find((r) => r.index === s)!.bytesPerVector);
+    const ratio = (flatX - sqX) / (ivfX - flatX) / (Math.log(flatB / sqB) / Math.log(ivfB / flatB));
+    expect(Math.abs(ratio - 1), 'pixel distances against log distances').toBeLessThan(0.05);
+  });
+
+  it('replots a run written before bytes per vector existed, from indexBytes / n', () => {
+    const old = join(work, 'codecs-old');
+    mkdirSync(old);
+    for (const f of [REPORT_FILES.run]) writeFileSync(join(old, f), readFileSync(join(dir, f)));
+    const lines = records.map((r) => {
+      const { bytesPerVector: _, ...rest } = r;
+      return JSON.stringify(rest);
+    });
+    writeFileSync(join(old, REPORT_FILES.jsonl), lines.join('\n') + '\n');
+    const r = bench(['--replot', 'codecs-old']);
+    expect(r.code, r.err).toBe(0);
+    const rows = markdownRows(readFileSync(join(old, REPORT_FILES.report), 'utf8'), TABLE_HEADER);
+    records.forEach((x, i) => expectShown(rows[i][TABLE_HEADER.indexOf('bytes/vector')], x.indexBytes / n, 'bytes/vector'));
+    expect([...markers(readFileSync(join(old, REPORT_FILES.bytesPlot), 'utf8')).values()].flat()).toHaveLength(records.length);
+  });
+
+  it('lists a string that cannot be built here as not measured, and keeps the rest', () => {
+    const r = bench(['--data', 'uniform', '--n', '300', '--d', '4', '--nq', '5', '--k', '5', '--index', 'SQ4', '--index', 'IVF500,Flat',
+      '--backend', 'cpu', '--peers', 'none', '--warmup', '0', '--repeats', '1', '--out', 'too-many-lists'], absent);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/not measured: webgpu-knn cpu IVF500,Flat: .*nlist = 500/);
+    expect(r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as CompareRecord).index)).toEqual(['SQ4']);
+  });
+
+  it('fails clearly on a bad --index, --kfactor or a flag of the default run', () => {
+    const fails = (args: string[], message: RegExp): void => {
+      const r = bench(args);
+      expect(r.code, r.err).toBe(2);
+      expect(r.err).toMatch(message);
+    };
+    fails(['--index', 'SQ9'], /--index "SQ9" is not a factory string bench compare runs; expected Flat, SQ8, SQ4, SQfp16, PQ<M>/);
+    fails(['--index', 'IVF0,Flat'], /--index "IVF0,Flat" is not a factory string/);
+    fails(['--index', 'SQ8', '--index', 'SQ8'], /--index SQ8 is given twice/);
+    fails(['--index', 'IVF4,Flat', '--nprobe', '8,16'], /--nprobe 8,16 has no value at most nlist = 4 of --index IVF4,Flat/);
+    fails(['--index', 'SQ8', '--nlist', '4'], /--nlist 4 goes with the default run/);
+    fails(['--index', 'SQ8', '--kfactor', '2'], /--kfactor 2 needs an --index string ending in ,RFlat .*; got SQ8/);
+    fails(['--kfactor', '2'], /--kfactor 2 needs an --index string ending in ,RFlat .*; got no --index/);
+    fails(['--index', 'IVF8,Flat,RFlat', '--kfactor', '0'], /--kfactor must be a positive integer; got 0/);
+    fails(['--replot', 'codecs', '--index', 'SQ8'], /--replot takes no other option; got --index/);
+    expect(bench(['--help']).out).toMatch(/--index STRING[\s\S]*--kfactor F\[,F\.\.\]/);
   });
 });
 
@@ -270,6 +374,43 @@ describe('peer detection', () => {
     expect(recall(results[2].labels)).toBe(1);
     expect(results[0].batchMs).toHaveLength(3);
     expect(results[0].indexBytes).toBeGreaterThan(n * d * 4);
+  });
+
+  it.skipIf(!found.get('faiss'))('faiss: factory strings with nprobe and k_factor; a string Faiss rejects is reported, the others run', async () => {
+    const python = detectPeers(defaultPeerLookup())[0].python!;
+    const failures: string[] = [];
+    const grid = (description: string, nprobes: number[], kFactors: number[]) =>
+      ({ description, niter: 10, seed: 1, configs: searchGrid(parseIndexString(description)!, nprobes, kFactors) });
+    const factory = [grid('SQ8', [], []), { description: 'Bogus7', niter: 10, seed: 1, configs: [] }, grid('IVF8,Flat', [1, 8], []), grid('IVF8,SQ8,RFlat', [8], [1, 4])];
+    const results = await runFaiss(python, xb, xq, n, nq, d, { metric: 'l2', k, ...opts, ivf: null, factory }, () => {}, (index, why) => failures.push(`${index}: ${why}`));
+    expect(results.map((r) => `${r.index} ${r.param}`)).toEqual([
+      'SQ8 -', 'IVF8,Flat nprobe=1', 'IVF8,Flat nprobe=8', 'IVF8,SQ8,RFlat nprobe=8,kFactor=1', 'IVF8,SQ8,RFlat nprobe=8,kFactor=4',
+    ]);
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toMatch(/^Bogus7: .+/);
+    // nprobe reaches the IVF (every list probed is exact), k_factor the refinement (exact distances
+    // over 4k candidates cannot do worse than over k).
+    expect(recall(results[1].labels)).toBeLessThan(1);
+    expect(recall(results[2].labels)).toBe(1);
+    expect(recall(results[4].labels)).toBeGreaterThanOrEqual(recall(results[3].labels));
+    expect(recall(results[4].labels)).toBeGreaterThanOrEqual(0.99);
+    // The refinement keeps the float vectors beside the codes.
+    expect(results[3].indexBytes).toBeGreaterThan(results[0].indexBytes + n * d * 4);
+  });
+
+  it.skipIf(!found.get('faiss'))('bench compare --index runs the same string in Faiss, with its bytes per vector', () => {
+    const r = bench(['--data', 'clustered', '--n', '1000', '--d', '8', '--nq', '10', '--k', '10', '--index', 'SQ8', '--index', 'IVF8,Flat', '--nprobe', '8',
+      '--backend', 'cpu', '--peers', 'faiss', '--warmup', '0', '--repeats', '1', '--out', 'with-faiss']);
+    expect(r.code, r.err).toBe(0);
+    const records = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
+    expect(records.map((x) => `${x.engine} ${x.index} ${x.param}`)).toEqual([
+      'webgpu-knn SQ8 -', 'webgpu-knn IVF8,Flat nprobe=8', 'faiss SQ8 -', 'faiss IVF8,Flat nprobe=8',
+    ]);
+    for (const x of records) expect(x.bytesPerVector).toBe(x.indexBytes / 1000);
+    expect(records[3].recall10).toBe(1);
+    expect([...markers(readFileSync(join(work, 'with-faiss', REPORT_FILES.bytesPlot), 'utf8')).keys()]).toEqual([
+      'webgpu-knn cpu SQ8', 'webgpu-knn cpu IVF8,Flat', 'faiss SQ8', 'faiss IVF8,Flat',
+    ]);
   });
 
   // HNSW is approximate even at a wide ef (usearch's threaded build is not deterministic, and
