@@ -1,0 +1,163 @@
+#!/usr/bin/env node
+// Recall of factory-string indexes against exact neighbours: ours on the cpu and webgpu backends
+// beside Faiss 1.7.3 (python3-faiss, when installed) with the same strings, nprobe and k_factor.
+//   node scripts/codec-recall.mjs DATA NQ --index S1 [--index S2 ...] [--nprobe P] [--kfactor F]
+// DATA: siftsmall | fashion-mnist-small | fashion-mnist; NQ: queries (the set's first NQ). Run
+// after `npm run build`. Each string is trained on the base, then searched for k = 100. Per engine:
+// R@1, R@10, R@100 (the fraction of each query's R exact nearest neighbours, from the published
+// ground truth where the set has one, else our exact Flat search on the cpu backend, found among
+// its R results, averaged over the queries), seconds for train + add + search, and the bytes of the
+// saved index (ours: save() to a temporary file; Faiss: serialize_index). Per string, whether our
+// cpu and webgpu backends returned the same labels.
+import { parseArgs } from 'node:util';
+import { loadBenchData } from '../dist/bench/data.js';
+import { FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, parseIndexString, searchGrid, searchParams } from '../dist/bench/index-strings.js';
+import { serializedBytes } from '../dist/bench/measure.js';
+import { defaultPeerLookup, detectPeers, runFaiss } from '../dist/bench/peers.js';
+import { FlatIndex, createBackend, indexFactory } from '../dist/index.js';
+
+const SETS = ['siftsmall', 'fashion-mnist-small', 'fashion-mnist'];
+const USAGE = 'usage: node scripts/codec-recall.mjs DATA NQ --index S1 [--index S2 ...] [--nprobe P] [--kfactor F]\n' +
+  `  DATA     ${SETS.join(' | ')}\n` +
+  '  NQ       queries to score (the first NQ of the set)\n' +
+  `  --index  a factory string, repeatable: ${INDEX_STRING_FORMS}\n` +
+  '  --nprobe lists probed by IVF strings, ours and Faiss (default 1, both engines\' default)\n' +
+  '  --kfactor ,RFlat strings re-rank k * F candidates exactly, ours and Faiss\'s k_factor (default 4)';
+const K = 100;
+const RS = [1, 10, 100];
+
+function usage(message) {
+  console.error(`codec-recall: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+function positiveInt(name, text, fallback) {
+  if (text === undefined) return fallback;
+  if (!/^\+?\d+$/.test(text) || Number(text) < 1) usage(`${name} must be a positive integer; got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+let args;
+try {
+  args = parseArgs({
+    allowPositionals: true,
+    options: { index: { type: 'string', multiple: true }, nprobe: { type: 'string' }, kfactor: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+} catch (err) {
+  usage(err.message.split('\n')[0]);
+}
+if (args.values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const [set, nqText, ...extra] = args.positionals;
+if (!SETS.includes(set)) usage(`DATA must be one of ${SETS.join(', ')}; got ${set === undefined ? 'nothing' : JSON.stringify(set)}`);
+if (nqText === undefined) usage('NQ (the number of queries) is missing');
+if (extra.length) usage(`unexpected argument ${JSON.stringify(extra[0])} after DATA and NQ`);
+const nqWanted = positiveInt('NQ', nqText);
+const strings = (args.values.index ?? []).map((text) => parseIndexString(text) ?? usage(`--index ${JSON.stringify(text)} is not a factory string; expected ${INDEX_STRING_FORMS}`));
+if (!strings.length) usage('give at least one --index');
+const nprobe = positiveInt('--nprobe', args.values.nprobe, 1);
+const kFactor = positiveInt('--kfactor', args.values.kfactor, 4);
+for (const s of strings) {
+  if (s.nlist !== null && nprobe > s.nlist) usage(`--nprobe ${nprobe} is above nlist = ${s.nlist} of --index ${s.description}`);
+}
+if (args.values.kfactor !== undefined && !strings.some((s) => s.refine)) usage(`--kfactor ${kFactor} needs an --index string ending in ,RFlat; got ${strings.map((s) => s.description).join(', ')}`);
+
+const data = await loadBenchData(set, 0, 0, nqWanted, 1);
+const { xb, xq, n, nq, d } = data;
+if (nq < nqWanted) console.log(`# ${set} has ${nq} queries; scoring all of them`);
+
+let truth;
+let truthName;
+if (data.groundTruth && data.groundTruth.k >= K) {
+  const gt = data.groundTruth;
+  truth = (q, r) => gt.ids.subarray(q * gt.k, q * gt.k + r);
+  truthName = `published ground truth (${gt.source})`;
+} else {
+  const cpu = await createBackend({ backend: 'cpu' });
+  const flat = new FlatIndex(cpu, { dim: d });
+  await flat.add(xb);
+  const exact = await flat.search(xq, K);
+  truth = (q, r) => exact.labels.subarray(q * K, q * K + r);
+  truthName = 'our exact Flat search (cpu)';
+  await flat.dispose();
+  cpu.dispose();
+}
+const recall = (labels, r) => {
+  let hit = 0;
+  for (let q = 0; q < nq; q++) {
+    const want = new Set(truth(q, r));
+    for (let j = 0; j < r; j++) if (want.has(labels[q * K + j])) hit++;
+  }
+  return hit / (nq * r);
+};
+
+const width = Math.max(...strings.map((s) => s.description.length));
+const row = (s, param, engine, text) => console.log(`${set} | ${s.description.padEnd(width)} ${param.padEnd(18)} | ${engine.padEnd(14)} | ${text}`);
+const measured = (labels, seconds, bytes) =>
+  `${RS.map((r) => `R@${r} ${recall(labels, r).toFixed(4)}`).join('  ')} | ${seconds.toFixed(2).padStart(7)} s | ${bytes} bytes (${(bytes / n).toFixed(1)} a vector)`;
+const reason = (err) => err.message.split('\n')[0];
+
+console.log(`# ${set} n=${n} d=${d} nq=${nq} k=${K} l2; truth: ${truthName}; nprobe ${nprobe}; kFactor ${kFactor} (,RFlat strings)`);
+
+const backends = {};
+for (const name of ['cpu', 'webgpu']) {
+  try {
+    backends[name] = await createBackend({ backend: name });
+  } catch (err) {
+    backends[name] = new Error(reason(err));
+  }
+}
+const faiss = detectPeers(defaultPeerLookup())[0];
+
+for (const s of strings) {
+  const [config] = searchGrid(s, [nprobe], [kFactor]);
+  const labelsBy = {};
+  for (const [name, backend] of Object.entries(backends)) {
+    const engine = `ours ${name}`;
+    if (backend instanceof Error) {
+      row(s, config.param, engine, `not run (${backend.message})`);
+      continue;
+    }
+    let index;
+    try {
+      const t0 = performance.now();
+      index = indexFactory(backend, d, s.description, 'l2');
+      await index.train(xb);
+      await index.add(xb);
+      const { labels } = await index.search(xq, K, searchParams(config));
+      const seconds = (performance.now() - t0) / 1000;
+      labelsBy[name] = labels;
+      row(s, config.param, engine, measured(labels, seconds, await serializedBytes((p) => index.save(p))));
+    } catch (err) {
+      row(s, config.param, engine, `not run (${reason(err)})`);
+    } finally {
+      await index?.dispose();
+    }
+  }
+  if (!faiss.available) {
+    row(s, config.param, 'faiss', `not run (${faiss.detail})`);
+  } else {
+    try {
+      const job = {
+        metric: 'l2', k: K, batch: nq, warmup: 0, repeats: 1, ivf: null,
+        factory: [{ description: s.description, niter: FACTORY_KMEANS_NITER, seed: 1, configs: [config] }],
+      };
+      const [r] = await runFaiss(faiss.python, xb, xq, n, nq, d, job, () => {}, (_, why) => {
+        throw new Error(why);
+      });
+      row(s, config.param, `faiss ${faiss.version}`, measured(r.labels, r.buildSeconds + r.passSeconds[0], r.indexBytes));
+    } catch (err) {
+      row(s, config.param, `faiss ${faiss.version}`, `not run (${reason(err)})`);
+    }
+  }
+  if (labelsBy.cpu && labelsBy.webgpu) {
+    let differ = 0;
+    for (let i = 0; i < labelsBy.cpu.length; i++) if (labelsBy.cpu[i] !== labelsBy.webgpu[i]) differ++;
+    console.log(`${set} | ${s.description.padEnd(width)} GPU=CPU: ${differ ? 'no' : 'yes'}, ${differ} of ${labelsBy.cpu.length} labels differ`);
+  } else {
+    console.log(`${set} | ${s.description.padEnd(width)} GPU=CPU: not compared (${['cpu', 'webgpu'].filter((b) => !labelsBy[b]).join(' and ')} not run)`);
+  }
+}
+for (const backend of Object.values(backends)) if (!(backend instanceof Error)) backend.dispose();
