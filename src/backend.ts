@@ -4,6 +4,7 @@
  * argument (see create-backend.ts), never a code path: both run the same plans, the GPU device
  * as WGSL dispatches, the CPU device as the kernels' twins.
  */
+import type { EncodedRows } from './codecs/codec.js';
 import type { Device } from './device.js';
 import type { KernelMetric } from './kernel-facts.js';
 import { DeviceKMeans } from './plans/kmeans-step.js';
@@ -37,8 +38,12 @@ export interface BaseStore {
   add(x: Float32Array, n: number): Promise<void>;
   /** Appends `n` rows as another store of the same format stored them (`readRows(true)`). */
   addStored(words: Float32Array, n: number): Promise<void>;
+  /** Appends `n` rows encoded by their codec (see Codec.encode). */
+  addEncoded(rows: EncodedRows, n: number): Promise<void>;
   /** Words a stored row takes. */
   readonly rowWords: number;
+  /** How rows are stored and scored (float rows, or a codec's codes). */
+  readonly format: RowFormat;
   /** Makes room for `n` more rows in buffers of exactly that size (no doubling). */
   reserve(n: number): Promise<void>;
   /** What the store holds now, for `rollback`. */
@@ -115,8 +120,8 @@ export class Backend {
   }
 
   /** Inverted lists on the device, for IVF indexes (`hostCopy` as for base stores). */
-  createLists(d: number, nlist: number, options?: BaseStoreOptions): DeviceLists {
-    return new DeviceLists(this.device, d, nlist, options);
+  createLists(d: number, nlist: number, options?: BaseStoreOptions, format?: RowFormat): DeviceLists {
+    return new DeviceLists(this.device, d, nlist, options, format);
   }
 
   /**

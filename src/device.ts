@@ -256,6 +256,61 @@ export function checkSqScoresArgs(a: { kind: SqCodeKind; dpad: number; codeWords
 }
 
 /**
+ * Product-quantiser lookup tables (ADC): for each of `rows` query rows (rows q0 .. of `xq`, dpad
+ * floats each) and each sub-quantizer m < M and centroid j < ksub, one entry
+ *   luts[(r * M + m) * ksub + j] = l2: sum_{t < dsub} (xq[(q0 + r) * dpad + m * dsub + t] - cb[(m * ksub + j) * dsub + t])^2
+ *                                  ip: -sum_{t < dsub} xq[..] * cb[..]
+ * (the tile's row r at luts row r, whatever q0 is), so that a code's score is a sum of M entries.
+ */
+export interface PqTablesArgs<B = DeviceBuffer> {
+  metric: KernelMetric;
+  xq: B;
+  /** The sub-quantizers' centroids: M * ksub rows of dsub floats. */
+  codebook: B;
+  luts: B;
+  q0: number;
+  rows: number;
+  M: number;
+  ksub: number;
+  dsub: number;
+  dpad: number;
+}
+
+/**
+ * Scores of product-quantised codes against lookup tables (pq-tables): for r < rows, c < cols,
+ *   scores[r * ldc + c] = qbias[q0 + r] + sum_{m < M} luts[(r * M + m) * ksub + code(col0 + c, m)]
+ * summed in float32 in that order (qbias first, then m ascending), where code(i, m) is bits
+ * [m * nbits, (m + 1) * nbits) of row i's codes (`codeWords` u32 words from codes[i * codeWords],
+ * little-endian: bit b is bit b & 31 of word b >> 5), as Faiss packs PQ codes.
+ */
+export interface PqScoresArgs<B = DeviceBuffer> {
+  luts: B;
+  qbias: B;
+  codes: B;
+  scores: B;
+  q0: number;
+  rows: number;
+  col0: number;
+  cols: number;
+  ldc: number;
+  M: number;
+  nbits: number;
+  codeWords: number;
+}
+
+/** Sub-quantizer widths the pq kernels take (Faiss's PQ<M>x<nbits> with nbits 1 .. 8 would also be possible; the issue asks 4 .. 8). */
+export const PQ_MIN_NBITS = 4;
+export const PQ_MAX_NBITS = 8;
+
+/** Throws unless a pq-scores call's rows hold the bits it reads (both devices check the same). */
+export function checkPqScoresArgs(a: { M: number; nbits: number; codeWords: number }): void {
+  const min = Math.ceil((a.M * a.nbits) / 32);
+  if (!(Number.isInteger(a.nbits) && a.nbits >= PQ_MIN_NBITS && a.nbits <= PQ_MAX_NBITS && Number.isInteger(a.M) && a.M >= 1 && a.codeWords >= min)) {
+    throw new InvalidArgumentError(`pq-scores: nbits must be in [${PQ_MIN_NBITS}, ${PQ_MAX_NBITS}] and codeWords at least ceil(M * nbits / 32); got M ${a.M}, nbits ${a.nbits}, codeWords ${a.codeWords}`);
+  }
+}
+
+/**
  * Masks score-tile columns: for c < cols, unless bit `bit0 + c` of `mask` is set (u32 words, bit b
  * at `mask[b >> 5] >> (b & 31) & 1`), every score `scores[r * ldc + c]`, r < rows, becomes +Infinity.
  * A minimised score of a stored vector is always finite (types.ts checkVectors), so +Infinity
@@ -311,6 +366,8 @@ export type KernelCall<B = DeviceBuffer> =
   | ({ kernel: 'pairs-threshold' } & PairsThresholdArgs<B>)
   | ({ kernel: 'mask-scores' } & MaskScoresArgs<B>)
   | ({ kernel: 'sq-scores' } & SqScoresArgs<B>)
+  | ({ kernel: 'pq-tables' } & PqTablesArgs<B>)
+  | ({ kernel: 'pq-scores' } & PqScoresArgs<B>)
   | ({ kernel: 'kmeans-partial' } & KmeansPartialArgs<B>)
   | ({ kernel: 'kmeans-reduce' } & KmeansReduceArgs<B>);
 

@@ -1,28 +1,60 @@
 /**
- * Faiss-style index factory strings: "Flat", "IVF<nlist>,Flat", or a scalar quantiser's codes
- * "SQ8", "SQ4", "SQfp16" (Faiss's IndexScalarQuantizer). What the factory makes is seen
+ * Faiss-style index factory strings, spelt as Faiss spells them:
+ *   [IVF<nlist>,]<storage>[,RFlat]
+ * where storage is `Flat` (float32 rows) or a codec (src/codecs/codec.ts): `SQ8`, `SQ4`,
+ * `SQfp16`, `PQ<M>`, `PQ<M>x<nbits>`; `,RFlat` (codecs only) keeps the float32 vectors for an
+ * exact re-rank of k x kFactor candidates. Examples: "Flat", "IVF1024,Flat", "SQ8", "PQ16",
+ * "PQ32x4", "IVF1024,SQ8", "IVF1024,PQ16", "IVF1024,PQ16,RFlat". What the factory makes is seen
  * through VectorIndex only (plus what VectorIndex adds), never as a concrete class.
  */
 import type { Backend } from './backend.js';
-import { SQ_KINDS, type SqKind } from './codecs/scalar-quantizer.js';
+import { type CodecSpec, codecName, parseCodec } from './codecs/codec.js';
 import { FlatIndex } from './flat-index.js';
 import { IvfFlatIndex } from './ivf-flat-index.js';
 import type { Metric } from './types.js';
 import { InvalidArgumentError } from './types.js';
 import type { VectorIndex } from './vector-index.js';
 
-export const FACTORY_FORMS = '"Flat", "IVF<nlist>,Flat" (for example "IVF1024,Flat"), "SQ8", "SQ4", "SQfp16"';
+export const FACTORY_FORMS =
+  '"[IVF<nlist>,]STORAGE[,RFlat]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M> or PQ<M>x<nbits> (nbits 4..8); for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat"';
 
-/** What a factory string describes, checked without creating anything. */
-export type IndexType = { type: 'Flat' } | { type: 'IVF'; nlist: number } | { type: 'SQ'; codec: SqKind };
+/** What a factory string describes, checked without creating anything (dim is checked on creation: PQ's M must divide it). */
+export interface IndexType {
+  /** `IVF` for inverted lists (nlist of them), else `Flat`. */
+  type: 'Flat' | 'IVF';
+  /** IVF: the number of lists; 0 for Flat. */
+  nlist: number;
+  /** The codes stored, or null for float32 rows. */
+  codec: CodecSpec | null;
+  /** `,RFlat`: float32 copies for an exact re-rank. */
+  refine: boolean;
+}
 
 export function parseIndexType(description: string): IndexType {
   const text = typeof description === 'string' ? description.trim() : '';
-  if (text === 'Flat') return { type: 'Flat' };
-  if ((SQ_KINDS as readonly string[]).includes(text)) return { type: 'SQ', codec: text as SqKind };
-  const ivf = /^IVF(\d+),Flat$/.exec(text);
-  if (ivf && Number(ivf[1]) >= 1 && Number(ivf[1]) <= 0xffffffff) return { type: 'IVF', nlist: Number(ivf[1]) };
-  throw new InvalidArgumentError(`unknown index description ${JSON.stringify(description)}; expected ${FACTORY_FORMS} with nlist in [1, 4294967295]`);
+  const bad = (why = ''): InvalidArgumentError =>
+    new InvalidArgumentError(`unknown index description ${JSON.stringify(description)}${why}; expected ${FACTORY_FORMS}, nlist in [1, 4294967295]`);
+  const parts = text.split(',');
+  let nlist = 0;
+  const ivf = /^IVF(\d+)$/.exec(parts[0]);
+  if (ivf) {
+    nlist = Number(ivf[1]);
+    if (!(nlist >= 1 && nlist <= 0xffffffff)) throw bad();
+    parts.shift();
+  }
+  const refine = parts.length > 1 && parts[parts.length - 1] === 'RFlat';
+  if (refine) parts.pop();
+  if (parts.length !== 1) throw bad();
+  const codec = parts[0] === 'Flat' ? null : parseCodec(parts[0]);
+  if (parts[0] !== 'Flat' && codec === null) throw bad();
+  if (refine && codec === null) throw bad(' (,RFlat re-ranks codes: it follows a codec, not Flat)');
+  return { type: nlist > 0 ? 'IVF' : 'Flat', nlist, codec, refine };
+}
+
+/** The factory string of a parsed type (parseIndexType's inverse, in its canonical spelling). */
+export function describeIndexType(t: IndexType): string {
+  const storage = t.codec ? codecName(t.codec) : 'Flat';
+  return `${t.type === 'IVF' ? `IVF${t.nlist},` : ''}${storage}${t.refine ? ',RFlat' : ''}`;
 }
 
 export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): VectorIndex {
@@ -39,7 +71,7 @@ export interface CreateIndexOptions {
 /** The index a parsed factory string describes (see parseIndexType). */
 export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: CreateIndexOptions = {}): VectorIndex {
   const { hostCopy, nprobe } = options;
-  if (type.type === 'Flat') return new FlatIndex(backend, { dim, metric, hostCopy });
-  if (type.type === 'SQ') return new FlatIndex(backend, { dim, metric, hostCopy, codec: type.codec });
-  return new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, hostCopy, nprobe });
+  const codec = type.codec ? codecName(type.codec) : undefined;
+  if (type.type === 'Flat') return new FlatIndex(backend, { dim, metric, hostCopy, codec, refine: type.refine });
+  return new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, hostCopy, nprobe, codec, refine: type.refine });
 }

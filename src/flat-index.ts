@@ -3,15 +3,15 @@
  * Written once against `Backend`; the backend decides whether the kernels run on the GPU or CPU.
  */
 import type { Backend, BaseStore } from './backend.js';
-import { SQ_KINDS, ScalarQuantizer, type SqKind } from './codecs/scalar-quantizer.js';
+import { Codec, type CodecSpec, codecName } from './codecs/codec.js';
 import { checkIds } from './ids.js';
-import { sqRows } from './stores/row-format.js';
+import { RefineRows } from './refine.js';
 import type { CodeStore } from './stores/code-store.js';
 import type { RowAt } from './stores/rows.js';
 import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, dimensionRange } from './vector-source.js';
-import { idSection, writeIndexFile } from './io/index-file.js';
+import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from './vector-source.js';
+import { type IndexFileHeader, codecFileType, idSection, writeIndexFile } from './io/index-file.js';
 import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from './vector-index.js';
 import type { RangeCandidates } from './plans/range-search.js';
 
@@ -26,109 +26,124 @@ export interface FlatIndexOptions {
    */
   hostCopy?: boolean;
   /**
-   * Store the vectors as a scalar quantiser's codes (Faiss's IndexScalarQuantizer: `SQ8` one byte
-   * a dimension, `SQ4` half a byte, `SQfp16` two bytes) instead of float32; searches then rank by
-   * the distance to each vector's reconstruction. SQ8 and SQ4 are trained (`train`: per-dimension
-   * min and max) before anything is added; SQfp16 needs no training.
+   * Store the vectors as codes instead of float32 (src/codecs/codec.ts), as Faiss spells them: a
+   * scalar quantiser (`SQ8` one byte a dimension, `SQ4` half a byte, `SQfp16` two bytes: Faiss's
+   * IndexScalarQuantizer) or a product quantiser (`PQ<M>`, `PQ<M>x<nbits>`: M codes of nbits
+   * bits, Faiss's IndexPQ); searches then rank by the distance to each vector's reconstruction.
+   * SQ8, SQ4 and PQ are trained (`train`) before anything is added; SQfp16 needs no training.
    */
-  codec?: SqKind;
+  codec?: string;
+  /**
+   * With a codec: keep the float32 vectors too (Faiss's `,RFlat`), and re-score each search's
+   * k x kFactor candidates from the codes exactly against them (SearchParams.kFactor).
+   */
+  refine?: boolean;
 }
 
 export class FlatIndex extends IndexCore {
   private store: BaseStore;
   private readonly hostCopy: boolean | undefined;
-  readonly codec: SqKind | null;
-  /** The trained quantiser of a coded index (null for float32 rows, and before training). */
-  private sq: ScalarQuantizer | null = null;
+  /** The codec's spec, or null for float32 rows. */
+  readonly codecSpec: CodecSpec | null;
+  /** The trained codec of a coded index (null for float32 rows, and before training). */
+  private codec: Codec | null = null;
+  private readonly refineRows: RefineRows | null;
 
   constructor(backend: Backend, options: FlatIndexOptions) {
     super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'FlatIndex');
     this.hostCopy = options.hostCopy;
-    this.codec = options.codec ?? null;
-    if (this.codec !== null && !SQ_KINDS.includes(this.codec)) {
-      throw new InvalidArgumentError(`codec must be one of ${SQ_KINDS.join(', ')}; got ${String(this.codec)}`);
-    }
+    this.codecSpec = Codec.checkOptions(options.codec, options.refine, this.dim);
+    this.refineRows = options.refine ? new RefineRows(backend, this.dim, options.hostCopy) : null;
     this.store = backend.createBaseStore(this.dim, { hostCopy: options.hostCopy });
-    if (this.codec === 'SQfp16') this.installQuantizer(new ScalarQuantizer(this.dim, 'SQfp16'));
+    const ready = this.codecSpec && Codec.untrained(this.codecSpec, this.dim);
+    if (ready) this.installCodec(ready);
   }
 
-  /** Whether vectors can be added: always for float32 rows and SQfp16, after `train` for SQ8 and SQ4. */
+  /** The codec's factory name (SQ8, PQ16, ...), or null for float32 rows. */
+  get codecName(): string | null {
+    return this.codecSpec && codecName(this.codecSpec);
+  }
+
+  /** Whether re-ranking against float32 copies is on (`,RFlat`). */
+  get refine(): boolean {
+    return this.refineRows !== null;
+  }
+
+  /** Whether vectors can be added: always for float32 rows and SQfp16, after `train` for SQ8, SQ4 and PQ. */
   get isTrained(): boolean {
-    return this.codec === null || this.sq !== null;
+    return this.codecSpec === null || this.codec !== null;
   }
 
   /**
-   * Float32 rows (Faiss's IndexFlat): nothing to train, checks `xt` and returns. SQ8 / SQ4: trains
-   * the quantiser on `xt` (an array, or a source read block by block: only each dimension's
-   * minimum and maximum are kept) and empties the index. SQfp16: checks `xt`.
+   * Float32 rows (Faiss's IndexFlat): nothing to train, checks `xt` and returns. A codec: trains
+   * it on `xt` (an array, or a source read block by block; see Codec.train) and empties the index.
+   * SQfp16: checks `xt`.
    */
   async train(xt: Float32Array | VectorSource, _options?: TrainOptions): Promise<void> {
     this.queue.checkOpen('train');
     const checkNorms = this.metric !== 'cosine';
     if (xt instanceof Float32Array) checkVectors(xt, this.dim, 'xt', true, checkNorms);
     else checkSource(xt, this.dim, 'xt');
-    if (this.codec !== 'SQ8' && this.codec !== 'SQ4') return;
-    const codec = this.codec;
-    const x = xt instanceof Float32Array ? prepareRows(this.metric, xt, this.dim) : xt;
-    return this.queue.mutate(async () => {
-      const range = await dimensionRange(x, this.dim, (b) => prepareOwnRows(this.metric, b, this.dim), checkNorms);
-      if (range === null) throw new InvalidArgumentError(`FlatIndex.train: ${codec} needs at least one training vector; got none`);
-      const sq = new ScalarQuantizer(this.dim, codec);
-      // Faiss's RS_minmax depends only on each dimension's minimum and maximum: training on those
-      // two rows gives the tables training on every row would.
-      sq.train(range, 2);
-      this.installQuantizer(sq);
-    });
+    const spec = this.codecSpec;
+    if (spec === null || Codec.untrained(spec, this.dim)) return;
+    const x = xt instanceof Float32Array ? prepareRows(this.metric, xt, this.dim) : preparedSource(xt, this.metric, this.dim);
+    return this.queue.mutate(async () => this.installCodec(await Codec.train(this.backend, spec, this.dim, x)));
   }
 
-  /** Uses a trained quantiser (from train or a saved index): a new, empty store of its codes. */
-  private installQuantizer(sq: ScalarQuantizer): void {
-    const store = this.backend.createBaseStore(this.dim, { hostCopy: this.hostCopy }, sqRows(sq));
+  /** Uses a trained codec (from train or a saved index): a new, empty store of its codes. */
+  private installCodec(codec: Codec): void {
+    const store = this.backend.createBaseStore(this.dim, { hostCopy: this.hostCopy }, codec.format());
     this.store.dispose();
     this.store = store;
-    this.sq = sq;
+    this.codec = codec;
+    this.refineRows?.reset();
     this.ids.reset();
   }
 
   protected override get scoreMetric(): Metric {
-    return this.codec !== null && this.metric === 'cosine' ? 'ip' : this.metric;
+    return this.codecSpec !== null && !this.refineRows && this.metric === 'cosine' ? 'ip' : this.metric;
   }
 
-  /** The quantiser's trained tables (for save), or null. */
-  get quantizerTables(): Float32Array | null {
-    return this.sq?.tables() ?? null;
+  /** The codec's trained tables (for save), or null. */
+  get codecTables(): Float32Array | null {
+    return this.codec?.tables() ?? null;
   }
 
-  /**
-   * Restores a saved quantiser (loadIndex): `tables` as ScalarQuantizer.tables gave them. Empties
-   * the index.
-   */
-  async restoreQuantizer(tables: Float32Array): Promise<void> {
-    this.queue.checkOpen('restoreQuantizer');
-    const codec = this.codec;
-    if (codec === null) throw new InvalidArgumentError('restoreQuantizer: this index stores float32 rows; it has no quantiser');
-    const sq = ScalarQuantizer.fromTables(this.dim, codec, tables);
-    return this.queue.mutate(async () => this.installQuantizer(sq));
+  /** Restores a saved codec (loadIndex): `tables` as `codecTables` gave them. Empties the index. */
+  async restoreCodec(tables: Float32Array): Promise<void> {
+    this.queue.checkOpen('restoreCodec');
+    const spec = this.codecSpec;
+    if (spec === null) throw new InvalidArgumentError('restoreCodec: this index stores float32 rows; it has no codec');
+    const codec = Codec.restore(spec, this.dim, tables);
+    return this.queue.mutate(async () => this.installCodec(codec));
   }
 
   /**
    * Adds rows exactly as this index stores them (`n * rowWords` words, as `save` wrote them), with
-   * sequential ids: for loading saved indexes.
+   * sequential ids, and with refine their float32 rows (`n * dim`): for loading saved indexes.
    */
-  async addStored(words: Float32Array, n: number): Promise<void> {
+  async addStored(words: Float32Array, n: number, refine?: Float32Array): Promise<void> {
     this.queue.checkOpen('addStored');
     return this.queue.mutate(async () => {
       this.requireTrained('addStored');
       checkIdRoom(this.ids.nslots, n);
       if (words.length !== n * this.store.rowWords) throw new InvalidArgumentError(`addStored: ${words.length} words for ${n} rows of ${this.store.rowWords}`);
+      if (!this.refineRows !== !refine || (refine && refine.length !== n * this.dim)) throw new InvalidArgumentError(`addStored: refine rows must be given exactly for a refined index (${n * this.dim} floats)`);
       const ids = this.ids.idsFor(n);
-      await this.store.addStored(words, n);
+      const mark = this.refineRows?.mark();
+      try {
+        if (refine) await this.refineRows!.add(refine, n);
+        await this.store.addStored(words, n);
+      } catch (err) {
+        if (mark) this.refineRows!.rollback(mark);
+        throw err;
+      }
       this.ids.append(ids, 'sequential');
     });
   }
 
   protected override requireTrained(what: string): void {
-    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: a ${this.codec} index is trained first; call train(xt)`);
+    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: a ${this.codecName} index is trained first; call train(xt)`);
   }
 
   /**
@@ -161,14 +176,17 @@ export class FlatIndex extends IndexCore {
       checkIdRoom(this.ids.nslots, source.rows);
       const ids = this.ids.idsFor(source.rows, given);
       const mark = this.store.mark();
+      const refineMark = this.refineRows?.mark();
       try {
         await this.store.reserve(source.rows);
+        await this.refineRows?.reserve(source.rows);
         for await (const b of checkedBlocks(source, 'xb', this.metric !== 'cosine', (x) => prepareOwnRows(this.metric, x, this.dim))) {
-          await this.store.add(b.data, b.rows);
+          await this.storeBlock(b.data, b.rows);
           options.onProgress?.(b.start + b.rows, source.rows);
         }
       } catch (err) {
         this.store.rollback(mark);
+        if (refineMark) this.refineRows!.rollback(refineMark);
         throw err;
       }
       this.ids.append(ids, given ? 'caller' : 'sequential');
@@ -186,7 +204,22 @@ export class FlatIndex extends IndexCore {
   }
 
   protected async storeRows(x: Float32Array, n: number): Promise<void> {
-    await this.store.add(x, n);
+    const mark = this.store.mark();
+    const refineMark = this.refineRows?.mark();
+    try {
+      await this.storeBlock(x, n);
+    } catch (err) {
+      this.store.rollback(mark);
+      if (refineMark) this.refineRows!.rollback(refineMark);
+      throw err;
+    }
+  }
+
+  /** Appends `n` prepared rows: float32 rows, or their codes (and with refine the rows too). */
+  private async storeBlock(x: Float32Array, n: number): Promise<void> {
+    if (this.codec) await this.store.addEncoded(await this.codec.encode(this.backend, this.store.format, x, n), n);
+    else await this.store.add(x, n);
+    await this.refineRows?.add(x, n);
   }
 
   protected candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
@@ -198,7 +231,7 @@ export class FlatIndex extends IndexCore {
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
-    return this.store.rowsAt(slots);
+    return (this.refineRows ?? this.store).rowsAt(slots);
   }
 
   protected rowSpace(): RowSpace {
@@ -210,10 +243,11 @@ export class FlatIndex extends IndexCore {
   protected async compactStore(): Promise<number[]> {
     const keep: number[] = [];
     for (let s = 0; s < this.ids.nslots; s++) if (!this.ids.isDead(s)) keep.push(s);
-    const store = this.backend.createBaseStore(this.dim, { hostCopy: this.hostCopy }, this.sq ? sqRows(this.sq) : undefined);
+    const store = this.backend.createBaseStore(this.dim, { hostCopy: this.hostCopy }, this.store.format);
     try {
       await store.reserve(keep.length);
       for await (const block of this.liveRows(true)) await store.addStored(block, block.length / this.store.rowWords);
+      await this.refineRows?.compact(this.ids);
     } catch (err) {
       store.dispose();
       throw err;
@@ -242,14 +276,16 @@ export class FlatIndex extends IndexCore {
     this.queue.checkOpen('save');
     return this.queue.search(async () => {
       const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
-      const tables = this.sq?.tables() ?? null;
+      const tables = this.codec?.tables() ?? null;
       const rows = this.liveRows(tables !== null);
+      const refine = this.refineRows?.liveRows(this.ids);
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
         if (tables) yield tables;
         yield* rows;
+        if (refine) yield* refine;
         yield* idSection(live);
       }
-      const header = { type: this.codec ?? 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0 } as const;
+      const header: IndexFileHeader = { type: this.codecSpec ? codecFileType(this.codecSpec, false) : 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0, codec: this.codecSpec, refine: this.refine };
       await writeIndexFile(path, header, parts(), options.onProgress);
     });
   }
@@ -259,12 +295,16 @@ export class FlatIndex extends IndexCore {
     this.queue.checkOpen('reset');
     return this.queue.mutate(async () => {
       this.store.reset();
+      this.refineRows?.reset();
       this.ids.reset();
     });
   }
 
   /** Frees the index's device memory once every operation called before it has settled. The backend stays open. */
   async dispose(): Promise<void> {
-    return this.queue.close(async () => this.store.dispose());
+    return this.queue.close(async () => {
+      this.store.dispose();
+      this.refineRows?.dispose();
+    });
   }
 }

@@ -9,16 +9,25 @@
  * Faiss's IndexIVFFlat with an inner-product quantizer: centroids are trained with ordinary (L2)
  * k-means and vectors and queries go to the lists of largest inner product with them (no MIPS-to-L2
  * reduction). `cosine` normalises vectors and queries, then works as `ip`.
+ *
+ * With a codec (`IVF<n>,SQ8`, `IVF<n>,PQ16`: Faiss's IndexIVFScalarQuantizer and IndexIVFPQ) the
+ * lists hold codes of each vector's residual to its list's centroid (Faiss's by_residual, its
+ * default): the codec trains on residuals of a sample, and a search scores each (query, probed
+ * list) pair with the query transformed for that list (src/stores/row-format.ts). `refine` keeps
+ * the float32 vectors too (`,RFlat`) for an exact re-rank of k x kFactor candidates.
  */
 import type { Backend, BaseStore } from './backend.js';
+import { Codec, type CodecSpec, codecName } from './codecs/codec.js';
 import { checkIds } from './ids.js';
+import { RefineRows } from './refine.js';
+import { rng } from './random.js';
 import type { DeviceLists } from './stores/inverted-lists.js';
 import type { RowAt } from './stores/rows.js';
-import { KMeans, type KMeansInit, type KMeansProgress } from './kmeans.js';
+import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from './kmeans.js';
 import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks } from './vector-source.js';
-import { checkLists, idSection, writeIndexFile } from './io/index-file.js';
+import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from './vector-source.js';
+import { type IndexFileHeader, checkLists, codecFileType, idSection, writeIndexFile } from './io/index-file.js';
 import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
 import type { RangeCandidates } from './plans/range-search.js';
 
@@ -37,7 +46,14 @@ export interface IvfFlatIndexOptions {
   onTrainProgress?: (progress: KMeansProgress) => void;
   /** Keep one host copy of the vectors on WebGPU (default true); see FlatIndexOptions.hostCopy. */
   hostCopy?: boolean;
+  /** Codes in the lists instead of float32 rows: as FlatIndexOptions.codec (SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits>). */
+  codec?: string;
+  /** With a codec: keep the float32 vectors for an exact re-rank (`,RFlat`; see FlatIndexOptions.refine). */
+  refine?: boolean;
 }
+
+/** Training rows the codec of an IVF index trains on (a seeded sample, as residuals): Faiss's PQ samples 256 per centroid of 256. */
+const CODEC_TRAIN_ROWS = 65536;
 
 export class IvfFlatIndex extends IndexCore {
   readonly nlist: number;
@@ -47,6 +63,11 @@ export class IvfFlatIndex extends IndexCore {
   /** The lists on the device (what searches scan, save writes and the re-score reads); emptied by reset, freed by dispose. */
   private deviceLists: DeviceLists;
   private readonly options: IvfFlatIndexOptions;
+  /** The codec's spec, or null for float32 lists. */
+  readonly codecSpec: CodecSpec | null;
+  /** The trained codec (null for float32 lists, and before training). */
+  private codec: Codec | null = null;
+  private readonly refineRows: RefineRows | null;
 
   constructor(backend: Backend, options: IvfFlatIndexOptions) {
     super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'IvfFlatIndex');
@@ -56,13 +77,34 @@ export class IvfFlatIndex extends IndexCore {
     }
     this.nlist = nlist;
     this.options = options;
+    this.codecSpec = Codec.checkOptions(options.codec, options.refine, this.dim);
+    this.refineRows = options.refine ? new RefineRows(backend, this.dim, options.hostCopy) : null;
     this.deviceLists = backend.createLists(this.dim, nlist, { hostCopy: options.hostCopy });
     if (options.nprobe !== undefined) this.nprobe = options.nprobe;
   }
 
-  /** Whether centroids are installed now (a train still queued does not count yet). */
+  /** Whether centroids (and the codec, if any) are installed now (a train still queued does not count yet). */
   get isTrained(): boolean {
-    return this.coarse !== null;
+    return this.coarse !== null && (this.codecSpec === null || this.codec !== null);
+  }
+
+  /** The codec's factory name (SQ8, PQ16, ...), or null for float32 lists. */
+  get codecName(): string | null {
+    return this.codecSpec && codecName(this.codecSpec);
+  }
+
+  /** Whether re-ranking against float32 copies is on (`,RFlat`). */
+  get refine(): boolean {
+    return this.refineRows !== null;
+  }
+
+  /** The codec's trained tables (for save), or null. */
+  get codecTables(): Float32Array | null {
+    return this.codec?.tables() ?? null;
+  }
+
+  protected override get scoreMetric(): Metric {
+    return this.codecSpec !== null && !this.refineRows && this.metric === 'cosine' ? 'ip' : this.metric;
   }
 
   /** Lists scanned per query, in [1, nlist]. */
@@ -109,8 +151,7 @@ export class IvfFlatIndex extends IndexCore {
     } else {
       checkSource(xt, this.dim, 'xt');
       n = xt.rows;
-      const source = xt;
-      x = { rows: n, dim: this.dim, blocks: () => checkedBlocks(source, 'xt', this.metric !== 'cosine', (b) => prepareOwnRows(this.metric, b, this.dim)) };
+      x = preparedSource(xt, this.metric, this.dim);
     }
     if (n < this.nlist) {
       throw new InvalidArgumentError(`IvfFlatIndex.train: nlist = ${this.nlist} needs at least k = ${this.nlist} training points; got ${n}`);
@@ -127,6 +168,52 @@ export class IvfFlatIndex extends IndexCore {
         onProgress: options.onProgress ?? this.options.onTrainProgress,
       });
       await this.installCentroids(centroids);
+      const spec = this.codecSpec;
+      if (spec) {
+        const sample = await sampleRows(x, this.dim, CODEC_TRAIN_ROWS, rng((this.options.seed ?? 1234) + 1));
+        const n = sample.length / this.dim;
+        const residuals = await this.residuals(sample, n, await this.assign(sample, n));
+        this.installCodec(await Codec.train(this.backend, spec, this.dim, residuals, this.options.seed ?? 1234));
+      }
+    });
+  }
+
+  /** The list (nearest centroid) of each of `n` prepared rows. */
+  private async assign(x: Float32Array, n: number): Promise<Uint32Array> {
+    const coarse = this.requireCentroids('add');
+    const { labels } = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
+    return new Uint32Array(labels.buffer, labels.byteOffset, n);
+  }
+
+  /** `x - c_list` for each of `n` rows (residuals to their lists' centroids). */
+  private async residuals(x: Float32Array, n: number, listOf: Uint32Array): Promise<Float32Array> {
+    const c = this.trainedCentroids!;
+    const d = this.dim;
+    const out = new Float32Array(n * d);
+    for (let i = 0; i < n; i++) {
+      const c0 = listOf[i] * d;
+      for (let j = 0; j < d; j++) out[i * d + j] = x[i * d + j] - c[c0 + j];
+    }
+    return out;
+  }
+
+  /** Uses a trained codec (from train or a saved index): new, empty lists of its codes. */
+  private installCodec(codec: Codec): void {
+    this.codec = codec;
+    this.deviceLists.reset();
+    this.deviceLists = this.backend.createLists(this.dim, this.nlist, { hostCopy: this.options.hostCopy }, codec.format(this.trainedCentroids));
+    this.clearLists();
+  }
+
+  /** Restores a saved codec (loadIndex; after setCentroids): `tables` as `codecTables` gave them. Empties the index. */
+  async restoreCodec(tables: Float32Array): Promise<void> {
+    this.queue.checkOpen('restoreCodec');
+    const spec = this.codecSpec;
+    if (spec === null) throw new InvalidArgumentError('restoreCodec: this index stores float32 rows; it has no codec');
+    const codec = Codec.restore(spec, this.dim, tables);
+    return this.queue.mutate(async () => {
+      this.requireCentroids('restoreCodec');
+      this.installCodec(codec);
     });
   }
 
@@ -148,11 +235,19 @@ export class IvfFlatIndex extends IndexCore {
     this.trainedCentroids = centroids;
     this.coarse?.dispose();
     this.coarse = coarse;
+    // Codes of residuals belong to their centroids: a trained codec goes with the old ones (train
+    // or restoreCodec installs one again); one that needs no training is installed for the new.
+    if (this.codecSpec) {
+      this.codec = null;
+      const ready = Codec.untrained(this.codecSpec, this.dim);
+      if (ready) this.installCodec(ready);
+    }
     this.clearLists();
   }
 
   private clearLists(): void {
     this.deviceLists.reset();
+    this.refineRows?.reset();
     this.ids.reset();
   }
 
@@ -162,11 +257,28 @@ export class IvfFlatIndex extends IndexCore {
   }
 
   protected async storeRows(x: Float32Array, n: number): Promise<void> {
-    const coarse = this.requireTrained('add');
-    const assign = await this.backend.searchFlat(coarse, x, n, 1, this.kernelMetric);
-    const listOf = new Uint32Array(assign.labels.buffer, assign.labels.byteOffset, n);
+    this.requireTrained('add');
+    const listOf = await this.assign(x, n);
     const slots = Uint32Array.from({ length: n }, (_, i) => this.ids.nslots + i);
-    await this.deviceLists.add(x, n, listOf, slots);
+    const mark = this.deviceLists.mark();
+    const refineMark = this.refineRows?.mark();
+    try {
+      await this.addBlock(x, n, listOf, slots);
+    } catch (err) {
+      this.deviceLists.rollback(mark);
+      if (refineMark) this.refineRows!.rollback(refineMark);
+      throw err;
+    }
+  }
+
+  /** Appends `n` prepared rows to lists `listOf` with slots `slots`: float32 rows, or codes of their residuals (and with refine the rows, by slot). */
+  private async addBlock(x: Float32Array, n: number, listOf: Uint32Array, slots: Uint32Array): Promise<void> {
+    const lists = this.deviceLists;
+    if (this.codec) {
+      const rows = lists.format.residual ? await this.residuals(x, n, listOf) : x;
+      await lists.addEncoded(await this.codec.encode(this.backend, lists.format, rows, n), n, listOf, slots);
+    } else await lists.add(x, n, listOf, slots);
+    await this.refineRows?.add(x, n);
   }
 
   /**
@@ -181,7 +293,7 @@ export class IvfFlatIndex extends IndexCore {
     checkSource(source, this.dim);
     const given = options.ids === undefined ? undefined : checkIds(options.ids, source.rows);
     return this.queue.mutate(async () => {
-      const coarse = this.requireTrained('addFrom');
+      this.requireTrained('addFrom');
       checkIdRoom(this.ids.nslots, source.rows);
       const newIds = this.ids.idsFor(source.rows, given);
       const prepare = (b: Float32Array): Float32Array => prepareOwnRows(this.metric, b, this.dim);
@@ -190,22 +302,25 @@ export class IvfFlatIndex extends IndexCore {
       const listOf = new Uint32Array(n);
       const counts = new Uint32Array(this.nlist);
       for await (const b of checkedBlocks(source, 'xb', checkNorms, prepare)) {
-        const assign = await this.backend.searchFlat(coarse, b.data, b.rows, 1, this.kernelMetric);
-        for (let i = 0; i < b.rows; i++) counts[(listOf[b.start + i] = assign.labels[i])]++;
+        const assigned = await this.assign(b.data, b.rows);
+        for (let i = 0; i < b.rows; i++) counts[(listOf[b.start + i] = assigned[i])]++;
         options.onProgress?.(b.start + b.rows, n, 'assign');
       }
       const mark = this.deviceLists.mark();
+      const refineMark = this.refineRows?.mark();
       const id0 = this.ids.nslots;
       try {
         await this.deviceLists.reserve(counts);
+        await this.refineRows?.reserve(n);
         for await (const b of checkedBlocks(source, 'xb', checkNorms, prepare)) {
           const ids = new Uint32Array(b.rows);
           for (let i = 0; i < b.rows; i++) ids[i] = id0 + b.start + i;
-          await this.deviceLists.add(b.data, b.rows, listOf.subarray(b.start, b.start + b.rows), ids);
+          await this.addBlock(b.data, b.rows, listOf.subarray(b.start, b.start + b.rows), ids);
           options.onProgress?.(b.start + b.rows, n, 'add');
         }
       } catch (err) {
         this.deviceLists.rollback(mark);
+        if (refineMark) this.refineRows!.rollback(refineMark);
         throw err;
       }
       this.ids.append(newIds, given ? 'caller' : 'sequential');
@@ -222,8 +337,21 @@ export class IvfFlatIndex extends IndexCore {
     return this.backend.rangeIvf(coarse, this.deviceLists, xq, nq, params.nprobe!, this.kernelMetric, limit, rel, masks, params.maxCandidates);
   }
 
-  protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
-    return this.deviceLists.rowsAt(slots);
+  protected async rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
+    if (this.refineRows) return this.refineRows.rowsAt(slots);
+    const lists = this.deviceLists;
+    const at = await lists.rowsAt(slots);
+    if (!lists.format.residual) return at;
+    // Codes of residuals: the reconstruction is the list's centroid plus the decoded residual.
+    const c = this.trainedCentroids!;
+    const d = this.dim;
+    return (slot) => {
+      const r = at(slot);
+      const c0 = lists.listOf(slot) * d;
+      const out = new Float32Array(d);
+      for (let j = 0; j < d; j++) out[j] = c[c0 + j] + r[j];
+      return out;
+    };
   }
 
   protected rowSpace(): RowSpace {
@@ -237,9 +365,10 @@ export class IvfFlatIndex extends IndexCore {
    */
   protected async compactStore(): Promise<number[]> {
     const { offsets, keep, renumbered, rows } = this.liveLists();
-    const lists = this.backend.createLists(this.dim, this.nlist, { hostCopy: this.options.hostCopy });
+    const lists = this.backend.createLists(this.dim, this.nlist, { hostCopy: this.options.hostCopy }, this.deviceLists.format);
     try {
-      await fillLists(lists, offsets, renumbered, rows, this.dim);
+      await fillLists(lists, offsets, renumbered, rows, this.coded);
+      await this.refineRows?.compact(this.ids);
     } catch (err) {
       lists.reset();
       throw err;
@@ -268,7 +397,13 @@ export class IvfFlatIndex extends IndexCore {
     const keep = slots.slice().sort((a, b) => a - b);
     const renumber = new Map(keep.map((old, s) => [old, s]));
     const renumbered = Uint32Array.from(slots, (old) => renumber.get(old)!);
-    return { offsets, keep, renumbered, rows: this.ids.liveRows(lists.readRows(), this.dim, (row) => all[row]) };
+    const width = this.coded ? lists.rowWords : this.dim;
+    return { offsets, keep, renumbered, rows: this.ids.liveRows(lists.readRows(this.coded), width, (row) => all[row]) };
+  }
+
+  /** Whether the lists hold codes (compaction and save copy them as stored). */
+  private get coded(): boolean {
+    return this.codecSpec !== null;
   }
 
   /**
@@ -283,23 +418,30 @@ export class IvfFlatIndex extends IndexCore {
       if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
       const { offsets, keep, renumbered, rows } = this.liveLists();
       const live = { ids: Float64Array.from(keep, (s) => this.ids.idOf(s)), nextId: this.ids.savedNextId };
+      const tables = this.codec?.tables() ?? null;
+      const refine = this.refineRows?.liveRows(this.ids);
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
         yield centroids!;
+        if (tables) yield tables;
         yield offsets;
         yield renumbered;
         yield* rows;
+        if (refine) yield* refine;
         yield* idSection(live);
       }
-      await writeIndexFile(path, { type: 'IVF', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe }, parts(), options.onProgress);
+      const type = this.codecSpec ? codecFileType(this.codecSpec, true) : 'IVF';
+      const header: IndexFileHeader = { type, metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe, codec: this.codecSpec, refine: this.refine };
+      await writeIndexFile(path, header, parts(), options.onProgress);
     });
   }
 
   /**
    * Restores lists as saved (for loadIndex): `offsets` (list L is rows [offsets[L], offsets[L + 1])),
-   * each row's id, and the rows (as stored: already normalised), block by block in that order.
+   * each row's id, and the rows as stored (already normalised floats, or codes: `rowWords` words a
+   * row), block by block in that order; with refine, then the float32 rows by id (`refine`).
    * Lists are sized exactly first. If it throws, the index is empty.
    */
-  async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>): Promise<void> {
+  async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>, refine?: AsyncIterable<Float32Array>): Promise<void> {
     this.queue.checkOpen('restoreLists');
     if (offsets.length !== this.nlist + 1) throw new InvalidArgumentError(`restoreLists: offsets must hold nlist + 1 = ${this.nlist + 1} values; got ${offsets.length}`);
     checkLists('restoreLists', offsets, ids, ids.length);
@@ -307,8 +449,13 @@ export class IvfFlatIndex extends IndexCore {
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
       this.clearLists();
+      if (!this.refineRows !== !refine) throw new InvalidArgumentError('restoreLists: refine rows must be given exactly for a refined index');
       try {
-        await fillLists(this.deviceLists, offsets, ids, xb, this.dim);
+        await fillLists(this.deviceLists, offsets, ids, xb, this.coded);
+        if (refine) {
+          await this.refineRows!.reserve(ids.length);
+          for await (const block of refine) await this.refineRows!.add(block, block.length / this.dim);
+        }
       } catch (err) {
         this.clearLists();
         throw err;
@@ -330,10 +477,17 @@ export class IvfFlatIndex extends IndexCore {
       this.coarse = null;
       this.trainedCentroids = null;
       this.clearLists();
+      this.refineRows?.dispose();
     });
   }
 
   protected override requireTrained(what: string): BaseStore {
+    const coarse = this.requireCentroids(what);
+    if (!this.isTrained) throw new InvalidArgumentError(`IvfFlatIndex.${what}: the ${this.codecName} codec is not trained; call train(xt) first`);
+    return coarse;
+  }
+
+  private requireCentroids(what: string): BaseStore {
     if (!this.coarse) throw new InvalidArgumentError(`IvfFlatIndex.${what}: the index is not trained; call train(xt) first`);
     return this.coarse;
   }
@@ -341,10 +495,11 @@ export class IvfFlatIndex extends IndexCore {
 
 /**
  * Fills empty `lists` as saved (see IvfFlatIndex.restoreLists): `offsets` (list L is rows
- * [offsets[L], offsets[L + 1])), each row's id, and the rows (prepared), block by block in that
- * order, in lists sized exactly first.
+ * [offsets[L], offsets[L + 1])), each row's id, and the rows (prepared floats, or with `stored`
+ * as the lists store them), block by block in that order, in lists sized exactly first.
  */
-async function fillLists(lists: DeviceLists, offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>, d: number): Promise<void> {
+async function fillLists(lists: DeviceLists, offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>, stored: boolean): Promise<void> {
+  const d = stored ? lists.rowWords : lists.d;
   const nlist = offsets.length - 1;
   await lists.reserve(Uint32Array.from({ length: nlist }, (_, l) => offsets[l + 1] - offsets[l]));
   let at = 0;
@@ -359,7 +514,8 @@ async function fillLists(lists: DeviceLists, offsets: Uint32Array, ids: Uint32Ar
       while (offsets[list + 1] <= at + i) list++;
       listOf[i] = list;
     }
-    await lists.add(block, n, listOf, ids.subarray(at, at + n));
+    if (stored) await lists.addEncoded(lists.format.stored(block, n), n, listOf, ids.subarray(at, at + n));
+    else await lists.add(block, n, listOf, ids.subarray(at, at + n));
     at += n;
   }
   if (at !== ids.length) throw new InvalidArgumentError(`restoreLists: ${at} rows given for ${ids.length} ids`);

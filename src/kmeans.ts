@@ -86,14 +86,7 @@ export class KMeans {
       throw new InvalidArgumentError(`k-means needs at least k = ${k} training points; got ${nAll}`);
     }
     const random = rng(seed);
-    const m = Math.min(maxPer * k, maxPoints);
-    const pick = nAll > m ? Uint32Array.from(shuffledPrefix(nAll, m, random)).sort() : null;
-    const x =
-      xt instanceof Float32Array
-        ? pick
-          ? copyRows(xt, d, pick)
-          : xt
-        : await gatherRows(checkedBlocks(xt, 'xt', true, (b) => b), d, nAll, pick);
+    const x = await sampleRows(xt, d, Math.min(maxPer * k, maxPoints), random);
     const n = x.length / d;
     const centroids = init === 'random' ? initRandom(x, n, d, k, random) : initPlusPlus(x, n, d, k, random);
     const ws = await this.backend.createKMeansWorkspace(x, n, d, k);
@@ -118,6 +111,17 @@ export class KMeans {
     }
     return { centroids: this.centroids, objective, n };
   }
+}
+
+/**
+ * A sample of at most `m` rows of `xt` (`nAll` rows: an array, or a source read in one pass),
+ * drawn with `random` (all rows, as they are, where there are at most `m`); in row order.
+ */
+export async function sampleRows(xt: Float32Array | VectorSource, d: number, m: number, random: () => number): Promise<Float32Array> {
+  const nAll = xt instanceof Float32Array ? xt.length / d : xt.rows;
+  const pick = nAll > m ? Uint32Array.from(shuffledPrefix(nAll, m, random)).sort() : null;
+  if (xt instanceof Float32Array) return pick ? copyRows(xt, d, pick) : xt;
+  return gatherRows(checkedBlocks(xt, 'xt', true, (b) => b), d, nAll, pick);
 }
 
 /** The given rows of `x`, in the given order. */

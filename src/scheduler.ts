@@ -7,7 +7,7 @@
  * cut to its own k). At most `index.maxConcurrentSearches` batches (default 1) are in flight; the
  * next batch gathers in the queue meanwhile.
  *
- * Each request may carry search params (SearchParams: nprobe, filter, filterMode). A batch holds
+ * Each request may carry search params (SearchParams: nprobe, kFactor, filter, filterMode). A batch holds
  * only requests whose params are compatible (see paramsKey): a batch is the oldest waiting request
  * and the waiting requests after it, in arrival order, whose params match its own; the others wait
  * for a later batch, which again starts at the oldest. So no request is overtaken by more than the
@@ -21,7 +21,7 @@ import type { Backend } from './backend.js';
 import { checkFilter } from './ids.js';
 import type { SearchResult, SearchTimings } from './types.js';
 import { InvalidArgumentError, checkK, emptyTimings } from './types.js';
-import type { SearchParams, VectorIndex } from './vector-index.js';
+import { type SearchParams, type VectorIndex, checkKFactor } from './vector-index.js';
 
 /** What the scheduler needs of an index: a VectorIndex's dim, backend limit and search. */
 export type SearchableIndex = Pick<VectorIndex, 'dim' | 'search'> & {
@@ -419,6 +419,7 @@ function checkParams(params: unknown): SearchParams {
   if (p.nprobe !== undefined && (typeof p.nprobe !== 'number' || !Number.isInteger(p.nprobe) || p.nprobe < 1)) {
     throw new InvalidArgumentError(`nprobe must be an integer >= 1; got ${String(p.nprobe)}`);
   }
+  if (p.kFactor !== undefined) checkKFactor(p.kFactor);
   if (p.filter !== undefined) checkFilter(p.filter);
   if (p.filterMode !== undefined && !['auto', 'pre', 'post'].includes(p.filterMode)) {
     throw new InvalidArgumentError(`filterMode must be auto, pre or post; got ${String(p.filterMode)}`);
@@ -431,9 +432,9 @@ const filterNumbers = new WeakMap<object, number>();
 let nextFilterNumber = 0;
 
 /**
- * Requests may share a batch when their keys are equal: the same nprobe, the same filter object
- * (or neither; equal contents in two arrays do not count), the same filterMode (absent matches only
- * absent). Timings do not matter (each request gets its batch's).
+ * Requests may share a batch when their keys are equal: the same nprobe and kFactor, the same
+ * filter object (or neither; equal contents in two arrays do not count), the same filterMode
+ * (absent matches only absent). Timings do not matter (each request gets its batch's).
  */
 function paramsKey(p: SearchParams): string {
   let filter = '';
@@ -442,7 +443,7 @@ function paramsKey(p: SearchParams): string {
     if (n === undefined) filterNumbers.set(p.filter, (n = nextFilterNumber++));
     filter = String(n);
   }
-  return `${p.nprobe ?? ''}|${filter}|${p.filterMode ?? ''}`;
+  return `${p.nprobe ?? ''}|${p.kFactor ?? ''}|${filter}|${p.filterMode ?? ''}`;
 }
 
 function abortReason(signal: AbortSignal): unknown {

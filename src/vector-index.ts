@@ -24,6 +24,12 @@ const LIVE_ROWS = {};
 export interface SearchParams {
   /** IVF: lists scanned per query (default: the index's nprobe). Ignored by Flat. */
   nprobe?: number;
+  /**
+   * Candidates re-scored per result (a number >= 1, default 1; Faiss's IndexRefine k_factor): the
+   * k x kFactor best by the index's own scores (codes) are re-scored exactly (against the float32
+   * rows of a `,RFlat` index, else the reconstructions) and the k best kept.
+   */
+  kFactor?: number;
   /** Only these ids may be results (see IdFilter): each row gets its k nearest allowed vectors. */
   filter?: IdFilter;
   /**
@@ -230,6 +236,7 @@ export abstract class IndexCore implements VectorIndex {
     checkK(k, this.backend.maxK);
     const nq = checkVectors(xq, this.dim, 'xq', false, this.metric !== 'cosine');
     const p = this.checkParams(params ?? {});
+    if (p.kFactor !== undefined) checkKFactor(p.kFactor);
     const filter = p.filter === undefined ? undefined : checkFilter(p.filter);
     const mode = p.filterMode ?? 'auto';
     if (!['auto', 'pre', 'post'].includes(mode)) throw new InvalidArgumentError(`filterMode must be auto, pre or post; got ${String(mode)}`);
@@ -242,7 +249,7 @@ export abstract class IndexCore implements VectorIndex {
 
   /** Candidates for k among the rows `masks` allow (null: all stored rows), re-scored. */
   private async searchMasked(queries: Float32Array, nq: number, k: number, masks: Uint32Array[] | null, p: SearchParams): Promise<SlotResult> {
-    const kc = candidatesFor(k, this.backend.maxK);
+    const kc = candidatesFor(Math.ceil(k * (p.kFactor ?? 1)), this.backend.maxK);
     const cand = await this.candidates(queries, nq, kc, masks, p);
     return this.rescored(queries, nq, cand, kc, k, p.timings);
   }
@@ -342,6 +349,14 @@ export abstract class IndexCore implements VectorIndex {
       return { lims: res.lims, distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }
+}
+
+/** Throws unless `kFactor` is a finite number >= 1. */
+export function checkKFactor(kFactor: unknown): number {
+  if (typeof kFactor !== 'number' || !(kFactor >= 1) || !Number.isFinite(kFactor)) {
+    throw new InvalidArgumentError(`kFactor must be a finite number >= 1; got ${String(kFactor)}`);
+  }
+  return kFactor;
 }
 
 /** Largest |radius| a range search takes (float32's range is 3.4e38; the margin needs room above it). */

@@ -4,7 +4,7 @@
  * `arraySource` makes one of an array.
  */
 import { DEFAULT_BLOCK_BYTES } from './io/vector-reader.js';
-import { InvalidArgumentError, checkVectors } from './types.js';
+import { InvalidArgumentError, type Metric, checkVectors, prepareOwnRows } from './types.js';
 
 /**
  * `rows` rows of `dim` floats. `blocks()` may be called more than once (an IVF build reads its
@@ -62,6 +62,14 @@ export function arraySource(x: Float32Array, dim: number, blockRows = Math.max(1
       }
     },
   };
+}
+
+/**
+ * `source` as an index holds its rows: each block validated (as `what`: finite values, and norms
+ * unless cosine) and prepared for `metric` (normalised for cosine). For training on a file.
+ */
+export function preparedSource(source: VectorSource, metric: Metric, dim: number, what = 'xt'): VectorSource {
+  return { rows: source.rows, dim, blocks: () => checkedBlocks(source, what, metric !== 'cosine', (b) => prepareOwnRows(metric, b, dim)) };
 }
 
 /**

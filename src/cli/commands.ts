@@ -7,9 +7,10 @@ import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
-import { FACTORY_FORMS, type IndexType, createIndex, parseIndexType } from '../factory.js';
+import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseIndexType } from '../factory.js';
+import { Codec, codecName } from '../codecs/codec.js';
 import { readIdFile } from '../io/id-file.js';
-import { type IndexFileHeader, readIndexHeader } from '../io/index-file.js';
+import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
 import { READ_FORMATS } from '../io/vectors.js';
@@ -85,6 +86,9 @@ options:
                     allowed vectors (fewer only if fewer are allowed); ids the index does not
                     hold are ignored
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved)
+  --kfactor F       re-score the k x F best candidates exactly and keep k (a number >= 1, default
+                    1): against the float32 rows of a ,RFlat index (Faiss's k_factor), else the
+                    codes' reconstructions
 ${BACKEND_OPT}
   -h, --help        this text
 ${ID_FILES}
@@ -217,10 +221,18 @@ function nprobeOf(v: Values, type: IndexType, fallback: number): number | undefi
   return intFlag('nprobe', text(v, 'nprobe'), 1, type.nlist, Math.min(fallback, type.nlist));
 }
 
-/** The usage error for an IVF nlist larger than the number of vectors (k-means needs n >= nlist). */
-function checkNlist(type: IndexType, file: VectorReader): void {
+/**
+ * The usage errors of an index type for `file`: a codec that cannot code its rows (PQ's M must
+ * divide the dim), an IVF nlist larger than the number of vectors (k-means needs n >= nlist).
+ */
+function checkTypeFor(type: IndexType, file: VectorReader): void {
+  try {
+    if (type.codec) Codec.checkOptions(codecName(type.codec), type.refine, file.dim);
+  } catch (err) {
+    throw new UsageError(`--type ${describeIndexType(type)}: ${(err as Error).message}`);
+  }
   if (type.type === 'IVF' && type.nlist > file.rows) {
-    throw new UsageError(`--type IVF${type.nlist},Flat needs at least nlist = ${type.nlist} vectors to train on; ${file.path} has ${file.rows}`);
+    throw new UsageError(`--type ${describeIndexType(type)} needs at least nlist = ${type.nlist} vectors to train on; ${file.path} has ${file.rows}`);
   }
 }
 
@@ -313,7 +325,7 @@ export async function build(argv: string[]): Promise<void> {
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input], ['--ids', idsPath]));
   const file = await openVectors(input);
-  checkNlist(settings.type, file);
+  checkTypeFor(settings.type, file);
   const ids = idsPath === undefined ? undefined : await readIdFile(idsPath, { unique: true });
   if (ids && ids.length !== file.rows) {
     throw new UsageError(`--ids ${idsPath} holds ${ids.length} ids; --input ${input} has ${file.rows} vectors (one id per vector expected)`);
@@ -358,10 +370,15 @@ async function openQueries(path: string, header: IndexFileHeader): Promise<Vecto
   return queries;
 }
 
-/** --nprobe (IVF only: in [1, nlist]; ignored for Flat) and --filter-ids, as a search's params. */
+/** --nprobe (IVF only: in [1, nlist]; ignored for Flat), --kfactor (search) and --filter-ids, as a search's params. */
 async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
   const params: SearchParams = {};
-  if (header.type === 'IVF' && v.nprobe !== undefined) params.nprobe = nprobeOf(v, { type: 'IVF', nlist: header.nlist }, 1);
+  if (isIvfType(header.type) && v.nprobe !== undefined) params.nprobe = nprobeOf(v, { type: 'IVF', nlist: header.nlist, codec: null, refine: false }, 1);
+  const kFactor = text(v, 'kfactor');
+  if (kFactor !== undefined) {
+    params.kFactor = Number(kFactor);
+    if (!/^\d+(\.\d+)?$/.test(kFactor) || !(params.kFactor >= 1)) throw new UsageError(`--kfactor must be a number >= 1; got ${kFactor}`);
+  }
   if (filterPath !== undefined) params.filter = await readIdFile(filterPath);
   return params;
 }
@@ -642,7 +659,7 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
   const file = await openVectors(input);
-  checkNlist(settings.type, file);
+  checkTypeFor(settings.type, file);
   const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
   if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
   const backend = await openBackend(choice, k, queries ? 0 : 1);

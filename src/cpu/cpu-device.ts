@@ -16,6 +16,8 @@ import { norms } from './norms.js';
 import { pairsThreshold } from './pairs-threshold.js';
 import { selectRadix } from './select-radix.js';
 import { sqScores } from './sq-scores.js';
+import { pqScores } from './pq-scores.js';
+import { pqTables } from './pq-tables.js';
 import { topk } from './topk.js';
 import { topkMerge } from './topk-merge.js';
 
@@ -146,6 +148,12 @@ export class CpuDevice implements Device {
       }
       case 'sq-scores':
         sqScores(c.metric, c.kind, f(c.xq), f(c.qbias), c.q0, c.rows, u(c.codes), f(c.xnorm), c.col0, c.cols, c.dpad, c.codeWords, f(c.scores), c.ldc);
+        return;
+      case 'pq-tables':
+        pqTables(c.metric, f(c.xq), f(c.codebook), f(c.luts), c.q0, c.rows, c.M, c.ksub, c.dsub, c.dpad);
+        return;
+      case 'pq-scores':
+        pqScores(f(c.luts), f(c.qbias), c.q0, c.rows, u(c.codes), c.col0, c.cols, c.M, c.nbits, c.codeWords, f(c.scores), c.ldc);
         return;
       case 'mask-scores':
         maskScores(f(c.scores), c.ldc, c.rows, c.cols, u(c.mask), c.bit0);

@@ -82,6 +82,8 @@ export class GpuContext {
       maxBufferSize: al.maxBufferSize,
       maxStorageBuffersPerShaderStage: Math.min(al.maxStorageBuffersPerShaderStage, 10),
       maxComputeWorkgroupsPerDimension: al.maxComputeWorkgroupsPerDimension,
+      // pq-scores holds a product quantiser's table in workgroup memory where it fits.
+      maxComputeWorkgroupStorageSize: al.maxComputeWorkgroupStorageSize,
     };
     const hasTimestamps = adapter.features.has('timestamp-query');
     const info = adapter.info;

@@ -19,6 +19,8 @@ import { encodeNorms } from './kernels/norms.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
 import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
 import { encodeSqScores } from './kernels/sq-scores.js';
+import { encodePqScores } from './kernels/pq-scores.js';
+import { encodePqTables } from './kernels/pq-tables.js';
 import { encodeTopk } from './kernels/topk.js';
 import { encodeTopkMerge } from './kernels/topk-merge.js';
 import { PipelineCache } from './pipelines.js';
@@ -199,6 +201,10 @@ export class GpuDevice implements Device {
         });
       case 'sq-scores':
         return encodeSqScores(k, { ...call, xq: b(call.xq), qbias: b(call.qbias), codes: b(call.codes), xnorm: b(call.xnorm), scores: b(call.scores) });
+      case 'pq-tables':
+        return encodePqTables(k, { ...call, xq: b(call.xq), codebook: b(call.codebook), luts: b(call.luts) });
+      case 'pq-scores':
+        return encodePqScores(k, { ...call, luts: b(call.luts), qbias: b(call.qbias), codes: b(call.codes), scores: b(call.scores) });
       case 'mask-scores':
         return encodeMaskScores(k, { ...call, scores: b(call.scores), mask: b(call.mask) });
       case 'kmeans-partial':

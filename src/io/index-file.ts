@@ -1,32 +1,40 @@
 /**
  * The index file format (little-endian):
  *   bytes 0-7    magic "WGPUKNN" + 0
- *   u32 x 8      format version (2), index type (1 Flat, 2 IVF-Flat, 3 SQ8, 4 SQ4, 5 SQfp16: Flat of
- *                scalar-quantiser codes), metric (0 l2, 1 ip, 2 cosine),
- *                dim, ntotal, nlist (0 for Flat), nprobe, reserved (0)
+ *   u32 x 8      format version (2), index type, metric (0 l2, 1 ip, 2 cosine), dim, ntotal,
+ *                nlist (0 for a Flat type), nprobe (0 for a Flat type), codec word
+ *   index types  1 Flat, 2 IVF (IVF-Flat); codes (src/codecs/codec.ts): 3 SQ8, 4 SQ4, 5 SQfp16,
+ *                6 PQ (Flat of codes); 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ (IVF lists
+ *                of codes of residuals to their list's centroid, Faiss's by_residual)
+ *   codec word   0 for types 1 - 2; otherwise bit 31: refine (`,RFlat`: float32 rows follow the
+ *                codes), and for PQ types bits 0-15 M, bits 16-23 nbits; every other bit 0
  *   arrays       Flat: xb f32[ntotal * dim]
  *                IVF:  centroids f32[nlist * dim], offsets u32[nlist + 1], ids u32[ntotal],
  *                      xb f32[ntotal * dim] (vectors grouped by list, as the lists hold them)
- *                SQ8, SQ4: tables f32[2 * dim] (each dimension's vmin, then each's vdiff, as
- *                      Faiss's ScalarQuantizer.trained), codes u32[ntotal * rowWords]
- *                SQfp16: codes u32[ntotal * rowWords]
- *                (codes: each vector's Faiss code bytes, padded to rowWords = sqRowWords(kind, dim)
- *                words, src/stores/row-format.ts)
+ *                codes, Flat: tables, codes u32[ntotal * rowWords], [refine f32[ntotal * dim]]
+ *                codes, IVF:  centroids f32[nlist * dim], tables, offsets u32[nlist + 1],
+ *                      ids u32[ntotal], codes u32[ntotal * rowWords] (grouped by list),
+ *                      [refine f32[ntotal * dim], by id]
+ *                tables: SQ8, SQ4 f32[2 * dim] (each dimension's vmin, then each's vdiff, as
+ *                      Faiss's ScalarQuantizer.trained); SQfp16 none; PQ f32[2^nbits * dim] (the
+ *                      M sub-quantizers' 2^nbits centroids of dim / M floats, Faiss's layout)
+ *                codes: each vector's Faiss code bytes, padded to rowWords words
+ *                      (codecRowWords, src/codecs/codec.ts)
  *                then (version 2) the ids section: i64 next sequential id (-1 where the index
  *                holds caller ids), i64 labels[ntotal]: the id of each vector (Flat: by row;
  *                IVF: labels[s] for the row whose u32 id above is s); see src/ids.ts
  *   32 bytes     SHA-256 of everything before it
- * Version 1 files (no ids section: sequential ids 0 .. ntotal - 1) still load.
+ * Version 1 files (types 1 and 2, no ids section: sequential ids 0 .. ntotal - 1) still load.
  * Vectors are stored as the index holds them (normalised for cosine: each row has unit norm, or is
  * zero for a zero vector). Each IVF list holds its ids in increasing order as this library writes
- * them (other orders load, and are then searched by the scan strategy). Files are written and read
- * block by block (bounded memory whatever their size), written to a temporary name and renamed, so
- * a crash never leaves a half-written index.
+ * them (other orders load, and are then searched by the scan strategy; lists of codes need the
+ * order). Files are written and read block by block (bounded memory whatever their size), written to
+ * a temporary name and renamed, so a crash never leaves a half-written index.
  *
 
  * Reading checks every field, not only the checksum (a file can be rewritten with a valid one):
- * the header (type, metric, 1 <= dim <= 65536; Flat: nlist = nprobe = 0; IVF: nlist >= 1 and
- * 1 <= nprobe <= nlist; reserved = 0), the size, offsets[0] = 0, non-decreasing offsets,
+ * the header (type, metric, 1 <= dim <= 65536; Flat types: nlist = nprobe = 0; IVF types: nlist >= 1
+ * and 1 <= nprobe <= nlist; the codec word as above, M dividing dim), the size, offsets[0] = 0, non-decreasing offsets,
  * offsets[nlist] = ntotal, ids a permutation of 0 .. ntotal - 1, all floats finite, and for cosine
  * unit-norm (or zero) rows. The vectors are checked block by block as they are read; the checksum,
  * which covers the whole file, is checked at the end (`IndexFileReader.finish`): a loader must
@@ -34,8 +42,8 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
-import type { SqKind } from '../codecs/scalar-quantizer.js';
-import { sqRowWords, sqTableFloats } from '../stores/row-format.js';
+import { type CodecSpec, codecRowWords, codecTableFloats } from '../codecs/codec.js';
+import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
@@ -53,9 +61,10 @@ const UNIT_NORM_TOLERANCE = 1e-3;
 /** Bytes hashed and written, or read, at a time. */
 const IO_BLOCK = 1 << 24;
 
-export type IndexFileType = 'Flat' | 'IVF' | SqKind;
-/** Type codes in the header, in order from 1. */
-const TYPE_CODES: IndexFileType[] = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16'];
+/** Type codes in the header, in order from 1 (see above). */
+const TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ'] as const;
+export type IndexFileType = (typeof TYPE_CODES)[number];
+const REFINE_BIT = 0x80000000;
 
 export interface IndexFileHeader {
   /** Written as INDEX_FORMAT_VERSION; as read, 1 or 2. */
@@ -66,18 +75,39 @@ export interface IndexFileHeader {
   ntotal: number;
   nlist: number;
   nprobe: number;
+  /** The codec of a coded type (with its PQ numbers), else null. */
+  codec?: CodecSpec | null;
+  /** Whether float32 rows follow the codes (`,RFlat`). */
+  refine?: boolean;
+}
+
+/** The file type of an index of `codec` codes, Flat or IVF. */
+export function codecFileType(codec: CodecSpec, ivf: boolean): IndexFileType {
+  const name = codec.type === 'SQ' ? codec.kind : 'PQ';
+  return (ivf ? `IVF,${name}` : name) as IndexFileType;
+}
+
+/** Whether a file type is of IVF lists (IVF-Flat or codes). */
+export function isIvfType(type: IndexFileType): boolean {
+  return type.startsWith('IVF');
 }
 
 /** Bytes of the whole file the header describes (header, arrays, checksum). */
 export function indexFileBytes(h: IndexFileHeader): number {
-  const words =
-    h.type === 'Flat'
-      ? h.ntotal * h.dim
-      : h.type === 'IVF'
-        ? h.nlist * h.dim + h.nlist + 1 + h.ntotal + h.ntotal * h.dim
-        : sqTableFloats(h.type, h.dim) + h.ntotal * sqRowWords(h.type, h.dim);
+  const ivf = isIvfType(h.type);
+  const lists = ivf ? h.nlist * h.dim + h.nlist + 1 + h.ntotal : 0;
+  const words = h.codec
+    ? lists + codecTableFloats(h.codec, h.dim) + h.ntotal * codecRowWords(h.codec, h.dim) + (h.refine ? h.ntotal * h.dim : 0)
+    : lists + h.ntotal * h.dim;
   const idBytes = (h.version ?? INDEX_FORMAT_VERSION) >= 2 ? 8 * (h.ntotal + 1) : 0;
   return HEADER_BYTES + 4 * words + idBytes + 32;
+}
+
+/** The header's codec word (see above). */
+function codecWord(h: IndexFileHeader): number {
+  if (!h.codec) return 0;
+  const pq = h.codec.type === 'PQ' ? h.codec.M | (h.codec.nbits << 16) : 0;
+  return (pq | (h.refine ? REFINE_BIT : 0)) >>> 0;
 }
 
 /**
@@ -95,7 +125,7 @@ export async function writeIndexFile(
   const head = new Uint8Array(HEADER_BYTES);
   const view = new DataView(head.buffer);
   head.set(new TextEncoder().encode(INDEX_MAGIC), 0);
-  const fields = [INDEX_FORMAT_VERSION, TYPE_CODES.indexOf(header.type) + 1, METRIC_CODES.indexOf(header.metric), header.dim, header.ntotal, header.nlist, header.nprobe, 0];
+  const fields = [INDEX_FORMAT_VERSION, TYPE_CODES.indexOf(header.type) + 1, METRIC_CODES.indexOf(header.metric), header.dim, header.ntotal, header.nlist, header.nprobe, codecWord(header)];
   fields.forEach((v, i) => view.setUint32(8 + 4 * i, v, true));
   const hash = createHash('sha256');
   const file = new AtomicFile(path);
@@ -142,16 +172,30 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
     throw new InvalidArgumentError(`${path}: index format version ${version}; this build reads versions ${READ_VERSIONS.join(' and ')}`);
   }
   if (type < 1 || type > TYPE_CODES.length || (version < 2 && type > 2)) {
-    throw bad('type', type, version < 2 ? '1 (Flat) or 2 (IVF)' : '1 (Flat), 2 (IVF), 3 (SQ8), 4 (SQ4) or 5 (SQfp16)');
+    throw bad('type', type, version < 2 ? '1 (Flat) or 2 (IVF)' : `an integer in [1, ${TYPE_CODES.length}] (${TYPE_CODES.map((t, i) => `${i + 1} ${t}`).join(', ')})`);
   }
+  const name = TYPE_CODES[type - 1];
+  const ivf = isIvfType(name);
   if (metricCode > 2) throw bad('metric', metricCode, '0 (l2), 1 (ip) or 2 (cosine)');
   if (dim < 1 || dim > MAX_DIM) throw bad('dim', dim, `an integer in [1, ${MAX_DIM}]`);
-  if (type !== 2 && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat or SQ index');
-  if (type !== 2 && nprobe !== 0) throw bad('nprobe', nprobe, '0 for a Flat or SQ index');
-  if (type === 2 && nlist < 1) throw bad('nlist', nlist, 'an integer >= 1 for an IVF index');
-  if (type === 2 && (nprobe < 1 || nprobe > nlist)) throw bad('nprobe', nprobe, `an integer in [1, ${nlist}] (nlist)`);
-  if (reserved !== 0) throw bad('reserved', reserved, '0');
-  return { version, type: TYPE_CODES[type - 1], metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe };
+  if (!ivf && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat type');
+  if (!ivf && nprobe !== 0) throw bad('nprobe', nprobe, '0 for a Flat type');
+  if (ivf && nlist < 1) throw bad('nlist', nlist, 'an integer >= 1 for an IVF type');
+  if (ivf && (nprobe < 1 || nprobe > nlist)) throw bad('nprobe', nprobe, `an integer in [1, ${nlist}] (nlist)`);
+  const kind = name.replace('IVF,', '');
+  let codec: CodecSpec | null = null;
+  if (kind === 'PQ') {
+    const M = reserved & 0xffff;
+    const nbits = (reserved >>> 16) & 0xff;
+    if (M < 1 || dim % M !== 0 || nbits < PQ_MIN_NBITS || nbits > PQ_MAX_NBITS || (reserved & 0x7f000000) !== 0) {
+      throw bad('codec word', reserved, `M (bits 0-15) dividing dim = ${dim}, nbits (bits 16-23) in [${PQ_MIN_NBITS}, ${PQ_MAX_NBITS}], refine (bit 31)`);
+    }
+    codec = { type: 'PQ', M, nbits };
+  } else if (kind === 'SQ8' || kind === 'SQ4' || kind === 'SQfp16') {
+    if ((reserved & ~REFINE_BIT) !== 0) throw bad('codec word', reserved, `0 or ${REFINE_BIT} (refine) for ${name}`);
+    codec = { type: 'SQ', kind };
+  } else if (reserved !== 0) throw bad('codec word', reserved, `0 for ${name}`);
+  return { version, type: name, metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe, codec, refine: codec !== null && (reserved & REFINE_BIT) !== 0 };
 }
 
 /**

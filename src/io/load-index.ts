@@ -8,8 +8,8 @@
 import type { Backend } from '../backend.js';
 import { FlatIndex } from '../flat-index.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
-import { IndexFileReader, checkLists } from './index-file.js';
-import { sqRowWords, sqTableFloats } from '../stores/row-format.js';
+import { IndexFileReader, checkLists, isIvfType } from './index-file.js';
+import { codecName, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 
 export interface LoadOptions {
   /** Keep a host copy of the vectors where the device's memory is not the host's (default true; see BaseStoreOptions). */
@@ -20,26 +20,40 @@ export interface LoadOptions {
 
 export async function loadIndex(backend: Backend, path: string, options: LoadOptions = {}): Promise<FlatIndex | IvfFlatIndex> {
   const file = await IndexFileReader.open(path, options.onProgress);
-  const { type, dim, metric, ntotal, nlist, nprobe } = file.header;
+  const { type, dim, metric, ntotal, nlist, nprobe, codec: spec, refine } = file.header;
+  const unit = metric === 'cosine';
   let index: FlatIndex | IvfFlatIndex | null = null;
   try {
     if (type === 'Flat') {
       const flat = (index = new FlatIndex(backend, { dim, metric, hostCopy: options.hostCopy }));
       await flat.reserve(ntotal);
-      for await (const block of file.vectorBlocks('xb', ntotal, metric === 'cosine')) await flat.addPrepared(block);
-    } else if (type !== 'IVF') {
-      const sq = (index = new FlatIndex(backend, { dim, metric, codec: type, hostCopy: options.hostCopy }));
-      if (type !== 'SQfp16') await sq.restoreQuantizer(await file.floats('tables', sqTableFloats(type, dim)));
-      await sq.reserve(ntotal);
-      const w = sqRowWords(type, dim);
-      for await (const block of file.wordBlocks(ntotal, w)) await sq.addStored(block, block.length / w);
+      for await (const block of file.vectorBlocks('xb', ntotal, unit)) await flat.addPrepared(block);
+    } else if (!isIvfType(type)) {
+      const coded = (index = new FlatIndex(backend, { dim, metric, codec: codecName(spec!), refine, hostCopy: options.hostCopy }));
+      await coded.restoreCodec(await file.floats('tables', codecTableFloats(spec!, dim)));
+      await coded.reserve(ntotal);
+      const w = codecRowWords(spec!, dim);
+      if (!refine) {
+        for await (const block of file.wordBlocks(ntotal, w)) await coded.addStored(block, block.length / w);
+      } else {
+        // The codes, then the float32 rows: both are held until both are read.
+        const words = new Float32Array(ntotal * w);
+        let at = 0;
+        for await (const block of file.wordBlocks(ntotal, w)) words.set(block, (at += block.length) - block.length);
+        const rows = new Float32Array(ntotal * dim);
+        at = 0;
+        for await (const block of file.vectorBlocks('refine', ntotal, unit)) rows.set(block, (at += block.length) - block.length);
+        await coded.addStored(words, ntotal, rows);
+      }
     } else {
-      const ivf = (index = new IvfFlatIndex(backend, { dim, metric, nlist, hostCopy: options.hostCopy }));
+      const ivf = (index = new IvfFlatIndex(backend, { dim, metric, nlist, codec: spec ? codecName(spec) : undefined, refine, hostCopy: options.hostCopy }));
       await ivf.setCentroids(await file.floats('centroids', nlist * dim));
+      if (spec) await ivf.restoreCodec(await file.floats('tables', codecTableFloats(spec, dim)));
       const offsets = await file.uints(nlist + 1);
       const ids = await file.uints(ntotal);
       checkLists(path, offsets, ids, ntotal);
-      await ivf.restoreLists(offsets, ids, file.vectorBlocks('xb', ntotal, metric === 'cosine'));
+      const rows = spec ? file.wordBlocks(ntotal, codecRowWords(spec, dim)) : file.vectorBlocks('xb', ntotal, unit);
+      await ivf.restoreLists(offsets, ids, rows, refine ? file.vectorBlocks('refine', ntotal, unit) : undefined);
       ivf.nprobe = nprobe; // checked in [1, nlist] with the header
     }
     const { ids, nextId } = await file.ids();

@@ -54,16 +54,19 @@ export interface ScoreScratch {
    */
   heap: { nseg: number; segLen: number; partS: DeviceBuffer; partI: DeviceBuffer } | null;
   run: [RunLists, RunLists];
+  /** A query tile's product-quantiser tables (queryTile rows), or null for other formats. */
+  luts: DeviceBuffer | null;
 }
 
 /**
  * Sizes and takes the buffers of a flat scan of up to `rows` queries at a time over rows stored
  * `chunkRows` to a chunk, `width` of them at most in one run; the running lists hold `runRows` rows.
  */
-export function scoreScratch(scratch: Scratch, k: number, rows: number, width: number, chunkRows: number, runRows: number): ScoreScratch {
+export function scoreScratch(scratch: Scratch, k: number, rows: number, width: number, chunkRows: number, runRows: number, format: RowFormat): ScoreScratch {
   const { device } = scratch;
   checkResultRow(device, k);
-  const { tileCols, queryTile } = scoreTiles(device, rows, width, chunkRows);
+  const { tileCols, queryTile } = scoreTiles(device, rows, width, chunkRows, format);
+  const perRow = tableBytes(format);
   let heap: ScoreScratch['heap'] = null;
   if (k <= HEAP_MAX_K) {
     const nseg = selectSegments(device, queryTile, tileCols, k);
@@ -80,26 +83,47 @@ export function scoreScratch(scratch: Scratch, k: number, rows: number, width: n
     scores: scratch.buffer('scores', queryTile * tileCols * 4),
     heap,
     run: [scratch.lists(runRows * k), scratch.lists(runRows * k)],
+    luts: perRow === 0 ? null : scratch.buffer('pq_luts', queryTile * perRow),
   };
 }
 
 /**
  * Queries on the device as a store's scoring reads them: rows of `dpad` floats (for codes,
- * transformed by the format), and for sq-scores one bias per row.
+ * transformed by the format), for sq-scores and pq-scores one bias per row, and for pq-scores the
+ * codebook the tables are made from.
  */
 export interface QueryRows {
   xq: DeviceBuffer;
   qbias: DeviceBuffer | null;
+  codebook: DeviceBuffer | null;
 }
 
 /** Queries already on the device as float rows (for stores of float rows). */
 export function floatQueries(xq: DeviceBuffer): QueryRows {
-  return { xq, qbias: null };
+  return { xq, qbias: null, codebook: null };
+}
+
+/** Bytes of one query row's product-quantiser tables (0 for other formats). */
+export function tableBytes(format: RowFormat): number {
+  const s = format.scoring;
+  return s.kernel === 'pq-scores' ? s.M * s.ksub * 4 : 0;
+}
+
+/**
+ * Records what a tile of `rows` queries (rows q0 .. of `q`) needs before its rows are scored: for
+ * product codes, their tables into `luts` (row r of the tile at row r); nothing for other formats.
+ */
+export function tileTables(device: Device, format: RowFormat, q: QueryRows, metric: KernelMetric, q0: number, rows: number, luts: DeviceBuffer | null): void {
+  const s = format.scoring;
+  if (s.kernel !== 'pq-scores') return;
+  if (!q.codebook || !luts) throw new Error('pq-scores needs the codebook (queryRows) and a table buffer');
+  device.dispatch({ kernel: 'pq-tables', metric, xq: q.xq, codebook: q.codebook, luts, q0, rows, M: s.M, ksub: s.ksub, dsub: s.dsub, dpad: format.dpad });
 }
 
 /**
  * Records one score tile of `q` against rows `col0 ..` of a chunk stored in `format`: gemm-scores
- * for float rows, sq-scores for scalar-quantised codes (queries transformed, see RowScoring).
+ * for float rows, sq-scores for scalar-quantised codes (queries transformed, see RowScoring),
+ * pq-scores for product codes (from the tables tileTables recorded into `luts` for these rows).
  */
 export function scoreTile(
   device: Device,
@@ -107,15 +131,20 @@ export function scoreTile(
   q: QueryRows,
   metric: KernelMetric,
   a: { xb: DeviceBuffer; xnorm: DeviceBuffer; scores: DeviceBuffer; q0: number; rows: number; col0: number; cols: number; ldc: number },
+  luts: DeviceBuffer | null = null,
 ): void {
   const s = format.scoring;
   if (s.kernel === 'gemm-scores') {
     device.dispatch({ kernel: 'gemm-scores', metric, xq: q.xq, dpad: format.dpad, ...a });
     return;
   }
-  if (!q.qbias) throw new Error('sq-scores needs transformed queries with their biases (queryRows)');
-  const { xb, ...rest } = a;
-  device.dispatch({ kernel: 'sq-scores', metric, kind: s.kind, xq: q.xq, qbias: q.qbias, codes: xb, dpad: format.dpad, codeWords: format.rowWords, ...rest });
+  if (!q.qbias) throw new Error(`${s.kernel} needs transformed queries with their biases (queryRows)`);
+  const { xb, xnorm, ...rest } = a;
+  if (s.kernel === 'sq-scores') {
+    device.dispatch({ kernel: 'sq-scores', metric, kind: s.kind, xq: q.xq, qbias: q.qbias, codes: xb, xnorm, dpad: format.dpad, codeWords: format.rowWords, ...rest });
+    return;
+  }
+  device.dispatch({ kernel: 'pq-scores', luts: luts!, qbias: q.qbias, codes: xb, M: s.M, nbits: s.nbits, codeWords: format.rowWords, ...rest });
 }
 
 /**
@@ -137,6 +166,7 @@ export function scoreRuns(
   metric: KernelMetric,
 ): number {
   const { tileCols, scores, heap, run } = t;
+  tileTables(device, format, q, metric, q0, rows, t.luts);
   let tiles = 0;
   for (const r of runs) {
     if (heap && r.ids) throw new Error(`a run with ids needs select-radix (k > ${HEAP_MAX_K}); got k = ${k}`);
@@ -144,7 +174,7 @@ export function scoreRuns(
       const cols = Math.min(tileCols, r.rows - c0);
       const [src, dst] = tiles % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];
       const first = tiles === 0;
-      scoreTile(device, format, q, metric, { xb: r.xb, xnorm: r.xnorm, scores, q0, rows, col0: r.start + c0, cols, ldc: tileCols });
+      scoreTile(device, format, q, metric, { xb: r.xb, xnorm: r.xnorm, scores, q0, rows, col0: r.start + c0, cols, ldc: tileCols }, t.luts);
       if (r.mask) device.dispatch({ kernel: 'mask-scores', scores, mask: r.mask, rows, cols, ldc: tileCols, bit0: r.start + c0 });
       if (heap) {
         const { nseg, segLen, partS, partI } = heap;
@@ -184,7 +214,7 @@ export function flatLists(
   metric: KernelMetric,
   masks: DeviceBuffer[] | null = null,
 ): RunLists {
-  const t = scoreScratch(scratch, k, nq, base.ntotal, base.chunkRows, nq);
+  const t = scoreScratch(scratch, k, nq, base.ntotal, base.chunkRows, nq, base.format);
   const starts = base.chunkStarts();
   const runs = base.chunks.map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: c.rows, id0: starts[i], mask: masks?.[i] }));
   let tiles = 0;
@@ -215,16 +245,22 @@ export async function withMasks<T>(device: Device, masks: Uint32Array[] | null, 
 
 /**
  * The queries as `format` scores them: for float rows `xqBuf`, the `nq` queries already uploaded
- * padded to `dpad`; for codes, `xq` (`nq * d`, as the index holds them) transformed and uploaded
- * with their biases.
+ * padded to `dpad`; for codes, `xq` (`nq * d`, as the index holds them) transformed (for residual
+ * codes against `lists[i]`, row i's list) and uploaded with their biases, and for product codes
+ * the codebook.
  */
-export function queryRows(scratch: Scratch, format: RowFormat, xqBuf: DeviceBuffer, xq: Float32Array, nq: number): QueryRows {
+export function queryRows(scratch: Scratch, format: RowFormat, xqBuf: DeviceBuffer, xq: Float32Array, nq: number, metric: KernelMetric, lists?: Uint32Array): QueryRows {
   const s = format.scoring;
   if (s.kernel === 'gemm-scores') return floatQueries(xqBuf);
-  const t = s.transform(xq, nq);
+  const t = s.transform(xq, nq, metric, lists);
   const qbias = scratch.buffer('qbias', nq * 4);
   scratch.device.upload(qbias, 0, t.qbias);
-  return { xq: uploadQueries(scratch, t.xq, nq, format.d, format.dpad), qbias };
+  let codebook: DeviceBuffer | null = null;
+  if (s.kernel === 'pq-scores') {
+    codebook = scratch.buffer('pq_codebook', s.codebook.byteLength);
+    scratch.device.upload(codebook, 0, s.codebook);
+  }
+  return { xq: uploadQueries(scratch, t.xq, nq, format.d, format.dpad), qbias, codebook };
 }
 
 /** Uploads `nq` queries (`nq * d`) padded to `dpad` into a scratch buffer. */
@@ -316,7 +352,7 @@ export function searchFlat(
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
   return withMasks(device, masks, (maskBufs) =>
     searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows, queries) => {
-      const q = queryRows(scratch, base.format, xqBuf, queries, rows);
+      const q = queryRows(scratch, base.format, xqBuf, queries, rows, metric);
       return readLists(device, flatLists(scratch, base, q, 0, rows, k, metric, maskBufs), rows, k, timings);
     }),
   );

@@ -26,7 +26,7 @@ import { HEAP_MAX_K, type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-fa
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
-import { type HostLists, type RowRun, flatLists, floatQueries, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
+import { type HostLists, type RowRun, flatLists, floatQueries, queryRows, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
 import type { RunLists, Scratch } from './scratch.js';
 import { checkResultRow, groupedBatch, queryBatch, scanTiles } from './tiling.js';
 
@@ -72,7 +72,14 @@ export function searchIvf(
   // HEAP_MAX_K (beyond, select-radix reads the ids).
   const grouped = groupedBatch(device, batch, dpad, k, nprobe);
   const gemmOrders = lists.idsInPositionOrder || k > HEAP_MAX_K;
-  const strategy = grouped >= 1 && gemmOrders ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist, k) : 'scan';
+  // ivf-scan reads float rows only: lists of codes always take the GEMM strategy's scoring.
+  const coded = lists.format.scoring.kernel !== 'gemm-scores';
+  if (coded && !(grouped >= 1 && gemmOrders)) {
+    throw new InvalidArgumentError(
+      `IVF search of coded lists scores (query, list) pairs: needs one query's ${nprobe} probed lists in one binding and ids in position order in every list (or k > ${HEAP_MAX_K})`,
+    );
+  }
+  const strategy = coded ? 'gemm' : grouped >= 1 && gemmOrders ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist, k) : 'scan';
   // Every size check before the first call is recorded (a check failing later would leave calls behind).
   if (batch > 0) {
     if (strategy === 'gemm') checkResultRow(device, k);
@@ -153,11 +160,13 @@ async function gemmLists(
   const { device } = scratch;
   const { dpad } = lists;
   checkResultRow(device, k);
-  const { order, first, count, npairs, widest, pairOf, grouped } = groupProbes(probes, rows, nprobe, queries, d);
+  const { order, first, count, npairs, widest, pairOf, grouped, listOf } = groupProbes(probes, rows, nprobe, queries, d);
   const out: HostLists = { s: new Float32Array(rows * k).fill(Infinity), i: new Uint32Array(rows * k).fill(PAD_ID) };
   if (npairs === 0) return out;
   const xg = scratch.buffer('xq_grouped', npairs * dpad * 4);
   device.upload(xg, 0, padRows(grouped, npairs, d, dpad));
+  // Codes score each pair's query transformed (for residual codes, against the pair's list).
+  const q = queryRows(scratch, lists.format, xg, grouped, npairs, metric, listOf);
   // Tiles as wide as the longest run of rows probed (lists are short: no empty segments to select).
   // Selected by position, mapped to ids on the host; where ids do not increase with position
   // (only here for k > HEAP_MAX_K), select-radix reads the chunks' ids, to break ties on them.
@@ -173,7 +182,7 @@ async function gemmLists(
     });
     runsOf.set(l, runs);
   }
-  const t = scoreScratch(scratch, k, widest, longest, lists.chunkRows, npairs);
+  const t = scoreScratch(scratch, k, widest, longest, lists.chunkRows, npairs, lists.format);
   const { run } = t;
   // Which of the two running buffers holds each list's final lists (the ping-pong's parity).
   const final = new Map<number, number>();
@@ -182,7 +191,7 @@ async function gemmLists(
     const cnt = count.get(l)!;
     let tiles = 0;
     for (let r0 = 0; r0 < cnt; r0 += t.queryTile) {
-      tiles = scoreRuns(device, t, floatQueries(xg), o + r0, Math.min(t.queryTile, cnt - r0), o + r0, runsOf.get(l)!, k, lists.format, metric);
+      tiles = scoreRuns(device, t, q, o + r0, Math.min(t.queryTile, cnt - r0), o + r0, runsOf.get(l)!, k, lists.format, metric);
     }
     if (tiles > 0) final.set(l, tiles % 2);
   }
@@ -235,6 +244,8 @@ export interface ProbeGroups {
   queryOf: Uint32Array;
   /** Row t's query (`npairs * d`). */
   grouped: Float32Array;
+  /** `listOf[t]`: the list of row t. */
+  listOf: Uint32Array;
 }
 
 /**
@@ -256,6 +267,7 @@ export function groupProbes(probes: Uint32Array, rows: number, nprobe: number, q
   const next = new Map(first);
   const pairOf = new Int32Array(rows * nprobe).fill(-1);
   const queryOf = new Uint32Array(npairs);
+  const listOf = new Uint32Array(npairs);
   const grouped = new Float32Array(npairs * d);
   for (let q = 0; q < rows; q++) {
     for (let p = 0; p < nprobe; p++) {
@@ -265,10 +277,11 @@ export function groupProbes(probes: Uint32Array, rows: number, nprobe: number, q
       next.set(l, t + 1);
       pairOf[q * nprobe + p] = t;
       queryOf[t] = q;
+      listOf[t] = l;
       grouped.set(queries.subarray(q * d, (q + 1) * d), t * d);
     }
   }
-  return { order, first, count, npairs, widest, pairOf, queryOf, grouped };
+  return { order, first, count, npairs, widest, pairOf, queryOf, grouped, listOf };
 }
 
 /**

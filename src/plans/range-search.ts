@@ -32,7 +32,7 @@ import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../pairs.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError } from '../types.js';
-import { type QueryRows, flatLists, floatQueries, queryRows, scoreTile, uploadQueries, withMasks } from './flat-search.js';
+import { type QueryRows, flatLists, floatQueries, queryRows, scoreTile, tableBytes, tileTables, uploadQueries, withMasks } from './flat-search.js';
 import type { RowFormat } from '../stores/row-format.js';
 import { groupProbes } from './ivf-search.js';
 import { PairTiles } from './pair-tiles.js';
@@ -86,7 +86,7 @@ async function flatCandidates(
 ): Promise<RangeCandidates> {
   const { d, dpad } = base;
   const batch = queryBatch(device, nq, dpad, 1);
-  const { tileCols, queryTile } = scoreTiles(device, batch, base.ntotal, base.chunkRows);
+  const { tileCols, queryTile } = scoreTiles(device, batch, base.ntotal, base.chunkRows, base.format);
   const starts = base.chunkStarts();
   const scratch = new Scratch(device);
   const tiles = new PairTiles(device);
@@ -101,8 +101,9 @@ async function flatCandidates(
       device.dispatch({ kernel: 'norms', x: xqBuf, out: xqNorm, n: rows, dpad, row0: 0, out0: 0 });
       // Codes score transformed queries (queryRows); the margin still takes the queries' own norms.
       const batchScratch = new Scratch(device);
-      const q = queryRows(batchScratch, base.format, xqBuf, queries, rows);
-      const s: TileScoring = { metric, limit, rel, format: base.format, tileCols, q, xqNorm, scores, masks };
+      const q = queryRows(batchScratch, base.format, xqBuf, queries, rows, metric);
+      const luts = tableBytes(base.format) === 0 ? null : batchScratch.buffer('pq_luts', queryTile * tableBytes(base.format));
+      const s: TileScoring = { metric, limit, rel, format: base.format, tileCols, q, xqNorm, scores, masks, luts };
       const blocks: Uint32Array[] = [];
       await tiles.run(rows, queryTile, {
         record: (r0, n, count, pairs, capacity) => {
@@ -177,10 +178,12 @@ export async function rangeIvf(
           const xg = uploadQueries(scratch, g.grouped, g.npairs, d, dpad);
           const xgNorm = scratch.buffer('xq_norm', g.npairs * 4);
           device.dispatch({ kernel: 'norms', x: xg, out: xgNorm, n: g.npairs, dpad, row0: 0, out0: 0 });
-          const { tileCols, queryTile } = scoreTiles(device, g.npairs, longest, lists.chunkRows);
+          const { tileCols, queryTile } = scoreTiles(device, g.npairs, longest, lists.chunkRows, lists.format);
+          const perRow = tableBytes(lists.format);
           const s: TileScoring = {
-            metric, limit, rel, format: lists.format, tileCols, q: floatQueries(xg), xqNorm: xgNorm, masks: maskBufs,
-            scores: scratch.buffer('scores', queryTile * tileCols * 4),
+            metric, limit, rel, format: lists.format, tileCols, q: queryRows(scratch, lists.format, xg, g.grouped, g.npairs, metric, g.listOf),
+            xqNorm: xgNorm, masks: maskBufs, scores: scratch.buffer('scores', queryTile * tileCols * 4),
+            luts: perRow === 0 ? null : scratch.buffer('pq_luts', queryTile * perRow),
           };
           await tiles.run(g.npairs, queryTile, {
             // A tile of pair rows spans lists: each list's part of it against that list's runs.
@@ -234,6 +237,8 @@ interface TileScoring {
   tileCols: number;
   /** One mask per chunk, or null. */
   masks: DeviceBuffer[] | null;
+  /** A query tile's product-quantiser tables, or null for other formats. */
+  luts: DeviceBuffer | null;
 }
 
 /**
@@ -256,10 +261,11 @@ function scoreRun(
   capacity: number,
 ): void {
   const { metric, scores, tileCols: ldc } = s;
+  tileTables(device, s.format, s.q, metric, q0, rows, s.luts);
   for (let c0 = 0; c0 < size; c0 += ldc) {
     const cols = Math.min(ldc, size - c0);
     const col0 = start + c0;
-    scoreTile(device, s.format, s.q, metric, { xb: chunk.xb, xnorm: chunk.xnorm, scores, q0, rows, col0, cols, ldc });
+    scoreTile(device, s.format, s.q, metric, { xb: chunk.xb, xnorm: chunk.xnorm, scores, q0, rows, col0, cols, ldc }, s.luts);
     const mask = s.masks?.[c];
     if (mask) device.dispatch({ kernel: 'mask-scores', scores, mask, rows, cols, ldc, bit0: col0 });
     device.dispatch({

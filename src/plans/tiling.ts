@@ -7,6 +7,7 @@
 import type { Device } from '../device.js';
 import { MERGE_ROUND } from '../kernel-facts.js';
 import { InvalidArgumentError } from '../types.js';
+import type { RowFormat } from '../stores/row-format.js';
 
 /** Rows of `rowBytes` that fit one binding, capped by `cap`; throws if not even one does. */
 export function rowsPerBinding(device: Device, rowBytes: number, what: string, cap = Infinity): number {
@@ -53,16 +54,20 @@ export interface ScoreTiles {
  * `queryTile` rows within the score budget and one binding; no wider than the data, so a small base
  * (centroids) leaves room for more rows, and no wider than one gemm-scores call may score
  * (`limits.maxTileCols`: its dispatch's workgroup limit). At most 65535 rows: the pairs-threshold
- * dispatch has one workgroup row per query row.
+ * dispatch has one workgroup row per query row. For product codes (`format`), a query tile's
+ * lookup tables fit the budget as well.
  */
-export function scoreTiles(device: Device, nq: number, ntotal: number, chunkRowsOfBase: number): ScoreTiles {
+export function scoreTiles(device: Device, nq: number, ntotal: number, chunkRowsOfBase: number, format?: RowFormat): ScoreTiles {
   const { tuning, limits } = device;
   const budget = Math.min(limits.maxBindingBytes, tuning.scoreTileBytes);
+  // Product codes: a query tile's tables (one row each) fit the budget too.
+  const s = format?.scoring;
+  const tableRows = s?.kernel === 'pq-scores' ? Math.max(1, Math.floor(budget / (s.M * s.ksub * 4))) : Infinity;
   const tileCols = Math.max(
     1,
     Math.min(tuning.tileCols, chunkRowsOfBase, Math.ceil(Math.max(1, ntotal) / 4) * 4, Math.floor(budget / 4), limits.maxTileCols),
   );
-  return { tileCols, queryTile: Math.max(1, Math.min(nq, 65535, Math.floor(budget / (tileCols * 4)))) };
+  return { tileCols, queryTile: Math.max(1, Math.min(nq, 65535, tableRows, Math.floor(budget / (tileCols * 4)))) };
 }
 
 /**

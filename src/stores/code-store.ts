@@ -16,6 +16,7 @@ import type { Device, DeviceBuffer } from '../device.js';
 import { chunkRows } from '../plans/tiling.js';
 import { type RowFormat, floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk } from './rows.js';
+import type { EncodedRows } from '../codecs/codec.js';
 
 export interface Chunk extends RowChunk {
   xnorm: DeviceBuffer;
@@ -86,15 +87,20 @@ export class CodeStore implements BaseStore {
   }
 
   async add(x: Float32Array, n: number): Promise<void> {
-    return this.addRows(x, n, false);
+    return this.addRows(n, () => encodeRows(this.format, x, n));
   }
 
   /** Appends `n` rows already in the store's format (`n * rowWords` words): a compaction or a load. */
   async addStored(words: Float32Array, n: number): Promise<void> {
-    return this.addRows(words, n, true);
+    return this.addRows(n, () => this.format.stored(words, n));
   }
 
-  private async addRows(x: Float32Array, n: number, stored: boolean): Promise<void> {
+  /** Appends `n` rows encoded by their codec (Codec.encode: product codes are encoded on the backend). */
+  async addEncoded(rows: EncodedRows, n: number): Promise<void> {
+    return this.addRows(n, () => rows);
+  }
+
+  private async addRows(n: number, encoded: () => EncodedRows): Promise<void> {
     if (n === 0) return;
     const plan = this.place(n);
     const grown = await this.allocate(plan, false);
@@ -103,7 +109,7 @@ export class CodeStore implements BaseStore {
     const before = this.mark();
     try {
       await this.install(grown);
-      await this.write(stored ? this.format.stored(x, n) : this.format.encode(x, n), plan);
+      await this.write(encoded(), plan);
     } catch (err) {
       this.device.discard();
       for (const c of grown.values()) if (!this.chunks.includes(c)) this.free(c);
@@ -233,4 +239,10 @@ export class CodeStore implements BaseStore {
     this.device.release(c.xnorm);
     c.host = null;
   }
+}
+
+/** `n` rows of `x` (`n * d`) encoded by `format`; product codes come encoded (ProductQuantizer.encode, then addStored). */
+export function encodeRows(format: RowFormat, x: Float32Array, n: number): EncodedRows {
+  if (!format.encode) throw new Error('rows of this format are encoded by their index and added as stored words (addStored)');
+  return format.encode(x, n);
 }

@@ -21,11 +21,12 @@
  */
 import type { Device, DeviceBuffer } from '../device.js';
 import type { BaseStoreOptions } from '../backend.js';
-import { padRows, paddedDim } from '../device.js';
 import { chunkRows, rowsPerBinding } from '../plans/tiling.js';
 import { InvalidArgumentError } from '../types.js';
 import { type RowFormat, floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk, type RowRun } from './rows.js';
+import { encodeRows } from './code-store.js';
+import type { EncodedRows } from '../codecs/codec.js';
 
 export interface ListChunk extends RowChunk {
   xnorm: DeviceBuffer;
@@ -52,9 +53,11 @@ interface Extent {
 const MIN_EXTENT = 8;
 
 export class DeviceLists {
-  /** How rows are stored: float rows (codes in lists are issue 15's next step). */
+  /** How rows are stored: float rows (IVF-Flat) or codes (src/codecs: IVF-SQ, IVF-PQ). */
   readonly format: RowFormat;
   readonly dpad: number;
+  /** Words a stored row takes (format.rowWords). */
+  readonly rowWords: number;
   readonly chunkRows: number;
   chunks: ListChunk[] = [];
   private extents = new Map<number, Extent[]>();
@@ -67,8 +70,9 @@ export class DeviceLists {
   idsInPositionOrder = true;
   /** The last id added to each list (for idsInPositionOrder). */
   private lastId = new Map<number, number>();
-  /** Each id's position (see `position`); entries of ids not stored mean nothing. */
+  /** Each id's position (see `position`) and list; entries of ids not stored mean nothing. */
   private positions = new Uint32Array(0);
+  private listOfId = new Uint32Array(0);
   private readonly host: ChunkRows;
 
   constructor(
@@ -76,10 +80,12 @@ export class DeviceLists {
     readonly d: number,
     readonly nlist: number,
     options: BaseStoreOptions = {},
+    format: RowFormat = floatRows(d),
   ) {
-    this.format = floatRows(d);
-    this.dpad = paddedDim(d);
-    this.chunkRows = chunkRows(device, this.dpad * 4);
+    this.format = format;
+    this.dpad = format.dpad;
+    this.rowWords = format.rowWords;
+    this.chunkRows = chunkRows(device, Math.max(this.rowWords, this.dpad) * 4);
     rowsPerBinding(device, 8 * nlist, `list table (8 bytes for each of nlist = ${nlist} lists)`);
     this.host = new ChunkRows(device, this.format, this.chunkRows, options.hostCopy ?? true);
   }
@@ -113,11 +119,18 @@ export class DeviceLists {
   }
 
   /**
-   * Appends `n` rows of `x` (`n * d`, already prepared) to lists `listOf[i]`, with ids `ids[i]`.
-   * If it throws, the lists are as they were.
+   * Appends `n` rows of `x` (`n * d`, already prepared; residuals for a residual format) to lists
+   * `listOf[i]`, with ids `ids[i]`. If it throws, the lists are as they were.
    */
   async add(x: Float32Array, n: number, listOf: Uint32Array, ids: Uint32Array): Promise<void> {
     if (n === 0) return;
+    return this.addEncoded(encodeRows(this.format, x, n), n, listOf, ids);
+  }
+
+  /** As `add`, for rows already encoded (Codec.encode) or as stored (a load, a compaction). */
+  async addEncoded(encoded: EncodedRows, n: number, listOf: Uint32Array, ids: Uint32Array): Promise<void> {
+    if (n === 0) return;
+    const w = this.rowWords;
     // Rows grouped by list (a counting sort, stable), lists in ascending order.
     const count = new Map<number, number>();
     for (let i = 0; i < n; i++) count.set(listOf[i], (count.get(listOf[i]) ?? 0) + 1);
@@ -162,26 +175,30 @@ export class DeviceLists {
       await this.growChunks(false);
       const maxId = ids.reduce((a, id) => Math.max(a, id), 0);
       if (maxId >= this.positions.length) this.growPositions(Math.max(maxId + 1, 2 * this.positions.length));
-      for (const w of writes) {
-        const ch = this.chunks[w.chunk];
-        const pick = rows.subarray(w.from, w.from + w.rows);
-        const xs = new Float32Array(w.rows * this.d);
-        const is = new Uint32Array(w.rows);
+      const { words, norms } = encoded;
+      for (const wr of writes) {
+        const ch = this.chunks[wr.chunk];
+        const pick = rows.subarray(wr.from, wr.from + wr.rows);
+        const xs = new Float32Array(wr.rows * w);
+        const is = new Uint32Array(wr.rows);
+        const ns = norms ? new Float32Array(wr.rows) : null;
         pick.forEach((r, j) => {
-          xs.set(x.subarray(r * this.d, (r + 1) * this.d), j * this.d);
+          xs.set(words.subarray(r * w, (r + 1) * w), j * w);
+          if (ns) ns[j] = norms![r];
           is[j] = ids[r];
-          this.positions[ids[r]] = this.position(w.chunk, w.at + j);
+          this.positions[ids[r]] = this.position(wr.chunk, wr.at + j);
+          this.listOfId[ids[r]] = wr.list;
         });
-        const padded = padRows(xs, w.rows, this.d, this.dpad);
-        this.device.upload(ch.xb, w.at * this.dpad * 4, padded);
-        this.host.mirror(ch, w.at, padded);
-        this.device.upload(ch.ids, w.at * 4, is);
-        ch.hostIds.set(is, w.at);
+        this.device.upload(ch.xb, wr.at * w * 4, xs);
+        this.host.mirror(ch, wr.at, xs);
+        if (ns) this.device.upload(ch.xnorm, wr.at * 4, ns);
+        this.device.upload(ch.ids, wr.at * 4, is);
+        ch.hostIds.set(is, wr.at);
       }
       // Norms after every upload: an upload after a recorded call would cost a submit each.
-      for (const w of writes) {
-        const ch = this.chunks[w.chunk];
-        this.device.dispatch({ kernel: 'norms', x: ch.xb, out: ch.xnorm, n: w.rows, dpad: this.dpad, row0: w.at, out0: w.at });
+      for (const wr of norms ? [] : writes) {
+        const ch = this.chunks[wr.chunk];
+        this.device.dispatch({ kernel: 'norms', x: ch.xb, out: ch.xnorm, n: wr.rows, dpad: this.dpad, row0: wr.at, out0: wr.at });
       }
       // The tables: only the entries of the lists this add touched (each is 8 bytes; a whole
       // table is 8 * nlist), or the whole table of a chunk where most entries changed.
@@ -272,7 +289,7 @@ export class DeviceLists {
       for (const [c, g] of grown) {
         const old = this.chunks[c];
         if (old.capacity > 0) {
-          this.device.copy(old.xb, 0, g.xb, 0, old.capacity * this.dpad * 4);
+          this.device.copy(old.xb, 0, g.xb, 0, old.capacity * this.rowWords * 4);
           this.device.copy(old.xnorm, 0, g.xnorm, 0, old.capacity * 4);
           this.device.copy(old.ids, 0, g.ids, 0, old.capacity * 4);
           g.hostIds.set(old.hostIds.subarray(0, old.capacity));
@@ -305,7 +322,7 @@ export class DeviceLists {
 
   private allocate(capacity: number, ranges: Uint32Array): ListChunk {
     const rows = Math.max(1, capacity);
-    const xb = this.device.buffer('ivf_xb', rows * this.dpad * 4);
+    const xb = this.device.buffer('ivf_xb', rows * this.rowWords * 4);
     const ch: ListChunk = {
       xb,
       host: this.host.hostFor(xb, rows),
@@ -327,6 +344,9 @@ export class DeviceLists {
     const grown = new Uint32Array(n);
     grown.set(this.positions);
     this.positions = grown;
+    const lists = new Uint32Array(n);
+    lists.set(this.listOfId);
+    this.listOfId = lists;
   }
 
   /** Every list as it is now, for `rollback`. */
@@ -392,7 +412,12 @@ export class DeviceLists {
     return sizes;
   }
 
-  /** The stored rows of `ids`, by id (see BaseStore.rowsAt). */
+  /** The list of the row stored with `id`. */
+  listOf(id: number): number {
+    return this.listOfId[id];
+  }
+
+  /** The stored rows of `ids`, by id (see BaseStore.rowsAt; for a residual format, the residuals). */
   rowsAt(ids: ArrayLike<number>): Promise<RowAt> {
     return this.host.rowsAt(this.chunks, ids, (id) => this.positions[id]);
   }
@@ -415,9 +440,12 @@ export class DeviceLists {
     return out;
   }
 
-  /** The rows of every list, list after list, in position order, in blocks (see ChunkRows.read). */
-  readRows(): AsyncGenerator<Float32Array> {
-    return this.host.read(this.chunks, this.runs());
+  /**
+   * The rows of every list, list after list, in position order, in blocks (see ChunkRows.read):
+   * as floats, or with `stored`, as stored (codes).
+   */
+  readRows(stored = false): AsyncGenerator<Float32Array> {
+    return this.host.read(this.chunks, this.runs(), stored);
   }
 
   /** The id stored at a position (see `position`). */
@@ -434,6 +462,7 @@ export class DeviceLists {
     this.lastId.clear();
     this.idsInPositionOrder = true;
     this.positions = new Uint32Array(0);
+    this.listOfId = new Uint32Array(0);
   }
 
   private free(ch: ListChunk): void {

@@ -1,11 +1,25 @@
 /**
  * How a store keeps each vector on the device: a row of `rowWords` 32-bit words. Float32 rows
- * (`floatRows`, Flat and IVF-Flat) are `dpad` floats, zero-padded; coded rows (scalar quantisers,
- * src/codecs) are packed codes. The store, its host copy (src/stores/rows.ts) and the plans see
- * only words; a format says how rows become words and back, and how queries are scored against them.
+ * (`floatRows`, Flat and IVF-Flat) are `dpad` floats, zero-padded; coded rows are packed codes of a
+ * scalar quantiser (`sqRows`) or a product quantiser (`pqRows`, src/codecs). The store, its host
+ * copy (src/stores/rows.ts) and the plans see only words; a format says how rows become words and
+ * back, and how queries are scored against them.
+ *
+ * Residual coding (IVF, Faiss's `by_residual`, its default): a row of list l is stored as the code
+ * of x - c_l (c_l the list's centroid). Scoring then needs each query row's list (`lists` below: a
+ * (query, probe) pair's list), and a row's reconstruction is c_l + decode(code).
  */
 import type { ScalarQuantizer } from '../codecs/scalar-quantizer.js';
+import type { ProductQuantizer } from '../codecs/product-quantizer.js';
+import { norms as hostNorms } from '../cpu/norms.js';
 import { type SqCodeKind, padRows, paddedDim, sqCodeWords, unpadRows } from '../device.js';
+import type { KernelMetric } from '../kernel-facts.js';
+
+/**
+ * Query rows as a coded format's kernel takes them: `xq` (`nq * d`) and one bias per row. `lists`
+ * (residual formats only): row i is scored against rows of list lists[i].
+ */
+export type QueryTransform = (xq: Float32Array, nq: number, metric: KernelMetric, lists?: Uint32Array) => { xq: Float32Array; qbias: Float32Array };
 
 /** How a plan scores queries against rows of a format. */
 export type RowScoring =
@@ -13,11 +27,19 @@ export type RowScoring =
   | {
       kernel: 'sq-scores';
       kind: SqCodeKind;
-      /**
-       * The queries (`nq * d`, as the index holds them) as sq-scores takes them: `xq` (`nq * d`)
-       * and one bias per query, so that bias + xq . code = q . decode(code).
-       */
-      transform(xq: Float32Array, nq: number): { xq: Float32Array; qbias: Float32Array };
+      /** With the kernel's bias + xq . code, the score of the row's reconstruction. */
+      transform: QueryTransform;
+    }
+  | {
+      kernel: 'pq-scores';
+      M: number;
+      nbits: number;
+      ksub: number;
+      dsub: number;
+      /** The sub-quantizers' centroids (M * ksub * dsub floats), the pq-tables kernel's codebook. */
+      codebook: Float32Array;
+      /** The rows pq-tables makes tables of, and the bias each score starts from. */
+      transform: QueryTransform;
     };
 
 export interface RowFormat {
@@ -27,15 +49,19 @@ export interface RowFormat {
   /** 32-bit words a stored row takes. */
   readonly rowWords: number;
   readonly scoring: RowScoring;
+  /** Whether rows are codes of residuals to their list's centroid (IVF; see above). */
+  readonly residual: boolean;
   /**
-   * `n` rows (`n * d`, as the index holds them) as stored words (`n * rowWords`, a Float32Array
-   * over the words' bits), and the squared norms of the rows as they will be scored, or null where
-   * the `norms` kernel computes them from the stored rows (float rows).
+   * `n` rows (`n * d`, as the index holds them: residuals for a residual format) as stored words
+   * (`n * rowWords`, a Float32Array over the words' bits), and the squared norms of the rows as they
+   * will be scored, or null where the `norms` kernel computes them from the stored rows (float
+   * rows). Null for product codes, which the index encodes on the backend (ProductQuantizer.encode)
+   * and adds as stored.
    */
-  encode(x: Float32Array, n: number): { words: Float32Array; norms: Float32Array | null };
-  /** As `encode`, for rows already stored in this format (`n * rowWords` words: a compaction, a load). */
+  readonly encode: ((x: Float32Array, n: number) => { words: Float32Array; norms: Float32Array | null }) | null;
+  /** As `encode`, for rows already stored in this format (`n * rowWords` words: codes, a compaction, a load). */
   stored(words: Float32Array, n: number): { words: Float32Array; norms: Float32Array | null };
-  /** The row stored at `words[offset .. offset + rowWords)` as `d` floats (a view for float rows). */
+  /** The row stored at `words[offset .. offset + rowWords)` as `d` floats (a view for float rows; the residual for a residual format). */
   row(words: Float32Array, offset: number): Float32Array;
   /** `n` stored rows as `n * d` floats (a view where the rows need no change). */
   rows(words: Float32Array, n: number): Float32Array;
@@ -49,6 +75,7 @@ export function floatRows(d: number): RowFormat {
     dpad,
     rowWords: dpad,
     scoring: { kernel: 'gemm-scores' },
+    residual: false,
     encode: (x, n) => ({ words: padRows(x, n, d, dpad), norms: null }),
     stored: (words) => ({ words, norms: null }),
     row: (words, offset) => words.subarray(offset, offset + d),
@@ -65,35 +92,127 @@ const SQ_KIND: Record<ScalarQuantizer['kind'], SqCodeKind> = { SQ8: 'sq8', SQ4: 
  * transformed queries; norms are those of the decoded rows, so a search ranks by the distance to
  * the reconstruction, as Faiss's IndexScalarQuantizer does.
  */
-export function sqRows(sq: ScalarQuantizer): RowFormat {
+export function sqRows(sq: ScalarQuantizer, centroids: Float32Array | null = null): RowFormat {
   const { d, codeSize } = sq;
   const dpad = paddedDim(d);
   const kind = SQ_KIND[sq.kind];
   const rowWords = sqRowWords(sq.kind, d);
-  /** The codes of `n` rows stored in `words` (rows of rowWords words), as Faiss lays them out. */
-  const codesOf = (words: Float32Array, n: number): Uint8Array => {
-    const bytes = new Uint8Array(words.buffer, words.byteOffset, n * rowWords * 4);
-    if (rowWords * 4 === codeSize) return bytes;
-    const out = new Uint8Array(n * codeSize);
-    for (let i = 0; i < n; i++) out.set(bytes.subarray(i * rowWords * 4, i * rowWords * 4 + codeSize), i * codeSize);
-    return out;
-  };
+  const codesOf = (words: Float32Array, n: number): Uint8Array => storedCodes(words, n, rowWords, codeSize);
   return {
     d,
     dpad,
     rowWords,
-    scoring: { kernel: 'sq-scores', kind, transform: (xq, nq) => sq.queryTransform(xq, nq) },
+    scoring: { kernel: 'sq-scores', kind, transform: sqTransform(sq, centroids) },
+    residual: centroids !== null,
     encode(x, n) {
       const codes = sq.encode(x, n);
-      const words = new Float32Array(n * rowWords);
-      const bytes = new Uint8Array(words.buffer);
-      for (let i = 0; i < n; i++) bytes.set(codes.subarray(i * codeSize, (i + 1) * codeSize), i * rowWords * 4);
-      return { words, norms: normsOf(sq.decode(codes, n), n) };
+      return { words: codeWords(codes, n, codeSize, rowWords), norms: normsOf(sq.decode(codes, n), n) };
     },
     stored: (words, n) => ({ words, norms: normsOf(sq.decode(codesOf(words, n), n), n) }),
     row: (words, offset) => sq.decode(codesOf(words.subarray(offset, offset + rowWords), 1), 1),
     rows: (words, n) => sq.decode(codesOf(words, n), n),
   };
+}
+
+/**
+ * sq-scores' query terms: bias + xq . code = q . decode(code) (ScalarQuantizer.queryTransform). For
+ * residual codes of list l, the score must be that of c_l + decode(code): l2 transforms y = q - c_l
+ * and adds (||q||^2 - ||y||^2) / 2 to the bias (the plan adds ||q||^2 to the final scores, the
+ * kernel scores ||r||^2 - 2 (bias + y . r)); ip transforms q and adds q . c_l.
+ */
+function sqTransform(sq: ScalarQuantizer, centroids: Float32Array | null): QueryTransform {
+  const d = sq.d;
+  return (xq, nq, metric, lists) => {
+    if (!centroids) return sq.queryTransform(xq, nq);
+    const { y, extra } = residualQueries(xq, nq, d, metric, centroids, lists!);
+    const t = sq.queryTransform(y, nq);
+    for (let i = 0; i < nq; i++) t.qbias[i] += metric === 'l2' ? extra[i] / 2 : extra[i];
+    return t;
+  };
+}
+
+/**
+ * For residual scoring: l2: y = q - c_l and extra = ||q||^2 - ||y||^2; ip: y = q and extra = q . c_l
+ * (float64, for each query row i with list lists[i]).
+ */
+function residualQueries(xq: Float32Array, nq: number, d: number, metric: KernelMetric, centroids: Float32Array, lists: Uint32Array): { y: Float32Array; extra: Float64Array } {
+  const y = metric === 'l2' ? new Float32Array(nq * d) : xq;
+  const extra = new Float64Array(nq);
+  const qn = metric === 'l2' ? hostNorms(xq, nq, d) : null;
+  for (let i = 0; i < nq; i++) {
+    const c0 = lists[i] * d;
+    let s = 0;
+    for (let j = 0; j < d; j++) {
+      const q = xq[i * d + j];
+      const c = centroids[c0 + j];
+      if (metric === 'l2') {
+        const v = (y[i * d + j] = q - c);
+        s += v * v;
+      } else s += q * c;
+    }
+    extra[i] = metric === 'l2' ? qn![i] - s : s;
+  }
+  return { y, extra };
+}
+
+/**
+ * Rows as a trained product quantiser's codes (Faiss's packing, each row padded to whole words),
+ * scored by pq-tables and pq-scores: l2 tables of y (q, or q - c_l for residual codes) give
+ * ||y - r||^2 = ||q - reconstruction||^2, and the bias -||q||^2 leaves the plan's ||q||^2 to add;
+ * ip tables of q give -q . r, and the bias -q . c_l for residual codes.
+ */
+export function pqRows(pq: ProductQuantizer, centroids: Float32Array | null = null): RowFormat {
+  const { d, M, nbits, ksub, dsub, codeSize } = pq;
+  const dpad = paddedDim(d);
+  const rowWords = pqRowWords(M, nbits);
+  const codesOf = (words: Float32Array, n: number): Uint8Array => storedCodes(words, n, rowWords, codeSize);
+  const transform: QueryTransform = (xq, nq, metric, lists) => {
+    if (metric === 'l2') {
+      const qn = hostNorms(xq, nq, d);
+      const qbias = Float32Array.from(qn, (v) => -v);
+      return { xq: centroids ? residualQueries(xq, nq, d, metric, centroids, lists!).y : xq, qbias };
+    }
+    const qbias = new Float32Array(nq);
+    if (centroids) residualQueries(xq, nq, d, metric, centroids, lists!).extra.forEach((v, i) => (qbias[i] = -v));
+    return { xq, qbias };
+  };
+  return {
+    d,
+    dpad,
+    rowWords,
+    scoring: { kernel: 'pq-scores', M, nbits, ksub, dsub, codebook: pq.tables(), transform },
+    residual: centroids !== null,
+    encode: null,
+    // pq-scores reads no norms; range search's rounding margin does (of the decoded rows).
+    stored: (words, n) => ({ words, norms: normsOf(pq.decode(codesOf(words, n), n), n) }),
+    row: (words, offset) => pq.decode(codesOf(words.subarray(offset, offset + rowWords), 1), 1),
+    rows: (words, n) => pq.decode(codesOf(words, n), n),
+  };
+}
+
+/**
+ * `n` codes (`n * codeSize` bytes, as Faiss lays them out) as stored rows of `rowWords` words
+ * (each row's bytes, then zeros; a Float32Array over the words' bits).
+ */
+export function codeWords(codes: Uint8Array, n: number, codeSize: number, rowWords: number): Float32Array {
+  const words = new Float32Array(n * rowWords);
+  const bytes = new Uint8Array(words.buffer);
+  for (let i = 0; i < n; i++) bytes.set(codes.subarray(i * codeSize, (i + 1) * codeSize), i * rowWords * 4);
+  return words;
+}
+
+/** The codes of `n` rows stored in `words` (rows of rowWords words), as Faiss lays them out: `codeWords` undone. */
+function storedCodes(words: Float32Array, n: number, rowWords: number, codeSize: number): Uint8Array {
+  const bytes = new Uint8Array(words.buffer, words.byteOffset, n * rowWords * 4);
+  if (rowWords * 4 === codeSize) return bytes;
+  const out = new Uint8Array(n * codeSize);
+  for (let i = 0; i < n; i++) out.set(bytes.subarray(i * rowWords * 4, i * rowWords * 4 + codeSize), i * codeSize);
+  return out;
+}
+
+/** Words a stored row of PQ<M>x<nbits> codes takes: ceil(M * nbits / 32). */
+export function pqRowWords(M: number, nbits: number): number {
+  return Math.ceil((M * nbits) / 32);
 }
 
 /** The squared norms of `n` rows of `d` floats, summed in dimension order. */

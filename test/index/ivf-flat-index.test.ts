@@ -101,16 +101,19 @@ describe('IvfFlatIndex', () => {
     });
   }
 
-  it('indexFactory builds Flat and IVF<n>,Flat and lists the accepted forms otherwise', () => {
+  it('indexFactory builds Flat and IVF<n>,Flat and lists the accepted forms otherwise, naming what is wrong', () => {
     const flat = indexFactory(cpu, 8, 'Flat', 'ip');
     expect(flat).toBeInstanceOf(FlatIndex);
     expect((flat as FlatIndex).metric).toBe('ip');
     const ivfIndex = indexFactory(cpu, 8, 'IVF100,Flat');
     expect(ivfIndex).toBeInstanceOf(IvfFlatIndex);
     expect((ivfIndex as IvfFlatIndex).nlist).toBe(100);
-    for (const bad of ['HNSW32', 'IVF,Flat', 'IVF10,PQ8', 'flat', '']) {
-      expect(() => indexFactory(cpu, 8, bad)).toThrow(/expected "Flat", "IVF<nlist>,Flat"/);
+    for (const bad of ['HNSW32', 'IVF,Flat', 'IVF10,PQ8y4', 'Flat,RFlat', 'IVF10,Flat,RFlat', 'SQ8,RFlat,RFlat', 'flat', '']) {
+      expect(() => indexFactory(cpu, 8, bad), bad).toThrow(/expected "\[IVF<nlist>,\]STORAGE\[,RFlat\]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M> or PQ<M>x<nbits>/);
     }
+    expect(() => indexFactory(cpu, 8, 'Flat,RFlat')).toThrow(/,RFlat re-ranks codes: it follows a codec, not Flat/);
+    expect(() => indexFactory(cpu, 8, 'PQ3')).toThrow(/M \(sub-quantizers\) must be an integer >= 1 that divides d = 8; got 3/);
+    expect(() => indexFactory(cpu, 8, 'PQ4x9')).toThrow(/PQ4x9: nbits must be in \[4, 8\]; got 9/);
   });
 });
 

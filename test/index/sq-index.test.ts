@@ -17,9 +17,9 @@ import { loadIndex } from '../../src/io/load-index.js';
 import { clusteredFloats, randomFloats } from '../../src/random.js';
 import { sqRowWords, sqTableFloats } from '../../src/stores/row-format.js';
 import { type Metric, normalizeRows } from '../../src/types.js';
-import type { SearchResult } from '../../src/types.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { type BruteForce, bruteForce as bruteForceOver, expectEqual } from '../helpers/reconstructed.js';
 
 const gpu = await gpuBackend({ maxBindingBytes: 32 * 1024 });
 const cpu = cpuBackend({ maxBindingBytes: 32 * 1024 });
@@ -41,50 +41,9 @@ function reconstructions(kind: SqKind, metric: Metric, tables: Float32Array | nu
   return sq.decode(sq.encode(x, n), n);
 }
 
-/** Float64 brute force over `rows` (n * d, by id = row), ties on the smaller id. */
-function bruteForce(metric: Metric, rows: Float32Array, allowed: (id: number) => boolean, k: number): { labels: number[]; distances: number[] }[] {
-  const q = metric === 'cosine' ? normalizeRows(xq, d) : xq;
-  const out: { labels: number[]; distances: number[] }[] = [];
-  for (let r = 0; r < nq; r++) {
-    const scored: { id: number; s: number }[] = [];
-    for (let i = 0; i < n; i++) {
-      if (!allowed(i)) continue;
-      let s = 0;
-      if (metric === 'l2') for (let j = 0; j < d; j++) s += (q[r * d + j] - rows[i * d + j]) ** 2;
-      else if (metric === 'ip') for (let j = 0; j < d; j++) s += q[r * d + j] * rows[i * d + j];
-      else {
-        // Cosine on codes: the normalised query against the reconstruction of the normalised
-        // vector (whose norm is not 1), by inner product, as Faiss ranks normalised data.
-        for (let j = 0; j < d; j++) s += q[r * d + j] * rows[i * d + j];
-      }
-      scored.push({ id: i, s });
-    }
-    scored.sort((a, b) => (metric === 'l2' ? a.s - b.s : b.s - a.s) || a.id - b.id);
-    const top = scored.slice(0, k);
-    out.push({ labels: top.map((t) => t.id), distances: top.map((t) => Math.fround(t.s)) });
-  }
-  return out;
-}
-
-/**
- * Distances position by position; labels run by run of equal distances (codes make exact ties:
- * SQ4 has 16 levels a dimension), the last run of a row only as far as it goes, since the
- * kernels' cut decides which of more tied rows than the re-score margin come back (src/rescore.ts).
- */
-function expectEqual(got: SearchResult, want: ReturnType<typeof bruteForce>, k: number, what: string): void {
-  for (let r = 0; r < nq; r++) {
-    const m = want[r].labels.length;
-    want[r].distances.forEach((v, j) => expect(Math.abs(got.distances[r * k + j] - v) <= 1e-5 * Math.max(1, Math.abs(v)), `${what}: row ${r} distance ${j}`).toBe(true));
-    for (let j = 0; j < m; ) {
-      let e = j + 1;
-      while (e < m && want[r].distances[e] === want[r].distances[j]) e++;
-      const gotRun = Array.from(got.labels.subarray(r * k + j, r * k + e)).sort((a, b) => a - b);
-      const wantRun = want[r].labels.slice(j, e).sort((a, b) => a - b);
-      if (e < m || m < k) expect(gotRun, `${what}: row ${r} positions ${j}..${e - 1}`).toEqual(wantRun);
-      j = e;
-    }
-    expect(Array.from(got.labels.subarray(r * k + m, (r + 1) * k)).every((l) => l === -1), `${what}: row ${r} padding`).toBe(true);
-  }
+/** Float64 brute force over `rows` (n * d, by id = row): see test/helpers/reconstructed.ts. */
+function bruteForce(metric: Metric, rows: Float32Array, allowed: (id: number) => boolean, k: number): BruteForce {
+  return bruteForceOver(metric, xq, nq, d, rows, allowed, k);
 }
 
 async function trained(backend: Backend, kind: SqKind, metric: Metric): Promise<FlatIndex> {
@@ -101,7 +60,7 @@ describe('scalar-quantised Flat indexes', () => {
       for (const metric of ['l2', 'ip', 'cosine'] as Metric[]) {
         it.skipIf(!backend)(`${name} ${kind} ${metric}: search equals brute force over the reconstructions; save and load keep it`, async () => {
           const index = await trained(backend!, kind, metric);
-          const rows = reconstructions(kind, metric, index.quantizerTables);
+          const rows = reconstructions(kind, metric, index.codecTables);
           const k = 10;
           expectEqual(await index.search(xq, k), bruteForce(metric, rows, () => true, k), k, 'search');
           expectEqual(await index.search(xq, k, { filter: (id) => id % 7 === 0 }), bruteForce(metric, rows, (id) => id % 7 === 0, k), k, 'filtered');
@@ -118,7 +77,7 @@ describe('scalar-quantised Flat indexes', () => {
 
       it.skipIf(!backend)(`${name} ${kind}: removal (tombstones, then compaction of the codes as stored) and range search`, async () => {
         const index = await trained(backend!, kind, 'l2');
-        const rows = reconstructions(kind, 'l2', index.quantizerTables);
+        const rows = reconstructions(kind, 'l2', index.codecTables);
         const gone = BigInt64Array.from({ length: n / 10 }, (_, i) => BigInt(i * 10));
         expect(await index.removeIds(gone)).toBe(n / 10);
         const live = (id: number): boolean => id % 10 !== 0;
@@ -156,7 +115,7 @@ describe('scalar-quantised Flat indexes', () => {
   it('refuses adds before training, and an unknown codec, naming them', async () => {
     const index = new FlatIndex(cpu, { dim: d, codec: 'SQ8' });
     await expect(index.add(xb)).rejects.toThrow(/a SQ8 index is trained first; call train\(xt\)/);
-    expect(() => new FlatIndex(cpu, { dim: d, codec: 'SQ2' as never })).toThrow(/codec must be one of SQ8, SQ4, SQfp16; got SQ2/);
+    expect(() => new FlatIndex(cpu, { dim: d, codec: 'SQ2' as never })).toThrow(/codec must be one of "SQ8", "SQ4", "SQfp16", "PQ<M>" or "PQ<M>x<nbits>" \(nbits 4 .. 8\); got SQ2/);
     await expect(index.train(new Float32Array(0))).rejects.toThrow(/SQ8 needs at least one training vector/);
   });
 });

@@ -1,0 +1,138 @@
+/**
+ * Codecs as the indexes use them (Faiss's `code_size` + scanner idea): a codec is trained on a
+ * sample, encodes rows into a store's words and gives the store its RowFormat (how the plans score
+ * the codes: src/stores/row-format.ts). Two families, spelt as Faiss's factory spells them:
+ *   - scalar quantisers `SQ8`, `SQ4`, `SQfp16` (src/codecs/scalar-quantizer.ts);
+ *   - product quantisers `PQ<M>` and `PQ<M>x<nbits>`, nbits 4 .. 8, default 8
+ *     (src/codecs/product-quantizer.ts).
+ * Float32 rows are no codec (a Flat or IVF-Flat index).
+ */
+import type { Backend } from '../backend.js';
+import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
+import { sampleRows } from '../kmeans.js';
+import { rng } from '../random.js';
+import { type RowFormat, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from '../stores/row-format.js';
+import { InvalidArgumentError } from '../types.js';
+import { type VectorSource, dimensionRange } from '../vector-source.js';
+import { ProductQuantizer } from './product-quantizer.js';
+import { SQ_KINDS, ScalarQuantizer, type SqKind } from './scalar-quantizer.js';
+
+export type CodecSpec = { type: 'SQ'; kind: SqKind } | { type: 'PQ'; M: number; nbits: number };
+
+export const CODEC_FORMS = '"SQ8", "SQ4", "SQfp16", "PQ<M>" or "PQ<M>x<nbits>" (nbits 4 .. 8)';
+
+/** The codec a factory-string component names, or null where it names none (e.g. "Flat"). Throws for a PQ with bad numbers. */
+export function parseCodec(text: string): CodecSpec | null {
+  if ((SQ_KINDS as readonly string[]).includes(text)) return { type: 'SQ', kind: text as SqKind };
+  const pq = /^PQ(\d+)(?:x(\d+))?$/.exec(text);
+  if (!pq) return null;
+  const M = Number(pq[1]);
+  const nbits = pq[2] === undefined ? 8 : Number(pq[2]);
+  if (!(M >= 1 && M <= 65535)) throw new InvalidArgumentError(`${text}: M (sub-quantizers) must be in [1, 65535]; got ${pq[1]}`);
+  if (!(nbits >= PQ_MIN_NBITS && nbits <= PQ_MAX_NBITS)) throw new InvalidArgumentError(`${text}: nbits must be in [${PQ_MIN_NBITS}, ${PQ_MAX_NBITS}]; got ${pq[2]}`);
+  return { type: 'PQ', M, nbits };
+}
+
+/** The codec's factory spelling: SQ8, PQ16, PQ32x4. */
+export function codecName(c: CodecSpec): string {
+  return c.type === 'SQ' ? c.kind : c.nbits === 8 ? `PQ${c.M}` : `PQ${c.M}x${c.nbits}`;
+}
+
+/** Floats of a codec's trained tables (SQ: vmin and vdiff per dimension, none for SQfp16; PQ: the codebook). */
+export function codecTableFloats(c: CodecSpec, d: number): number {
+  return c.type === 'SQ' ? sqTableFloats(c.kind, d) : (1 << c.nbits) * d;
+}
+
+/** Words a stored row of the codec's codes takes. */
+export function codecRowWords(c: CodecSpec, d: number): number {
+  return c.type === 'SQ' ? sqRowWords(c.kind, d) : pqRowWords(c.M, c.nbits);
+}
+
+/** Encoded rows as a store takes them (see RowFormat.encode). */
+export interface EncodedRows {
+  words: Float32Array;
+  norms: Float32Array | null;
+}
+
+/** A trained codec. */
+export class Codec {
+  private constructor(
+    readonly spec: CodecSpec,
+    private readonly q: ScalarQuantizer | ProductQuantizer,
+  ) {}
+
+  get name(): string {
+    return codecName(this.spec);
+  }
+
+  /** Bytes of one code (Faiss's code_size). */
+  get codeSize(): number {
+    return this.q.codeSize;
+  }
+
+  /** The store format of these codes; residual to `centroids` (nlist * d) where given (IVF). */
+  format(centroids: Float32Array | null = null): RowFormat {
+    return this.q instanceof ScalarQuantizer ? sqRows(this.q, centroids) : pqRows(this.q, centroids);
+  }
+
+  /** The trained tables (what `restore` takes back; empty for SQfp16). */
+  tables(): Float32Array {
+    return this.q.tables();
+  }
+
+  /**
+   * `n` rows of `x` (`n * d`; residuals for a residual format) encoded for a store of `format`
+   * (this codec's): SQ on the host, PQ by a flat search of each sub-space on the backend.
+   */
+  async encode(backend: Backend, format: RowFormat, x: Float32Array, n: number): Promise<EncodedRows> {
+    if (this.q instanceof ScalarQuantizer) return format.encode!(x, n);
+    return format.stored(codeWords(await this.q.encode(backend, x, n), n, this.q.codeSize, format.rowWords), n);
+  }
+
+  /** The codec untrained where it needs no training (SQfp16), else null. */
+  static untrained(spec: CodecSpec, d: number): Codec | null {
+    return spec.type === 'SQ' && spec.kind === 'SQfp16' ? new Codec(spec, new ScalarQuantizer(d, 'SQfp16')) : null;
+  }
+
+  /**
+   * An index's `codec` and `refine` options checked for `d`-dimensional rows (PQ: M divides d),
+   * before anything is trained: the codec's spec, or null for float32 rows.
+   */
+  static checkOptions(codec: unknown, refine: unknown, d: number): CodecSpec | null {
+    const spec = codec === undefined ? null : typeof codec === 'string' ? parseCodec(codec) : null;
+    if (codec !== undefined && spec === null) throw new InvalidArgumentError(`codec must be one of ${CODEC_FORMS}; got ${String(codec)}`);
+    if (spec?.type === 'PQ') new ProductQuantizer(d, spec.M, spec.nbits);
+    if (refine && !spec) throw new InvalidArgumentError('refine (,RFlat) re-ranks codes: it needs a codec');
+    return spec;
+  }
+
+  /**
+   * Trains on `x` (prepared rows: an array, or a source read block by block): SQ8 / SQ4 on each
+   * dimension's minimum and maximum (every row, one pass: Faiss's RS_minmax); PQ on a seeded sample
+   * of at most 256 * 2^nbits rows (as Faiss's k-means samples), each sub-space by k-means on the
+   * backend.
+   */
+  static async train(backend: Backend, spec: CodecSpec, d: number, x: Float32Array | VectorSource, seed = 1234): Promise<Codec> {
+    const what = codecName(spec);
+    if (spec.type === 'SQ') {
+      if (spec.kind === 'SQfp16') return Codec.untrained(spec, d)!;
+      const range = await dimensionRange(x, d, (b) => b, false);
+      if (range === null) throw new InvalidArgumentError(`${what} needs at least one training vector; got none`);
+      const sq = new ScalarQuantizer(d, spec.kind);
+      // RS_minmax depends only on each dimension's minimum and maximum: training on those two rows
+      // gives the tables training on every row would.
+      sq.train(range, 2);
+      return new Codec(spec, sq);
+    }
+    const pq = new ProductQuantizer(d, spec.M, spec.nbits);
+    const sample = await sampleRows(x, d, 256 * pq.ksub, rng(seed));
+    await pq.train(backend, sample, sample.length / d, { seed });
+    return new Codec(spec, pq);
+  }
+
+  /** A codec from saved tables (see `tables`). */
+  static restore(spec: CodecSpec, d: number, tables: Float32Array): Codec {
+    if (spec.type === 'PQ') return new Codec(spec, ProductQuantizer.fromTables(d, spec.M, spec.nbits, tables));
+    return new Codec(spec, ScalarQuantizer.fromTables(d, spec.kind, tables));
+  }
+}
