@@ -3,18 +3,23 @@
 // beside Faiss 1.7.3 (python3-faiss, when installed) with the same strings, nprobe and k_factor.
 //   node scripts/codec-recall.mjs DATA NQ --index S1 [--index S2 ...] [--nprobe P] [--kfactor F]
 // DATA: siftsmall | fashion-mnist-small | fashion-mnist; NQ: queries (the set's first NQ). Run
-// after `npm run build`. Each string is trained on the base, then searched for k = 100. Per engine:
+// after `npm run build`. Each string is trained on the base (ours: once, on --build, default
+// webgpu; the saved index is then loaded on the other backend, so both search the same codes with
+// their own kernels), then searched for k = 100. Per engine:
 // R@1, R@10, R@100 (the fraction of each query's R exact nearest neighbours, from the published
 // ground truth where the set has one, else our exact Flat search on the cpu backend, found among
-// its R results, averaged over the queries), seconds for train + add + search, and the bytes of the
+// its R results, averaged over the queries), seconds for train + add + search (ours on the other
+// backend: load + search), and the bytes of the
 // saved index (ours: save() to a temporary file; Faiss: serialize_index). Per string, whether our
 // cpu and webgpu backends returned the same labels.
 import { parseArgs } from 'node:util';
 import { loadBenchData } from '../dist/bench/data.js';
 import { FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, parseIndexString, searchGrid, searchParams } from '../dist/bench/index-strings.js';
-import { serializedBytes } from '../dist/bench/measure.js';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defaultPeerLookup, detectPeers, runFaiss } from '../dist/bench/peers.js';
-import { FlatIndex, createBackend, indexFactory } from '../dist/index.js';
+import { FlatIndex, createBackend, indexFactory, loadIndex } from '../dist/index.js';
 
 const SETS = ['siftsmall', 'fashion-mnist-small', 'fashion-mnist'];
 const USAGE = 'usage: node scripts/codec-recall.mjs DATA NQ --index S1 [--index S2 ...] [--nprobe P] [--kfactor F]\n' +
@@ -22,7 +27,8 @@ const USAGE = 'usage: node scripts/codec-recall.mjs DATA NQ --index S1 [--index 
   '  NQ       queries to score (the first NQ of the set)\n' +
   `  --index  a factory string, repeatable: ${INDEX_STRING_FORMS}\n` +
   '  --nprobe lists probed by IVF strings, ours and Faiss (default 1, both engines\' default)\n' +
-  '  --kfactor ,RFlat strings re-rank k * F candidates exactly, ours and Faiss\'s k_factor (default 4)';
+  '  --kfactor ,RFlat strings re-rank k * F candidates exactly, ours and Faiss\'s k_factor (default 4)\n' +
+  '  --build  the backend ours trains and adds on: webgpu (default) or cpu; the other loads the saved index';
 const K = 100;
 const RS = [1, 10, 100];
 
@@ -41,7 +47,7 @@ let args;
 try {
   args = parseArgs({
     allowPositionals: true,
-    options: { index: { type: 'string', multiple: true }, nprobe: { type: 'string' }, kfactor: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { index: { type: 'string', multiple: true }, nprobe: { type: 'string' }, kfactor: { type: 'string' }, build: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
 } catch (err) {
   usage(err.message.split('\n')[0]);
@@ -58,6 +64,9 @@ const nqWanted = positiveInt('NQ', nqText);
 const strings = (args.values.index ?? []).map((text) => parseIndexString(text) ?? usage(`--index ${JSON.stringify(text)} is not a factory string; expected ${INDEX_STRING_FORMS}`));
 if (!strings.length) usage('give at least one --index');
 const nprobe = positiveInt('--nprobe', args.values.nprobe, 1);
+const buildOn = args.values.build ?? 'webgpu';
+if (buildOn !== 'webgpu' && buildOn !== 'cpu') usage(`--build must be webgpu or cpu; got ${JSON.stringify(buildOn)}`);
+const loadOn = buildOn === 'webgpu' ? 'cpu' : 'webgpu';
 const kFactor = positiveInt('--kfactor', args.values.kfactor, 4);
 for (const s of strings) {
   if (s.nlist !== null && nprobe > s.nlist) usage(`--nprobe ${nprobe} is above nlist = ${s.nlist} of --index ${s.description}`);
@@ -114,27 +123,41 @@ const faiss = detectPeers(defaultPeerLookup())[0];
 for (const s of strings) {
   const [config] = searchGrid(s, [nprobe], [kFactor]);
   const labelsBy = {};
-  for (const [name, backend] of Object.entries(backends)) {
-    const engine = `ours ${name}`;
-    if (backend instanceof Error) {
-      row(s, config.param, engine, `not run (${backend.message})`);
-      continue;
+  const dir = mkdtempSync(join(tmpdir(), 'codec-recall-'));
+  const path = join(dir, 'index.bin');
+  try {
+    for (const name of [buildOn, loadOn]) {
+      const backend = backends[name];
+      const engine = `ours ${name}`;
+      if (backend instanceof Error) {
+        row(s, config.param, engine, `not run (${backend.message})`);
+        continue;
+      }
+      if (name === loadOn && !existsSync(path)) {
+        row(s, config.param, engine, `not run (nothing was built on ${buildOn})`);
+        continue;
+      }
+      let index;
+      try {
+        const t0 = performance.now();
+        if (name === buildOn) {
+          index = indexFactory(backend, d, s.description, 'l2');
+          await index.train(xb);
+          await index.add(xb);
+        } else index = await loadIndex(backend, path);
+        const { labels } = await index.search(xq, K, searchParams(config));
+        const seconds = (performance.now() - t0) / 1000;
+        labelsBy[name] = labels;
+        if (name === buildOn) await index.save(path);
+        row(s, config.param, name === buildOn ? engine : `${engine} (loaded)`, measured(labels, seconds, statSync(path).size));
+      } catch (err) {
+        row(s, config.param, engine, `not run (${reason(err)})`);
+      } finally {
+        await index?.dispose();
+      }
     }
-    let index;
-    try {
-      const t0 = performance.now();
-      index = indexFactory(backend, d, s.description, 'l2');
-      await index.train(xb);
-      await index.add(xb);
-      const { labels } = await index.search(xq, K, searchParams(config));
-      const seconds = (performance.now() - t0) / 1000;
-      labelsBy[name] = labels;
-      row(s, config.param, engine, measured(labels, seconds, await serializedBytes((p) => index.save(p))));
-    } catch (err) {
-      row(s, config.param, engine, `not run (${reason(err)})`);
-    } finally {
-      await index?.dispose();
-    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
   if (!faiss.available) {
     row(s, config.param, 'faiss', `not run (${faiss.detail})`);

@@ -2,7 +2,7 @@
 // Issue 15's scale demonstration: an index (by default IVF4096,PQ16) built from n generated
 // clustered vectors that never exist at once (10,000,000 x 128 is 5.12 GB of floats), with its
 // build time, index bytes, peak resident memory, and recall@10 and queries/s per nprobe against
-// exact neighbours computed block by block on the CPU backend (cached in --out). Run after
+// exact neighbours computed block by block by Flat searches on the same backend (cached in --out). Run after
 // `npm run build`; `node scripts/pq-scale.mjs --help` says more.
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ const PROGRESS_EVERY_MS = 10_000;
 const GENERATOR = 'g1';
 
 const USAGE = `usage: node scripts/pq-scale.mjs [--n N] [--d D] [--index STRING] [--nq NQ] [--nprobe A,B,...]
-         [--backend webgpu|cpu] [--train T] [--seed S] [--clusters C] [--spread X] [--out DIR] [--keep]
+         [--backend webgpu|cpu] [--train T] [--seed S] [--clusters C] [--spread X] [--intrinsic K] [--out DIR] [--keep]
 
 Builds an index from N generated clustered vectors streamed block by block (never all in memory),
 then reports build time, index bytes, peak resident memory, and recall@10 and queries/s per nprobe.
@@ -27,12 +27,17 @@ then reports build time, index bytes, peak resident memory, and recall@10 and qu
   --nq NQ        queries, from the same distribution with another seed (default 1000)
   --nprobe LIST  comma-separated nprobe values, each searched with k = 10 (default 16,64;
                  ignored by indexes without IVF)
-  --backend B    webgpu or cpu (default webgpu); the ground truth always runs on the CPU backend
+  --backend B    webgpu or cpu (default webgpu); the ground truth runs there too (an exact Flat
+                 search of each block: float64 re-scored, so the same on either backend)
   --train T      training rows, the first T of the base (default 64 x nlist for IVF strings,
                  65536 otherwise; at most N)
   --seed S       base seed (default 1); the queries use a stream of their own
   --clusters C   blobs in the data (default round(sqrt(N)), as bench's clustered set)
   --spread X     noise per coordinate around a blob's centre (default 0.25)
+  --intrinsic K  0 (default): independent noise in every coordinate; K >= 1: each blob's noise
+                 lies in a K-dimensional subspace of its own (K noise values mixed by a seeded
+                 d x K matrix per blob, same variance per coordinate): data of low intrinsic
+                 dimension, as embeddings and SIFT are, which product quantisation can resolve
   --out DIR      ground-truth cache and the saved index (default /tmp/pq-scale)
   --keep         keep DIR/index.bin (default: deleted once its size is known)
   --help         this text
@@ -40,7 +45,7 @@ then reports build time, index bytes, peak resident memory, and recall@10 and qu
 Rows are clusteredFloats' kind: centres uniform in [-1, 1)^d, each row a seeded centre plus noise
 (a sum of three uniforms times the spread), generated per block from (seed, block) so that every
 pass over the source sees the same rows. The exact top-10 of the queries (squared L2) is computed
-once per (N, D, seed, NQ, clusters, spread) by a CPU Flat search of each block, merged with global
+once per (N, D, seed, NQ, clusters, spread) by a Flat search of each block, merged with global
 ids, and cached in DIR. Progress goes to stderr (at most every 10 s per phase); the figures go to
 stdout, ending with one JSON line and a Markdown table row. Peak resident memory is the process's
 maxRSS (KiB from the kernel) in GB of 10^9 bytes; on a software adapter (lavapipe) the device's
@@ -67,6 +72,7 @@ function parseFlags(argv) {
         seed: { type: 'string' },
         clusters: { type: 'string' },
         spread: { type: 'string' },
+        intrinsic: { type: 'string' },
         out: { type: 'string' },
         keep: { type: 'boolean' },
         help: { type: 'boolean' },
@@ -120,7 +126,8 @@ function parseFlags(argv) {
   if (!ivf) nprobe = [null];
   const out = v.out ?? '/tmp/pq-scale';
   if (out.trim() === '') throw new UsageError('--out must be a folder; got ""');
-  return { help: false, n, d, index, nlist, nq, nprobe, backend, train, seed, clusters, spread, out, keep: v.keep ?? false };
+  const intrinsic = int('intrinsic', 0, 0, d);
+  return { help: false, n, d, index, nlist, nq, nprobe, backend, train, seed, clusters, spread, intrinsic, out, keep: v.keep ?? false };
 }
 
 /** A 32-bit seed for one block of one stream (0: base rows, 1: queries), mixed (murmur3's finaliser). */
@@ -139,7 +146,7 @@ function blockSeed(seed, stream, block) {
  * (seed, stream, b) alone, so every call of blocks() yields the same rows, and no more than one block
  * is held here at a time.
  */
-function clusteredSource({ rows, dim, centres, clusters, spread, seed, stream, blockRows }) {
+function clusteredSource({ rows, dim, centres, bases, intrinsic, clusters, spread, seed, stream, blockRows }) {
   return {
     rows,
     dim,
@@ -148,9 +155,21 @@ function clusteredSource({ rows, dim, centres, clusters, spread, seed, stream, b
         const n = Math.min(blockRows, rows - r0);
         const r = rng(blockSeed(seed, stream, b));
         const data = new Float32Array(n * dim);
+        const z = new Float64Array(intrinsic);
         for (let i = 0, o = 0; i < n; i++) {
-          const c = Math.floor(r() * clusters) * dim;
-          for (let j = 0; j < dim; j++, o++) data[o] = centres[c + j] + (r() + r() + r() - 1.5) * spread;
+          const blob = Math.floor(r() * clusters);
+          const c = blob * dim;
+          if (intrinsic === 0) {
+            for (let j = 0; j < dim; j++, o++) data[o] = centres[c + j] + (r() + r() + r() - 1.5) * spread;
+            continue;
+          }
+          for (let t = 0; t < intrinsic; t++) z[t] = (r() + r() + r() - 1.5) * spread;
+          const b0 = blob * dim * intrinsic;
+          for (let j = 0; j < dim; j++, o++) {
+            let v = centres[c + j];
+            for (let t = 0; t < intrinsic; t++) v += bases[b0 + j * intrinsic + t] * z[t];
+            data[o] = v;
+          }
         }
         yield { data, rows: n };
       }
@@ -224,28 +243,26 @@ function mergeTopK(bestD, bestI, d, labels, start, nq, k) {
   }
 }
 
-/** The exact top-k ids (`nq * k`) of `xq` over `source`, one CPU Flat index per block. */
-async function exactTopK(source, xq, nq, k) {
-  const cpu = await createBackend({ backend: 'cpu' });
+/**
+ * The exact top-k ids (`nq * k`) of `xq` over `source`, one Flat index per block on `backend`
+ * (exact on either backend: a Flat search re-scores its candidates in float64).
+ */
+async function exactTopK(backend, source, xq, nq, k) {
   const bestD = new Float32Array(nq * k).fill(Infinity);
   const bestI = new Int32Array(nq * k).fill(-1);
   const progress = progressPrinter('ground truth');
   let start = 0;
-  try {
-    for await (const b of source.blocks()) {
-      const flat = indexFactory(cpu, source.dim, 'Flat');
-      try {
-        await flat.add(b.data);
-        const { distances, labels } = await flat.search(xq, k);
-        mergeTopK(bestD, bestI, distances, labels, start, nq, k);
-      } finally {
-        await flat.dispose();
-      }
-      start += b.rows;
-      progress(start, source.rows);
+  for await (const b of source.blocks()) {
+    const flat = indexFactory(backend, source.dim, 'Flat');
+    try {
+      await flat.add(b.data);
+      const { distances, labels } = await flat.search(xq, k);
+      mergeTopK(bestD, bestI, distances, labels, start, nq, k);
+    } finally {
+      await flat.dispose();
     }
-  } finally {
-    cpu.dispose();
+    start += b.rows;
+    progress(start, source.rows);
   }
   return bestI;
 }
@@ -267,13 +284,19 @@ async function main(o) {
   // share the base's distribution (the same blobs) and none of its rows.
   const centresRng = rng(blockSeed(seed, 2, 0));
   const centres = Float32Array.from({ length: clusters * d }, () => 2 * centresRng() - 1);
-  const gen = { dim: d, centres, clusters, spread, seed, blockRows };
+  // Each blob's noise basis (intrinsic > 0): entries uniform in [-1, 1) scaled so that a
+  // coordinate's noise has the variance of independent noise (the sum of K squares averages 1).
+  const { intrinsic } = o;
+  const basesRng = rng(blockSeed(seed, 3, 0));
+  const scale = intrinsic > 0 ? Math.sqrt(3 / intrinsic) : 0;
+  const bases = Float32Array.from({ length: intrinsic > 0 ? clusters * d * intrinsic : 0 }, () => (2 * basesRng() - 1) * scale);
+  const gen = { dim: d, centres, bases, intrinsic, clusters, spread, seed, blockRows };
   const source = clusteredSource({ ...gen, rows: n, stream: 0 });
   const querySource = clusteredSource({ ...gen, rows: nq, stream: 1 });
   const xq = await firstRows(querySource, nq);
   mkdirSync(o.out, { recursive: true });
 
-  console.log(`pq-scale: ${o.index}, n ${fmt(n)} x d ${d} (${gb(n * d * 4).toFixed(2)} GB of float32), ${fmt(clusters)} blobs, spread ${spread}, seed ${seed}, nq ${fmt(nq)}, k ${K}`);
+  console.log(`pq-scale: ${o.index}, n ${fmt(n)} x d ${d} (${gb(n * d * 4).toFixed(2)} GB of float32), ${fmt(clusters)} blobs, spread ${spread}, intrinsic ${intrinsic || 'd (independent noise)'}, seed ${seed}, nq ${fmt(nq)}, k ${K}`);
   const backend = await createBackend({ backend: o.backend });
   console.log(`backend: ${backend.description}`);
   let index = null;
@@ -281,7 +304,7 @@ async function main(o) {
     index = indexFactory(backend, d, o.index); // checks the string before the long work starts
 
     // Ground truth, cached by everything that decides it.
-    const gtPath = join(o.out, `gt-${GENERATOR}-n${n}-d${d}-seed${seed}-nq${nq}-c${clusters}-s${spread}-k${K}.i32`);
+    const gtPath = join(o.out, `gt-${GENERATOR}-n${n}-d${d}-seed${seed}-nq${nq}-c${clusters}-s${spread}${intrinsic ? `-i${intrinsic}` : ''}-k${K}.i32`);
     let truth;
     let gtSeconds = null;
     if (existsSync(gtPath) && statSync(gtPath).size === nq * K * 4) {
@@ -290,10 +313,10 @@ async function main(o) {
       console.log(`ground truth: reused ${gtPath}`);
     } else {
       const t0 = performance.now();
-      truth = await exactTopK(source, xq, nq, K);
+      truth = await exactTopK(backend, source, xq, nq, K);
       gtSeconds = seconds(t0);
       writeAtomically(gtPath, new Uint8Array(truth.buffer));
-      console.log(`ground truth: exact top-${K} of ${fmt(nq)} queries over ${fmt(n)} rows on the CPU backend in ${gtSeconds.toFixed(1)} s, cached in ${gtPath}`);
+      console.log(`ground truth: exact top-${K} of ${fmt(nq)} queries over ${fmt(n)} rows on the ${backend.kind} backend in ${gtSeconds.toFixed(1)} s, cached in ${gtPath}`);
     }
 
     // Build: train on the first rows, then add every row from the stream (IVF reads it twice).
@@ -337,7 +360,7 @@ async function main(o) {
     console.log(`peak resident memory: ${gb(peak).toFixed(2)} GB (maxRSS, GB = 10^9 bytes)`);
 
     const figures = {
-      index: o.index, backend: o.backend, adapter: backend.description, n, d, nq, k: K, seed, clusters, spread,
+      index: o.index, backend: o.backend, adapter: backend.description, n, d, nq, k: K, seed, clusters, spread, intrinsic,
       trainRows: o.train, trainSeconds, addSeconds, buildSeconds, ntotal: index.ntotal, indexBytes, saveSeconds,
       peakRssGB: gb(peak), peakRssAfterBuildGB: gb(peakAfterBuild), groundTruthSeconds: gtSeconds, searches,
     };

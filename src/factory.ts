@@ -1,9 +1,9 @@
 /**
  * Faiss-style index factory strings, spelt as Faiss spells them:
- *   [IVF<nlist>,]<storage>[,RFlat]
+ *   [IVF<nlist>,]<storage>[,RFlat | ,Refine(SQfp16)]
  * where storage is `Flat` (float32 rows) or a codec (src/codecs/codec.ts): `SQ8`, `SQ4`,
  * `SQfp16`, `PQ<M>`, `PQ<M>x<nbits>`; `,RFlat` (codecs only) keeps the float32 vectors for an
- * exact re-rank of k x kFactor candidates. Examples: "Flat", "IVF1024,Flat", "SQ8", "PQ16",
+ * exact re-rank of k x kFactor candidates, `,Refine(SQfp16)` keeps SQfp16 codes for it instead. Examples: "Flat", "IVF1024,Flat", "SQ8", "PQ16",
  * "PQ32x4", "IVF1024,SQ8", "IVF1024,PQ16", "IVF1024,PQ16,RFlat". What the factory makes is seen
  * through VectorIndex only (plus what VectorIndex adds), never as a concrete class.
  */
@@ -11,12 +11,13 @@ import type { Backend } from './backend.js';
 import { type CodecSpec, codecName, parseCodec } from './codecs/codec.js';
 import { FlatIndex } from './flat-index.js';
 import { IvfFlatIndex } from './ivf-flat-index.js';
+import type { RefineKind } from './refine.js';
 import type { Metric } from './types.js';
 import { InvalidArgumentError } from './types.js';
 import type { VectorIndex } from './vector-index.js';
 
 export const FACTORY_FORMS =
-  '"[IVF<nlist>,]STORAGE[,RFlat]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M> or PQ<M>x<nbits> (nbits 4..8); for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat"';
+  '"[IVF<nlist>,]STORAGE[,RFlat | ,Refine(SQfp16)]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M> or PQ<M>x<nbits> (nbits 4..8); for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat"';
 
 /** What a factory string describes, checked without creating anything (dim is checked on creation: PQ's M must divide it). */
 export interface IndexType {
@@ -26,8 +27,8 @@ export interface IndexType {
   nlist: number;
   /** The codes stored, or null for float32 rows. */
   codec: CodecSpec | null;
-  /** `,RFlat`: float32 copies for an exact re-rank. */
-  refine: boolean;
+  /** `,RFlat` (Flat) or `,Refine(SQfp16)` (SQfp16): copies the codes' candidates are re-ranked against; else null. */
+  refine: RefineKind | null;
 }
 
 export function parseIndexType(description: string): IndexType {
@@ -42,19 +43,21 @@ export function parseIndexType(description: string): IndexType {
     if (!(nlist >= 1 && nlist <= 0xffffffff)) throw bad();
     parts.shift();
   }
-  const refine = parts.length > 1 && parts[parts.length - 1] === 'RFlat';
+  const last = parts.length > 1 ? parts[parts.length - 1] : '';
+  const refine: RefineKind | null = last === 'RFlat' ? 'Flat' : last === 'Refine(SQfp16)' ? 'SQfp16' : null;
   if (refine) parts.pop();
   if (parts.length !== 1) throw bad();
   const codec = parts[0] === 'Flat' ? null : parseCodec(parts[0]);
   if (parts[0] !== 'Flat' && codec === null) throw bad();
-  if (refine && codec === null) throw bad(' (,RFlat re-ranks codes: it follows a codec, not Flat)');
+  if (refine && codec === null) throw bad(` (,${last} re-ranks codes: it follows a codec, not Flat)`);
   return { type: nlist > 0 ? 'IVF' : 'Flat', nlist, codec, refine };
 }
 
 /** The factory string of a parsed type (parseIndexType's inverse, in its canonical spelling). */
 export function describeIndexType(t: IndexType): string {
   const storage = t.codec ? codecName(t.codec) : 'Flat';
-  return `${t.type === 'IVF' ? `IVF${t.nlist},` : ''}${storage}${t.refine ? ',RFlat' : ''}`;
+  const refine = t.refine === 'Flat' ? ',RFlat' : t.refine === 'SQfp16' ? ',Refine(SQfp16)' : '';
+  return `${t.type === 'IVF' ? `IVF${t.nlist},` : ''}${storage}${refine}`;
 }
 
 export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): VectorIndex {
@@ -72,6 +75,7 @@ export interface CreateIndexOptions {
 export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: CreateIndexOptions = {}): VectorIndex {
   const { hostCopy, nprobe } = options;
   const codec = type.codec ? codecName(type.codec) : undefined;
-  if (type.type === 'Flat') return new FlatIndex(backend, { dim, metric, hostCopy, codec, refine: type.refine });
-  return new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, hostCopy, nprobe, codec, refine: type.refine });
+  const refine = type.refine ?? undefined;
+  if (type.type === 'Flat') return new FlatIndex(backend, { dim, metric, hostCopy, codec, refine });
+  return new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, hostCopy, nprobe, codec, refine });
 }

@@ -3,9 +3,9 @@
  * Written once against `Backend`; the backend decides whether the kernels run on the GPU or CPU.
  */
 import type { Backend, BaseStore } from './backend.js';
-import { Codec, type CodecSpec, codecName } from './codecs/codec.js';
+import { Codec } from './codecs/codec.js';
 import { checkIds } from './ids.js';
-import { RefineRows } from './refine.js';
+import type { RefineKind } from './refine.js';
 import type { CodeStore } from './stores/code-store.js';
 import type { RowAt } from './stores/rows.js';
 import type { Metric, SlotResult } from './types.js';
@@ -34,39 +34,25 @@ export interface FlatIndexOptions {
    */
   codec?: string;
   /**
-   * With a codec: keep the float32 vectors too (Faiss's `,RFlat`), and re-score each search's
-   * k x kFactor candidates from the codes exactly against them (SearchParams.kFactor).
+   * With a codec: keep the vectors a second time, as float32 rows (`Flat`: Faiss's `,RFlat`) or
+   * SQfp16 codes (`SQfp16`: `,Refine(SQfp16)`), and re-score each search's k x kFactor candidates
+   * from the codes against them (SearchParams.kFactor).
    */
-  refine?: boolean;
+  refine?: RefineKind;
 }
 
 export class FlatIndex extends IndexCore {
   private store: BaseStore;
   private readonly hostCopy: boolean | undefined;
-  /** The codec's spec, or null for float32 rows. */
-  readonly codecSpec: CodecSpec | null;
   /** The trained codec of a coded index (null for float32 rows, and before training). */
   private codec: Codec | null = null;
-  private readonly refineRows: RefineRows | null;
 
   constructor(backend: Backend, options: FlatIndexOptions) {
-    super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'FlatIndex');
+    super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'FlatIndex', options);
     this.hostCopy = options.hostCopy;
-    this.codecSpec = Codec.checkOptions(options.codec, options.refine, this.dim);
-    this.refineRows = options.refine ? new RefineRows(backend, this.dim, options.hostCopy) : null;
     this.store = backend.createBaseStore(this.dim, { hostCopy: options.hostCopy });
     const ready = this.codecSpec && Codec.untrained(this.codecSpec, this.dim);
     if (ready) this.installCodec(ready);
-  }
-
-  /** The codec's factory name (SQ8, PQ16, ...), or null for float32 rows. */
-  get codecName(): string | null {
-    return this.codecSpec && codecName(this.codecSpec);
-  }
-
-  /** Whether re-ranking against float32 copies is on (`,RFlat`). */
-  get refine(): boolean {
-    return this.refineRows !== null;
   }
 
   /** Whether vectors can be added: always for float32 rows and SQfp16, after `train` for SQ8, SQ4 and PQ. */
@@ -100,10 +86,6 @@ export class FlatIndex extends IndexCore {
     this.ids.reset();
   }
 
-  protected override get scoreMetric(): Metric {
-    return this.codecSpec !== null && !this.refineRows && this.metric === 'cosine' ? 'ip' : this.metric;
-  }
-
   /** The codec's trained tables (for save), or null. */
   get codecTables(): Float32Array | null {
     return this.codec?.tables() ?? null;
@@ -120,24 +102,16 @@ export class FlatIndex extends IndexCore {
 
   /**
    * Adds rows exactly as this index stores them (`n * rowWords` words, as `save` wrote them), with
-   * sequential ids, and with refine their float32 rows (`n * dim`): for loading saved indexes.
+   * sequential ids: for loading saved indexes (their refine rows follow: restoreRefine).
    */
-  async addStored(words: Float32Array, n: number, refine?: Float32Array): Promise<void> {
+  async addStored(words: Float32Array, n: number): Promise<void> {
     this.queue.checkOpen('addStored');
     return this.queue.mutate(async () => {
       this.requireTrained('addStored');
       checkIdRoom(this.ids.nslots, n);
       if (words.length !== n * this.store.rowWords) throw new InvalidArgumentError(`addStored: ${words.length} words for ${n} rows of ${this.store.rowWords}`);
-      if (!this.refineRows !== !refine || (refine && refine.length !== n * this.dim)) throw new InvalidArgumentError(`addStored: refine rows must be given exactly for a refined index (${n * this.dim} floats)`);
       const ids = this.ids.idsFor(n);
-      const mark = this.refineRows?.mark();
-      try {
-        if (refine) await this.refineRows!.add(refine, n);
-        await this.store.addStored(words, n);
-      } catch (err) {
-        if (mark) this.refineRows!.rollback(mark);
-        throw err;
-      }
+      await this.store.addStored(words, n);
       this.ids.append(ids, 'sequential');
     });
   }

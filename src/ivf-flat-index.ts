@@ -17,9 +17,9 @@
  * the float32 vectors too (`,RFlat`) for an exact re-rank of k x kFactor candidates.
  */
 import type { Backend, BaseStore } from './backend.js';
-import { Codec, type CodecSpec, codecName } from './codecs/codec.js';
+import { Codec } from './codecs/codec.js';
 import { checkIds } from './ids.js';
-import { RefineRows } from './refine.js';
+import type { RefineKind } from './refine.js';
 import { rng } from './random.js';
 import type { DeviceLists } from './stores/inverted-lists.js';
 import type { RowAt } from './stores/rows.js';
@@ -48,8 +48,8 @@ export interface IvfFlatIndexOptions {
   hostCopy?: boolean;
   /** Codes in the lists instead of float32 rows: as FlatIndexOptions.codec (SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits>). */
   codec?: string;
-  /** With a codec: keep the float32 vectors for an exact re-rank (`,RFlat`; see FlatIndexOptions.refine). */
-  refine?: boolean;
+  /** With a codec: keep the vectors a second time for a re-rank (`,RFlat`, `,Refine(SQfp16)`; see FlatIndexOptions.refine). */
+  refine?: RefineKind;
 }
 
 /** Training rows the codec of an IVF index trains on (a seeded sample, as residuals): Faiss's PQ samples 256 per centroid of 256. */
@@ -63,22 +63,17 @@ export class IvfFlatIndex extends IndexCore {
   /** The lists on the device (what searches scan, save writes and the re-score reads); emptied by reset, freed by dispose. */
   private deviceLists: DeviceLists;
   private readonly options: IvfFlatIndexOptions;
-  /** The codec's spec, or null for float32 lists. */
-  readonly codecSpec: CodecSpec | null;
   /** The trained codec (null for float32 lists, and before training). */
   private codec: Codec | null = null;
-  private readonly refineRows: RefineRows | null;
 
   constructor(backend: Backend, options: IvfFlatIndexOptions) {
-    super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'IvfFlatIndex');
+    super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'IvfFlatIndex', options);
     const nlist = options.nlist;
     if (typeof nlist !== 'number' || !Number.isInteger(nlist) || nlist < 1) {
       throw new InvalidArgumentError(`nlist must be an integer >= 1; got ${String(nlist)}`);
     }
     this.nlist = nlist;
     this.options = options;
-    this.codecSpec = Codec.checkOptions(options.codec, options.refine, this.dim);
-    this.refineRows = options.refine ? new RefineRows(backend, this.dim, options.hostCopy) : null;
     this.deviceLists = backend.createLists(this.dim, nlist, { hostCopy: options.hostCopy });
     if (options.nprobe !== undefined) this.nprobe = options.nprobe;
   }
@@ -88,24 +83,12 @@ export class IvfFlatIndex extends IndexCore {
     return this.coarse !== null && (this.codecSpec === null || this.codec !== null);
   }
 
-  /** The codec's factory name (SQ8, PQ16, ...), or null for float32 lists. */
-  get codecName(): string | null {
-    return this.codecSpec && codecName(this.codecSpec);
-  }
-
-  /** Whether re-ranking against float32 copies is on (`,RFlat`). */
-  get refine(): boolean {
-    return this.refineRows !== null;
-  }
-
   /** The codec's trained tables (for save), or null. */
   get codecTables(): Float32Array | null {
     return this.codec?.tables() ?? null;
   }
 
-  protected override get scoreMetric(): Metric {
-    return this.codecSpec !== null && !this.refineRows && this.metric === 'cosine' ? 'ip' : this.metric;
-  }
+
 
   /** Lists scanned per query, in [1, nlist]. */
   get nprobe(): number {
@@ -363,7 +346,7 @@ export class IvfFlatIndex extends IndexCore {
    * New lists holding the live rows, list by list as before; the slots kept are renumbered in
    * their old order (so ids still increase with position in every list where they did).
    */
-  protected async compactStore(): Promise<number[]> {
+  protected async compactStore(): Promise<Uint32Array> {
     const { offsets, keep, renumbered, rows } = this.liveLists();
     const lists = this.backend.createLists(this.dim, this.nlist, { hostCopy: this.options.hostCopy }, this.deviceLists.format);
     try {
@@ -383,20 +366,23 @@ export class IvfFlatIndex extends IndexCore {
    * slot renumbered to its index in `keep` (as compaction and save number them), and the rows in
    * blocks.
    */
-  private liveLists(): { offsets: Uint32Array; keep: number[]; renumbered: Uint32Array; rows: AsyncGenerator<Float32Array> } {
+  private liveLists(): { offsets: Uint32Array; keep: Uint32Array; renumbered: Uint32Array; rows: AsyncGenerator<Float32Array> } {
     const lists = this.deviceLists;
     const sizes = lists.listSizes();
     const all = lists.listIds();
     const offsets = new Uint32Array(this.nlist + 1);
-    const slots: number[] = [];
+    // Typed arrays throughout: at 10M vectors a Map or arrays of numbers cost gigabytes.
+    const slots = new Uint32Array(this.ntotal);
+    let m = 0;
     let p = 0;
     for (let l = 0; l < this.nlist; l++) {
-      for (let i = 0; i < sizes[l]; i++, p++) if (!this.ids.isDead(all[p])) slots.push(all[p]);
-      offsets[l + 1] = slots.length;
+      for (let i = 0; i < sizes[l]; i++, p++) if (!this.ids.isDead(all[p])) slots[m++] = all[p];
+      offsets[l + 1] = m;
     }
-    const keep = slots.slice().sort((a, b) => a - b);
-    const renumber = new Map(keep.map((old, s) => [old, s]));
-    const renumbered = Uint32Array.from(slots, (old) => renumber.get(old)!);
+    const keep = slots.slice().sort();
+    const renumber = new Uint32Array(this.ids.nslots);
+    keep.forEach((old, s) => (renumber[old] = s));
+    const renumbered = slots.map((old) => renumber[old]);
     const width = this.coded ? lists.rowWords : this.dim;
     return { offsets, keep, renumbered, rows: this.ids.liveRows(lists.readRows(this.coded), width, (row) => all[row]) };
   }
@@ -438,10 +424,10 @@ export class IvfFlatIndex extends IndexCore {
   /**
    * Restores lists as saved (for loadIndex): `offsets` (list L is rows [offsets[L], offsets[L + 1])),
    * each row's id, and the rows as stored (already normalised floats, or codes: `rowWords` words a
-   * row), block by block in that order; with refine, then the float32 rows by id (`refine`).
-   * Lists are sized exactly first. If it throws, the index is empty.
+   * row), block by block in that order (refine rows follow: restoreRefine). Lists are sized
+   * exactly first. If it throws, the index is empty.
    */
-  async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>, refine?: AsyncIterable<Float32Array>): Promise<void> {
+  async restoreLists(offsets: Uint32Array, ids: Uint32Array, xb: Float32Array | AsyncIterable<Float32Array>): Promise<void> {
     this.queue.checkOpen('restoreLists');
     if (offsets.length !== this.nlist + 1) throw new InvalidArgumentError(`restoreLists: offsets must hold nlist + 1 = ${this.nlist + 1} values; got ${offsets.length}`);
     checkLists('restoreLists', offsets, ids, ids.length);
@@ -449,13 +435,8 @@ export class IvfFlatIndex extends IndexCore {
     return this.queue.mutate(async () => {
       this.requireTrained('restoreLists');
       this.clearLists();
-      if (!this.refineRows !== !refine) throw new InvalidArgumentError('restoreLists: refine rows must be given exactly for a refined index');
       try {
         await fillLists(this.deviceLists, offsets, ids, xb, this.coded);
-        if (refine) {
-          await this.refineRows!.reserve(ids.length);
-          for await (const block of refine) await this.refineRows!.add(block, block.length / this.dim);
-        }
       } catch (err) {
         this.clearLists();
         throw err;

@@ -1,22 +1,52 @@
 /**
- * Exact re-ranking of coded indexes (Faiss's `IndexRefineFlat`, the factory suffix `,RFlat`): the
- * vectors are kept a second time as float32 rows, by slot, and a search's k x kFactor candidates
- * from the codes are re-scored against them (IndexCore's re-score), so the final order and
- * distances are exact. Memory: 4 d bytes more per vector, on the device's side of the store.
+ * Exact re-ranking of coded indexes (Faiss's `IndexRefine`): the vectors are kept a second time, by
+ * slot, as float32 rows (`,RFlat`, IndexRefineFlat) or as SQfp16 codes (`,Refine(SQfp16)`: half the
+ * memory, reconstructions within fp16 rounding), and a search's k x kFactor candidates from the
+ * codes are re-scored against them (IndexCore's re-score), so the final order and distances are
+ * those of the refine rows. Memory: 4 d (Flat) or 2 d (SQfp16) bytes more per vector.
  */
 import type { Backend, BaseStore } from './backend.js';
+import { ScalarQuantizer } from './codecs/scalar-quantizer.js';
 import type { IdMap } from './ids.js';
+import { sqRowWords, sqRows } from './stores/row-format.js';
 import type { RowAt } from './stores/rows.js';
+import { InvalidArgumentError } from './types.js';
+
+/** What the refine rows are: float32 (`,RFlat`) or SQfp16 codes (`,Refine(SQfp16)`). */
+export type RefineKind = 'Flat' | 'SQfp16';
+
+export const REFINE_KINDS: readonly RefineKind[] = ['Flat', 'SQfp16'];
+
+/** Checks an index's `refine` option: undefined, or a RefineKind. */
+export function checkRefine(refine: unknown): RefineKind | null {
+  if (refine === undefined || refine === null) return null;
+  if (!(REFINE_KINDS as readonly unknown[]).includes(refine)) throw new InvalidArgumentError(`refine must be one of ${REFINE_KINDS.join(', ')}; got ${String(refine)}`);
+  return refine as RefineKind;
+}
+
+/** Words (4 bytes) a refine row takes in a saved index: d floats, or the SQfp16 code's words. */
+export function refineWords(kind: RefineKind, d: number): number {
+  return kind === 'Flat' ? d : sqRowWords('SQfp16', d);
+}
 
 export class RefineRows {
   private store: BaseStore;
+  /** Whether rows are codes (saved, compacted and restored as stored). */
+  private readonly coded: boolean;
 
   constructor(
     private readonly backend: Backend,
     private readonly d: number,
     private readonly hostCopy: boolean | undefined,
+    readonly kind: RefineKind,
   ) {
-    this.store = backend.createBaseStore(d, { hostCopy });
+    this.coded = kind !== 'Flat';
+    this.store = this.newStore();
+  }
+
+  private newStore(): BaseStore {
+    const format = this.coded ? sqRows(new ScalarQuantizer(this.d, 'SQfp16')) : undefined;
+    return this.backend.createBaseStore(this.d, { hostCopy: this.hostCopy }, format);
   }
 
   /** Appends `n` prepared rows (slots continue from the rows held). */
@@ -37,28 +67,44 @@ export class RefineRows {
     this.store.rollback(mark);
   }
 
-  /** The rows of these slots (see BaseStore.rowsAt). */
+  /** The rows of these slots, as floats (see BaseStore.rowsAt). */
   rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
     return this.store.rowsAt(slots);
   }
 
-  /** The live rows (by `ids`) in slot order, in blocks: what save writes. */
+  /** The live rows (by `ids`) in slot order, in blocks, as a saved index holds them (refineWords a row). */
   liveRows(ids: IdMap): AsyncGenerator<Float32Array> {
-    return ids.liveRows(this.store.readRows(), this.d, (row) => row);
+    return ids.liveRows(this.store.readRows(this.coded), this.coded ? this.store.rowWords : this.d, (row) => row);
+  }
+
+  /** Appends rows as `liveRows` gave them (a load), block by block. */
+  async restore(blocks: AsyncIterable<Float32Array>): Promise<void> {
+    const w = this.coded ? this.store.rowWords : this.d;
+    for await (const block of blocks) {
+      if (this.coded) await this.store.addStored(block, block.length / w);
+      else await this.store.add(block, block.length / w);
+    }
   }
 
   /** A new store holding only the live rows (by `ids`), in slot order: compaction. */
   async compact(ids: IdMap): Promise<void> {
-    const store = this.backend.createBaseStore(this.d, { hostCopy: this.hostCopy });
+    const old = this.store;
+    this.store = this.newStore();
     try {
-      await store.reserve(ids.ntotal);
-      for await (const block of this.liveRows(ids)) await store.add(block, block.length / this.d);
+      await this.store.reserve(ids.ntotal);
+      const rows = ids.liveRows(old.readRows(this.coded), this.coded ? old.rowWords : this.d, (row) => row);
+      await this.restore(rows);
     } catch (err) {
-      store.dispose();
+      this.store.dispose();
+      this.store = old;
       throw err;
     }
-    this.store.dispose();
-    this.store = store;
+    old.dispose();
+  }
+
+  /** Rows held. */
+  get ntotal(): number {
+    return this.store.ntotal;
   }
 
   reset(): void {

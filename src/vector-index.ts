@@ -17,6 +17,8 @@ import type { KMeansProgress } from './kmeans.js';
 import { rangeRescore } from './range.js';
 import type { RangeCandidates } from './plans/range-search.js';
 import { dedupMargin } from './jobs/dedup.js';
+import { Codec, type CodecSpec, codecName } from './codecs/codec.js';
+import { type RefineKind, RefineRows, checkRefine } from './refine.js';
 
 /** The key the live rows' masks are cached under (a search without a filter). */
 const LIVE_ROWS = {};
@@ -109,13 +111,48 @@ export abstract class IndexCore implements VectorIndex {
   /** Row masks made (see rowMasks), by filter object, and for no filter (the live rows) by LIVE_ROWS. */
   private maskCache = new WeakMap<IdFilter | typeof LIVE_ROWS, { version: number; chunks: number; contents: number; masks: Uint32Array[]; allowed: number }>();
 
+  /** The codec's spec, or null for float32 rows. */
+  readonly codecSpec: CodecSpec | null;
+  /** The refine rows of a re-ranked index (`,RFlat`, `,Refine(SQfp16)`), or null. */
+  protected readonly refineRows: RefineRows | null;
+
   constructor(
     readonly backend: Backend,
     readonly dim: number,
     readonly metric: Metric,
     owner: string,
+    /** The index's codec and refine options (see FlatIndexOptions), checked here, and where its stores keep a host copy. */
+    coding: { codec?: unknown; refine?: unknown; hostCopy?: boolean } = {},
   ) {
     this.queue = new OperationQueue(owner);
+    this.codecSpec = Codec.checkOptions(coding.codec, coding.refine, dim);
+    const refine = checkRefine(coding.refine);
+    this.refineRows = refine ? new RefineRows(backend, dim, coding.hostCopy, refine) : null;
+  }
+
+  /** The codec's factory name (SQ8, PQ16, ...), or null for float32 rows. */
+  get codecName(): string | null {
+    return this.codecSpec && codecName(this.codecSpec);
+  }
+
+  /** What re-ranks the codes' candidates (`,RFlat`: Flat; `,Refine(SQfp16)`: SQfp16), or null. */
+  get refine(): RefineKind | null {
+    return this.refineRows?.kind ?? null;
+  }
+
+  /**
+   * Restores the refine rows of a loaded index (after its rows): as saved, block by block, one per
+   * slot in slot order (see RefineRows.liveRows). If it throws, the index is left to be disposed.
+   */
+  async restoreRefine(blocks: AsyncIterable<Float32Array>): Promise<void> {
+    this.queue.checkOpen('restoreRefine');
+    const refine = this.refineRows;
+    if (!refine) throw new InvalidArgumentError('restoreRefine: this index keeps no refine rows');
+    return this.queue.mutate(async () => {
+      await refine.reserve(this.ids.nslots);
+      await refine.restore(blocks);
+      if (refine.ntotal !== this.ids.nslots) throw new InvalidArgumentError(`restoreRefine: ${refine.ntotal} refine rows for ${this.ids.nslots} vectors`);
+    });
   }
 
   get ntotal(): number {
@@ -127,13 +164,13 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   /**
-   * What the exact re-score computes: the index's metric, except where the stored rows are
-   * reconstructions of normalised vectors (codes), whose norms are not 1: there cosine is the
+   * What the exact re-score computes: the index's metric, except where the rows re-scored are
+   * reconstructions of normalised vectors (codes, or SQfp16 refine rows), whose norms are not 1: there cosine is the
    * inner product of the normalised query with the reconstruction, as Faiss ranks normalised data
    * with an inner-product quantiser, and as the kernels rank the candidates.
    */
   protected get scoreMetric(): Metric {
-    return this.metric;
+    return this.codecSpec !== null && this.refine !== 'Flat' && this.metric === 'cosine' ? 'ip' : this.metric;
   }
 
   abstract train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;

@@ -373,7 +373,7 @@ async function openQueries(path: string, header: IndexFileHeader): Promise<Vecto
 /** --nprobe (IVF only: in [1, nlist]; ignored for Flat), --kfactor (search) and --filter-ids, as a search's params. */
 async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
   const params: SearchParams = {};
-  if (isIvfType(header.type) && v.nprobe !== undefined) params.nprobe = nprobeOf(v, { type: 'IVF', nlist: header.nlist, codec: null, refine: false }, 1);
+  if (isIvfType(header.type) && v.nprobe !== undefined) params.nprobe = nprobeOf(v, { type: 'IVF', nlist: header.nlist, codec: null, refine: null }, 1);
   const kFactor = text(v, 'kfactor');
   if (kFactor !== undefined) {
     params.kFactor = Number(kFactor);

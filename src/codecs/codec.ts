@@ -13,6 +13,7 @@ import { sampleRows } from '../kmeans.js';
 import { rng } from '../random.js';
 import { type RowFormat, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from '../stores/row-format.js';
 import { InvalidArgumentError } from '../types.js';
+import { checkRefine } from '../refine.js';
 import { type VectorSource, dimensionRange } from '../vector-source.js';
 import { ProductQuantizer } from './product-quantizer.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from './scalar-quantizer.js';
@@ -102,7 +103,7 @@ export class Codec {
     const spec = codec === undefined ? null : typeof codec === 'string' ? parseCodec(codec) : null;
     if (codec !== undefined && spec === null) throw new InvalidArgumentError(`codec must be one of ${CODEC_FORMS}; got ${String(codec)}`);
     if (spec?.type === 'PQ') new ProductQuantizer(d, spec.M, spec.nbits);
-    if (refine && !spec) throw new InvalidArgumentError('refine (,RFlat) re-ranks codes: it needs a codec');
+    if (checkRefine(refine) && !spec) throw new InvalidArgumentError('refine (,RFlat, ,Refine(SQfp16)) re-ranks codes: it needs a codec');
     return spec;
   }
 

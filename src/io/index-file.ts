@@ -6,15 +6,18 @@
  *   index types  1 Flat, 2 IVF (IVF-Flat); codes (src/codecs/codec.ts): 3 SQ8, 4 SQ4, 5 SQfp16,
  *                6 PQ (Flat of codes); 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ (IVF lists
  *                of codes of residuals to their list's centroid, Faiss's by_residual)
- *   codec word   0 for types 1 - 2; otherwise bit 31: refine (`,RFlat`: float32 rows follow the
- *                codes), and for PQ types bits 0-15 M, bits 16-23 nbits; every other bit 0
+ *   codec word   0 for types 1 - 2; otherwise bit 31: refine rows follow the codes (`,RFlat`:
+ *                float32; with bit 30 too, `,Refine(SQfp16)`: SQfp16 codes), and for PQ types
+ *                bits 0-15 M, bits 16-23 nbits; every other bit 0
  *   arrays       Flat: xb f32[ntotal * dim]
  *                IVF:  centroids f32[nlist * dim], offsets u32[nlist + 1], ids u32[ntotal],
  *                      xb f32[ntotal * dim] (vectors grouped by list, as the lists hold them)
- *                codes, Flat: tables, codes u32[ntotal * rowWords], [refine f32[ntotal * dim]]
+ *                codes, Flat: tables, codes u32[ntotal * rowWords], [refine rows]
  *                codes, IVF:  centroids f32[nlist * dim], tables, offsets u32[nlist + 1],
  *                      ids u32[ntotal], codes u32[ntotal * rowWords] (grouped by list),
- *                      [refine f32[ntotal * dim], by id]
+ *                      [refine rows]
+ *                refine rows, by id: f32[ntotal * dim], or SQfp16 codes u32[ntotal * W16]
+ *                      (W16 = sqRowWords('SQfp16', dim))
  *                tables: SQ8, SQ4 f32[2 * dim] (each dimension's vmin, then each's vdiff, as
  *                      Faiss's ScalarQuantizer.trained); SQfp16 none; PQ f32[2^nbits * dim] (the
  *                      M sub-quantizers' 2^nbits centroids of dim / M floats, Faiss's layout)
@@ -44,6 +47,7 @@ import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { type CodecSpec, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
+import { type RefineKind, refineWords } from '../refine.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
@@ -65,6 +69,8 @@ const IO_BLOCK = 1 << 24;
 const TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ'] as const;
 export type IndexFileType = (typeof TYPE_CODES)[number];
 const REFINE_BIT = 0x80000000;
+/** With REFINE_BIT: the refine rows are SQfp16 codes, not float32. */
+const REFINE_FP16_BIT = 0x40000000;
 
 export interface IndexFileHeader {
   /** Written as INDEX_FORMAT_VERSION; as read, 1 or 2. */
@@ -77,8 +83,8 @@ export interface IndexFileHeader {
   nprobe: number;
   /** The codec of a coded type (with its PQ numbers), else null. */
   codec?: CodecSpec | null;
-  /** Whether float32 rows follow the codes (`,RFlat`). */
-  refine?: boolean;
+  /** The refine rows that follow the codes (`,RFlat`: float32; `,Refine(SQfp16)`: SQfp16 codes), or null. */
+  refine?: RefineKind | null;
 }
 
 /** The file type of an index of `codec` codes, Flat or IVF. */
@@ -97,7 +103,7 @@ export function indexFileBytes(h: IndexFileHeader): number {
   const ivf = isIvfType(h.type);
   const lists = ivf ? h.nlist * h.dim + h.nlist + 1 + h.ntotal : 0;
   const words = h.codec
-    ? lists + codecTableFloats(h.codec, h.dim) + h.ntotal * codecRowWords(h.codec, h.dim) + (h.refine ? h.ntotal * h.dim : 0)
+    ? lists + codecTableFloats(h.codec, h.dim) + h.ntotal * codecRowWords(h.codec, h.dim) + (h.refine ? h.ntotal * refineWords(h.refine, h.dim) : 0)
     : lists + h.ntotal * h.dim;
   const idBytes = (h.version ?? INDEX_FORMAT_VERSION) >= 2 ? 8 * (h.ntotal + 1) : 0;
   return HEADER_BYTES + 4 * words + idBytes + 32;
@@ -107,7 +113,7 @@ export function indexFileBytes(h: IndexFileHeader): number {
 function codecWord(h: IndexFileHeader): number {
   if (!h.codec) return 0;
   const pq = h.codec.type === 'PQ' ? h.codec.M | (h.codec.nbits << 16) : 0;
-  return (pq | (h.refine ? REFINE_BIT : 0)) >>> 0;
+  return (pq | (h.refine ? REFINE_BIT : 0) | (h.refine === 'SQfp16' ? REFINE_FP16_BIT : 0)) >>> 0;
 }
 
 /**
@@ -187,15 +193,18 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   if (kind === 'PQ') {
     const M = reserved & 0xffff;
     const nbits = (reserved >>> 16) & 0xff;
-    if (M < 1 || dim % M !== 0 || nbits < PQ_MIN_NBITS || nbits > PQ_MAX_NBITS || (reserved & 0x7f000000) !== 0) {
-      throw bad('codec word', reserved, `M (bits 0-15) dividing dim = ${dim}, nbits (bits 16-23) in [${PQ_MIN_NBITS}, ${PQ_MAX_NBITS}], refine (bit 31)`);
+    if (M < 1 || dim % M !== 0 || nbits < PQ_MIN_NBITS || nbits > PQ_MAX_NBITS || (reserved & 0x3f000000) !== 0) {
+      throw bad('codec word', reserved, `M (bits 0-15) dividing dim = ${dim}, nbits (bits 16-23) in [${PQ_MIN_NBITS}, ${PQ_MAX_NBITS}], refine (bits 30-31)`);
     }
     codec = { type: 'PQ', M, nbits };
   } else if (kind === 'SQ8' || kind === 'SQ4' || kind === 'SQfp16') {
-    if ((reserved & ~REFINE_BIT) !== 0) throw bad('codec word', reserved, `0 or ${REFINE_BIT} (refine) for ${name}`);
+    if ((reserved & 0x3fffffff) !== 0) throw bad('codec word', reserved, `refine bits (30-31) only for ${name}`);
     codec = { type: 'SQ', kind };
   } else if (reserved !== 0) throw bad('codec word', reserved, `0 for ${name}`);
-  return { version, type: name, metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe, codec, refine: codec !== null && (reserved & REFINE_BIT) !== 0 };
+  const refineBits = reserved >>> 30;
+  if (refineBits === 1) throw bad('codec word', reserved, 'bit 30 (SQfp16 refine rows) only with bit 31 (refine)');
+  const refine: RefineKind | null = codec === null || refineBits === 0 ? null : refineBits === 3 ? 'SQfp16' : 'Flat';
+  return { version, type: name, metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe, codec, refine };
 }
 
 /**

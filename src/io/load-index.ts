@@ -10,6 +10,7 @@ import { FlatIndex } from '../flat-index.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
 import { IndexFileReader, checkLists, isIvfType } from './index-file.js';
 import { codecName, codecRowWords, codecTableFloats } from '../codecs/codec.js';
+import { refineWords } from '../refine.js';
 
 export interface LoadOptions {
   /** Keep a host copy of the vectors where the device's memory is not the host's (default true; see BaseStoreOptions). */
@@ -29,33 +30,23 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
       await flat.reserve(ntotal);
       for await (const block of file.vectorBlocks('xb', ntotal, unit)) await flat.addPrepared(block);
     } else if (!isIvfType(type)) {
-      const coded = (index = new FlatIndex(backend, { dim, metric, codec: codecName(spec!), refine, hostCopy: options.hostCopy }));
+      const coded = (index = new FlatIndex(backend, { dim, metric, codec: codecName(spec!), refine: refine ?? undefined, hostCopy: options.hostCopy }));
       await coded.restoreCodec(await file.floats('tables', codecTableFloats(spec!, dim)));
       await coded.reserve(ntotal);
       const w = codecRowWords(spec!, dim);
-      if (!refine) {
-        for await (const block of file.wordBlocks(ntotal, w)) await coded.addStored(block, block.length / w);
-      } else {
-        // The codes, then the float32 rows: both are held until both are read.
-        const words = new Float32Array(ntotal * w);
-        let at = 0;
-        for await (const block of file.wordBlocks(ntotal, w)) words.set(block, (at += block.length) - block.length);
-        const rows = new Float32Array(ntotal * dim);
-        at = 0;
-        for await (const block of file.vectorBlocks('refine', ntotal, unit)) rows.set(block, (at += block.length) - block.length);
-        await coded.addStored(words, ntotal, rows);
-      }
+      for await (const block of file.wordBlocks(ntotal, w)) await coded.addStored(block, block.length / w);
     } else {
-      const ivf = (index = new IvfFlatIndex(backend, { dim, metric, nlist, codec: spec ? codecName(spec) : undefined, refine, hostCopy: options.hostCopy }));
+      const ivf = (index = new IvfFlatIndex(backend, { dim, metric, nlist, codec: spec ? codecName(spec) : undefined, refine: refine ?? undefined, hostCopy: options.hostCopy }));
       await ivf.setCentroids(await file.floats('centroids', nlist * dim));
       if (spec) await ivf.restoreCodec(await file.floats('tables', codecTableFloats(spec, dim)));
       const offsets = await file.uints(nlist + 1);
       const ids = await file.uints(ntotal);
       checkLists(path, offsets, ids, ntotal);
       const rows = spec ? file.wordBlocks(ntotal, codecRowWords(spec, dim)) : file.vectorBlocks('xb', ntotal, unit);
-      await ivf.restoreLists(offsets, ids, rows, refine ? file.vectorBlocks('refine', ntotal, unit) : undefined);
+      await ivf.restoreLists(offsets, ids, rows);
       ivf.nprobe = nprobe; // checked in [1, nlist] with the header
     }
+    if (refine) await index.restoreRefine(refine === 'Flat' ? file.vectorBlocks('refine', ntotal, unit) : file.wordBlocks(ntotal, refineWords(refine, dim)));
     const { ids, nextId } = await file.ids();
     await file.finish(); // the checksum first: a corrupt file is reported as such
     await index.restoreIds(ids, nextId, path);

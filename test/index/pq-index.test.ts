@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
 import { ScalarQuantizer } from '../../src/codecs/scalar-quantizer.js';
-import { indexFactory } from '../../src/factory.js';
+import { describeIndexType, indexFactory, parseIndexType } from '../../src/factory.js';
 import { loadIndex } from '../../src/io/load-index.js';
 import { clusteredFloats, randomFloats } from '../../src/random.js';
 import { type Metric, normalizeRows } from '../../src/types.js';
@@ -173,6 +173,28 @@ describe('product-quantised and IVF-coded indexes', () => {
     });
   }
 
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: ,Refine(SQfp16) re-ranks against SQfp16 codes: with kFactor covering the index, the answer over their reconstructions`, async () => {
+      const fp16 = new ScalarQuantizer(d, 'SQfp16');
+      for (const metric of ['l2', 'cosine'] as Metric[]) {
+        const index = await built(backend!, `IVF${nlist},PQ3x4,Refine(SQfp16)`, metric);
+        const x = metric === 'cosine' ? normalizeRows(xb, d) : xb;
+        const rows = fp16.decode(fp16.encode(x, n), n);
+        const k = 5;
+        const params = { nprobe: nlist, kFactor: n / k };
+        expectEqual(await index.search(xq, k, params), bruteForce(metric, xq, nq, d, rows, () => true, k), k, `${metric}`);
+        const path = join(dir, `${name}-refine16-${metric}.idx`);
+        await index.save(path);
+        const expected = HEADER + 4 * nlist * d + 4 * (16 * d) + 4 * (nlist + 1) + 4 * n + 4 * n * 1 + 4 * n * 6 + 8 * (n + 1) + 32;
+        expect(statSync(path).size, 'header + centroids + codebook + offsets + list ids + codes + SQfp16 rows (6 words) + ids + checksum').toBe(expected);
+        const loaded = await loadIndex(backend!, path);
+        expectEqual(await loaded.search(xq, k, params), bruteForce(metric, xq, nq, d, rows, () => true, k), k, `${metric} loaded`);
+        await loaded.dispose();
+        await index.dispose();
+      }
+    });
+  }
+
   it.skipIf(!gpu)('webgpu equals cpu on the same codes (an index trained on the CPU, loaded on both), label for label', async () => {
     for (const c of CASES) {
       const index = await built(cpu, c.description, 'l2');
@@ -201,6 +223,16 @@ describe('product-quantised and IVF-coded indexes', () => {
       expect(statSync(path).size, c.description).toBe(HEADER + lists + 4 * (1 << nbits) * d + 4 * n * rowWords + 8 * (n + 1) + 32);
       await index.dispose();
     }
+  });
+
+  it('parses the factory strings as Faiss spells them, and spells them back', () => {
+    for (const text of ['Flat', 'IVF7,Flat', 'SQ8', 'SQfp16', 'PQ4', 'PQ6x5', 'IVF64,PQ16,RFlat', 'IVF64,SQ4,Refine(SQfp16)', 'PQ12x4,RFlat']) {
+      expect(describeIndexType(parseIndexType(text)), text).toBe(text);
+    }
+    expect(parseIndexType('PQ16x8')).toEqual({ type: 'Flat', nlist: 0, codec: { type: 'PQ', M: 16, nbits: 8 }, refine: null });
+    expect(describeIndexType(parseIndexType('PQ16x8'))).toBe('PQ16');
+    expect(parseIndexType('IVF64,PQ8x4,Refine(SQfp16)')).toEqual({ type: 'IVF', nlist: 64, codec: { type: 'PQ', M: 8, nbits: 4 }, refine: 'SQfp16' });
+    for (const bad of ['Flat,Refine(SQfp16)', 'PQ8,Refine(SQ8)', 'PQ8,RFlat,IVF4', 'RFlat']) expect(() => parseIndexType(bad), bad).toThrow(/unknown index description/);
   });
 
   it('refuses adds before training, a PQ whose M does not divide d, too few training vectors, a bad kFactor, naming them', async () => {
