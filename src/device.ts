@@ -311,6 +311,33 @@ export function checkPqScoresArgs(a: { M: number; nbits: number; codeWords: numb
 }
 
 /**
+ * Hamming distances between binary codes (Faiss's IndexLSH): for r < rows, c < cols,
+ *   scores[r * ldc + c] = sum_{w < codeWords} countOneBits(xq[(q0 + r) * codeWords + w] ^ codes[(col0 + c) * codeWords + w])
+ * as a float32 (an exact integer). Rows of both are `codeWords` u32 words; bits past the code's
+ * length are 0 in both, so they add nothing.
+ */
+export interface HammingScoresArgs<B = DeviceBuffer> {
+  /** Query codes: rows of codeWords u32. */
+  xq: B;
+  /** Base codes: rows of codeWords u32. */
+  codes: B;
+  scores: B;
+  q0: number;
+  rows: number;
+  col0: number;
+  cols: number;
+  ldc: number;
+  codeWords: number;
+}
+
+/** Throws unless a hamming-scores call's rows are whole words (both devices check the same). */
+export function checkHammingScoresArgs(a: { codeWords: number }): void {
+  if (!(Number.isInteger(a.codeWords) && a.codeWords >= 1)) {
+    throw new InvalidArgumentError(`hamming-scores: codeWords must be an integer >= 1; got ${String(a.codeWords)}`);
+  }
+}
+
+/**
  * Masks score-tile columns: for c < cols, unless bit `bit0 + c` of `mask` is set (u32 words, bit b
  * at `mask[b >> 5] >> (b & 31) & 1`), every score `scores[r * ldc + c]`, r < rows, becomes +Infinity.
  * A minimised score of a stored vector is always finite (types.ts checkVectors), so +Infinity
@@ -368,6 +395,7 @@ export type KernelCall<B = DeviceBuffer> =
   | ({ kernel: 'sq-scores' } & SqScoresArgs<B>)
   | ({ kernel: 'pq-tables' } & PqTablesArgs<B>)
   | ({ kernel: 'pq-scores' } & PqScoresArgs<B>)
+  | ({ kernel: 'hamming-scores' } & HammingScoresArgs<B>)
   | ({ kernel: 'kmeans-partial' } & KmeansPartialArgs<B>)
   | ({ kernel: 'kmeans-reduce' } & KmeansReduceArgs<B>);
 

@@ -2,7 +2,7 @@
  * Faiss-style index factory strings, spelt as Faiss spells them:
  *   [IVF<nlist>,]<storage>[,RFlat | ,Refine(SQfp16)]
  * where storage is `Flat` (float32 rows) or a codec (src/codecs/codec.ts): `SQ8`, `SQ4`,
- * `SQfp16`, `PQ<M>`, `PQ<M>x<nbits>`; `,RFlat` (codecs only) keeps the float32 vectors for an
+ * `SQfp16`, `PQ<M>`, `PQ<M>x<nbits>`, and without IVF the binary `LSH`, `LSHr`, `LSHt`, `LSHrt`; `,RFlat` (codecs only) keeps the float32 vectors for an
  * exact re-rank of k x kFactor candidates, `,Refine(SQfp16)` keeps SQfp16 codes for it instead. Examples: "Flat", "IVF1024,Flat", "SQ8", "PQ16",
  * "PQ32x4", "IVF1024,SQ8", "IVF1024,PQ16", "IVF1024,PQ16,RFlat". What the factory makes is seen
  * through VectorIndex only (plus what VectorIndex adds), never as a concrete class.
@@ -17,7 +17,7 @@ import { InvalidArgumentError } from './types.js';
 import type { VectorIndex } from './vector-index.js';
 
 export const FACTORY_FORMS =
-  '"[IVF<nlist>,]STORAGE[,RFlat | ,Refine(SQfp16)]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M> or PQ<M>x<nbits> (nbits 4..8); for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat"';
+  '"[IVF<nlist>,]STORAGE[,RFlat | ,Refine(SQfp16)]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits> (nbits 4..8) or (without IVF) LSH, LSHr, LSHt, LSHrt; for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat"';
 
 /** What a factory string describes, checked without creating anything (dim is checked on creation: PQ's M must divide it). */
 export interface IndexType {
@@ -50,6 +50,7 @@ export function parseIndexType(description: string): IndexType {
   const codec = parts[0] === 'Flat' ? null : parseCodec(parts[0]);
   if (parts[0] !== 'Flat' && codec === null) throw bad();
   if (refine && codec === null) throw bad(` (,${last} re-ranks codes: it follows a codec, not Flat)`);
+  if (nlist > 0 && codec?.type === 'LSH') throw bad(' (binary codes are stored in Flat indexes only: LSH takes no IVF stage)');
   return { type: nlist > 0 ? 'IVF' : 'Flat', nlist, codec, refine };
 }
 

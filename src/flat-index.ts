@@ -29,8 +29,11 @@ export interface FlatIndexOptions {
    * Store the vectors as codes instead of float32 (src/codecs/codec.ts), as Faiss spells them: a
    * scalar quantiser (`SQ8` one byte a dimension, `SQ4` half a byte, `SQfp16` two bytes: Faiss's
    * IndexScalarQuantizer) or a product quantiser (`PQ<M>`, `PQ<M>x<nbits>`: M codes of nbits
-   * bits, Faiss's IndexPQ); searches then rank by the distance to each vector's reconstruction.
-   * SQ8, SQ4 and PQ are trained (`train`) before anything is added; SQfp16 needs no training.
+   * bits, Faiss's IndexPQ), or binary codes (`LSH`, `LSHr`, `LSHt`, `LSHrt`: Faiss's IndexLSH, d
+   * bits, ranked by Hamming distance, then re-scored against +-1 reconstructions; src/codecs/lsh.ts);
+   * searches then rank by the distance to each vector's reconstruction.
+   * SQ8, SQ4, PQ, LSHt and LSHrt are trained (`train`) before anything is added; SQfp16, LSH and
+   * LSHr need no training.
    */
   codec?: string;
   /**
@@ -200,7 +203,14 @@ export class FlatIndex extends IndexCore {
     return this.backend.searchFlat(this.store, xq, nq, kc, this.kernelMetric, params.timings, masks);
   }
 
+  protected override rescoreQueries(queries: Float32Array, nq: number): Float32Array {
+    return this.codec && !this.refineRows ? this.codec.toCodeSpace(queries, nq) : queries;
+  }
+
   protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
+    if (this.codecSpec?.type === 'LSH') {
+      throw new InvalidArgumentError(`rangeSearch: a ${this.codecName} index scores Hamming distances between bits, which bound no radius of the ${this.metric} metric`);
+    }
     return this.backend.rangeFlat(this.store, xq, nq, this.kernelMetric, limit, rel, masks, params.maxCandidates);
   }
 

@@ -72,6 +72,7 @@ export class IvfFlatIndex extends IndexCore {
     if (typeof nlist !== 'number' || !Number.isInteger(nlist) || nlist < 1) {
       throw new InvalidArgumentError(`nlist must be an integer >= 1; got ${String(nlist)}`);
     }
+    if (this.codecSpec?.type === 'LSH') throw new InvalidArgumentError(`IVF lists hold float32 rows, SQ or PQ codes; got ${this.codecName} (binary codes are stored in Flat indexes only)`);
     this.nlist = nlist;
     this.options = options;
     this.deviceLists = backend.createLists(this.dim, nlist, { hostCopy: options.hostCopy });

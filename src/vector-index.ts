@@ -292,7 +292,14 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, timings?: SearchTimings): Promise<SlotResult> {
-    return timedRescore(timings, async () => rescore(this.scoreMetric, queries, nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()));
+    return timedRescore(timings, async () =>
+      rescore(this.scoreMetric, this.rescoreQueries(queries, nq), nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()),
+    );
+  }
+
+  /** The queries as the rows `rowsAt` gives are compared with them (an LSH's reconstructions are in its rotated space). */
+  protected rescoreQueries(queries: Float32Array, _nq: number): Float32Array {
+    return queries;
   }
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {

@@ -4,27 +4,36 @@
  * the codes: src/stores/row-format.ts). Two families, spelt as Faiss's factory spells them:
  *   - scalar quantisers `SQ8`, `SQ4`, `SQfp16` (src/codecs/scalar-quantizer.ts);
  *   - product quantisers `PQ<M>` and `PQ<M>x<nbits>`, nbits 4 .. 8, default 8
- *     (src/codecs/product-quantizer.ts).
+ *     (src/codecs/product-quantizer.ts);
+ *   - binary codes `LSH`, `LSHr`, `LSHt`, `LSHrt`: d sign bits, after a random rotation (r) and
+ *     against trained thresholds (t) (src/codecs/lsh.ts).
  * Float32 rows are no codec (a Flat or IVF-Flat index).
  */
 import type { Backend } from '../backend.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { sampleRows } from '../kmeans.js';
 import { rng } from '../random.js';
-import { type RowFormat, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from '../stores/row-format.js';
+import { type RowFormat, bitRows, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from '../stores/row-format.js';
 import { InvalidArgumentError } from '../types.js';
 import { checkRefine } from '../refine.js';
 import { type VectorSource, dimensionRange } from '../vector-source.js';
 import { ProductQuantizer } from './product-quantizer.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from './scalar-quantizer.js';
+import { LSH_TRAIN_ROWS, Lsh, lshTableFloats } from './lsh.js';
 
-export type CodecSpec = { type: 'SQ'; kind: SqKind } | { type: 'PQ'; M: number; nbits: number };
+export type CodecSpec =
+  | { type: 'SQ'; kind: SqKind }
+  | { type: 'PQ'; M: number; nbits: number }
+  /** Binary codes: `rotate` (LSHr), `thresholds` (LSHt). */
+  | { type: 'LSH'; rotate: boolean; thresholds: boolean };
 
-export const CODEC_FORMS = '"SQ8", "SQ4", "SQfp16", "PQ<M>" or "PQ<M>x<nbits>" (nbits 4 .. 8)';
+export const CODEC_FORMS = '"SQ8", "SQ4", "SQfp16", "PQ<M>", "PQ<M>x<nbits>" (nbits 4 .. 8), "LSH", "LSHr", "LSHt" or "LSHrt"';
 
 /** The codec a factory-string component names, or null where it names none (e.g. "Flat"). Throws for a PQ with bad numbers. */
 export function parseCodec(text: string): CodecSpec | null {
   if ((SQ_KINDS as readonly string[]).includes(text)) return { type: 'SQ', kind: text as SqKind };
+  const lsh = /^LSH(r?)(t?)$/.exec(text);
+  if (lsh) return { type: 'LSH', rotate: lsh[1] === 'r', thresholds: lsh[2] === 't' };
   const pq = /^PQ(\d+)(?:x(\d+))?$/.exec(text);
   if (!pq) return null;
   const M = Number(pq[1]);
@@ -36,16 +45,19 @@ export function parseCodec(text: string): CodecSpec | null {
 
 /** The codec's factory spelling: SQ8, PQ16, PQ32x4. */
 export function codecName(c: CodecSpec): string {
+  if (c.type === 'LSH') return `LSH${c.rotate ? 'r' : ''}${c.thresholds ? 't' : ''}`;
   return c.type === 'SQ' ? c.kind : c.nbits === 8 ? `PQ${c.M}` : `PQ${c.M}x${c.nbits}`;
 }
 
-/** Floats of a codec's trained tables (SQ: vmin and vdiff per dimension, none for SQfp16; PQ: the codebook). */
+/** Floats of a codec's trained tables (SQ: vmin and vdiff per dimension, none for SQfp16; PQ: the codebook; LSH: thresholds and rotation). */
 export function codecTableFloats(c: CodecSpec, d: number): number {
+  if (c.type === 'LSH') return lshTableFloats(c.rotate, d);
   return c.type === 'SQ' ? sqTableFloats(c.kind, d) : (1 << c.nbits) * d;
 }
 
 /** Words a stored row of the codec's codes takes. */
 export function codecRowWords(c: CodecSpec, d: number): number {
+  if (c.type === 'LSH') return Math.ceil(d / 32);
   return c.type === 'SQ' ? sqRowWords(c.kind, d) : pqRowWords(c.M, c.nbits);
 }
 
@@ -59,7 +71,7 @@ export interface EncodedRows {
 export class Codec {
   private constructor(
     readonly spec: CodecSpec,
-    private readonly q: ScalarQuantizer | ProductQuantizer,
+    private readonly q: ScalarQuantizer | ProductQuantizer | Lsh,
   ) {}
 
   get name(): string {
@@ -73,6 +85,10 @@ export class Codec {
 
   /** The store format of these codes; residual to `centroids` (nlist * d) where given (IVF). */
   format(centroids: Float32Array | null = null): RowFormat {
+    if (this.q instanceof Lsh) {
+      if (centroids) throw new InvalidArgumentError(`${this.name}: binary codes are not stored by residual (IVF)`);
+      return bitRows(this.q);
+    }
     return this.q instanceof ScalarQuantizer ? sqRows(this.q, centroids) : pqRows(this.q, centroids);
   }
 
@@ -86,12 +102,21 @@ export class Codec {
    * (this codec's): SQ on the host, PQ by a flat search of each sub-space on the backend.
    */
   async encode(backend: Backend, format: RowFormat, x: Float32Array, n: number): Promise<EncodedRows> {
-    if (this.q instanceof ScalarQuantizer) return format.encode!(x, n);
+    if (!(this.q instanceof ProductQuantizer)) return format.encode!(x, n);
     return format.stored(codeWords(await this.q.encode(backend, x, n), n, this.q.codeSize, format.rowWords), n);
   }
 
-  /** The codec untrained where it needs no training (SQfp16), else null. */
+  /**
+   * Where the re-score compares queries with this codec's reconstructions: rows moved there (an
+   * LSH's rotation: R x), or `x` itself where reconstructions are in the vectors' own space.
+   */
+  toCodeSpace(x: Float32Array, n: number): Float32Array {
+    return this.q instanceof Lsh ? this.q.toCodeSpace(x, n) : x;
+  }
+
+  /** The codec untrained where it needs no training (SQfp16, LSH, LSHr), else null. */
   static untrained(spec: CodecSpec, d: number): Codec | null {
+    if (spec.type === 'LSH') return spec.thresholds ? null : new Codec(spec, new Lsh(d, spec.rotate, false));
     return spec.type === 'SQ' && spec.kind === 'SQfp16' ? new Codec(spec, new ScalarQuantizer(d, 'SQfp16')) : null;
   }
 
@@ -125,6 +150,12 @@ export class Codec {
       sq.train(range, 2);
       return new Codec(spec, sq);
     }
+    if (spec.type === 'LSH') {
+      const lsh = new Lsh(d, spec.rotate, spec.thresholds);
+      const sample = await sampleRows(x, d, LSH_TRAIN_ROWS, rng(seed));
+      lsh.train(sample, sample.length / d);
+      return new Codec(spec, lsh);
+    }
     const pq = new ProductQuantizer(d, spec.M, spec.nbits);
     const sample = await sampleRows(x, d, 256 * pq.ksub, rng(seed));
     await pq.train(backend, sample, sample.length / d, { seed });
@@ -134,6 +165,7 @@ export class Codec {
   /** A codec from saved tables (see `tables`). */
   static restore(spec: CodecSpec, d: number, tables: Float32Array): Codec {
     if (spec.type === 'PQ') return new Codec(spec, ProductQuantizer.fromTables(d, spec.M, spec.nbits, tables));
+    if (spec.type === 'LSH') return new Codec(spec, Lsh.fromTables(d, spec.rotate, spec.thresholds, tables));
     return new Codec(spec, ScalarQuantizer.fromTables(d, spec.kind, tables));
   }
 }

@@ -17,6 +17,7 @@ import { pairsThreshold } from './pairs-threshold.js';
 import { selectRadix } from './select-radix.js';
 import { sqScores } from './sq-scores.js';
 import { pqScores } from './pq-scores.js';
+import { hammingScores } from './hamming-scores.js';
 import { pqTables } from './pq-tables.js';
 import { topk } from './topk.js';
 import { topkMerge } from './topk-merge.js';
@@ -154,6 +155,9 @@ export class CpuDevice implements Device {
         return;
       case 'pq-scores':
         pqScores(f(c.luts), f(c.qbias), c.q0, c.rows, u(c.codes), c.col0, c.cols, c.M, c.nbits, c.codeWords, f(c.scores), c.ldc);
+        return;
+      case 'hamming-scores':
+        hammingScores(u(c.xq), c.q0, c.rows, u(c.codes), c.col0, c.cols, c.codeWords, f(c.scores), c.ldc);
         return;
       case 'mask-scores':
         maskScores(f(c.scores), c.ldc, c.rows, c.cols, u(c.mask), c.bit0);

@@ -20,6 +20,7 @@ import { encodePairsThreshold } from './kernels/pairs-threshold.js';
 import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
 import { encodeSqScores } from './kernels/sq-scores.js';
 import { encodePqScores } from './kernels/pq-scores.js';
+import { encodeHammingScores } from './kernels/hamming-scores.js';
 import { encodePqTables } from './kernels/pq-tables.js';
 import { encodeTopk } from './kernels/topk.js';
 import { encodeTopkMerge } from './kernels/topk-merge.js';
@@ -205,6 +206,8 @@ export class GpuDevice implements Device {
         return encodePqTables(k, { ...call, xq: b(call.xq), codebook: b(call.codebook), luts: b(call.luts) });
       case 'pq-scores':
         return encodePqScores(k, { ...call, luts: b(call.luts), qbias: b(call.qbias), codes: b(call.codes), scores: b(call.scores) });
+      case 'hamming-scores':
+        return encodeHammingScores(k, { ...call, xq: b(call.xq), codes: b(call.codes), scores: b(call.scores) });
       case 'mask-scores':
         return encodeMaskScores(k, { ...call, scores: b(call.scores), mask: b(call.mask) });
       case 'kmeans-partial':

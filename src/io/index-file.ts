@@ -5,10 +5,12 @@
  *                nlist (0 for a Flat type), nprobe (0 for a Flat type), codec word
  *   index types  1 Flat, 2 IVF (IVF-Flat); codes (src/codecs/codec.ts): 3 SQ8, 4 SQ4, 5 SQfp16,
  *                6 PQ (Flat of codes); 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ (IVF lists
- *                of codes of residuals to their list's centroid, Faiss's by_residual)
+ *                of codes of residuals to their list's centroid, Faiss's by_residual); 11 LSH
+ *                (Flat of binary codes)
  *   codec word   0 for types 1 - 2; otherwise bit 31: refine rows follow the codes (`,RFlat`:
  *                float32; with bit 30 too, `,Refine(SQfp16)`: SQfp16 codes), and for PQ types
- *                bits 0-15 M, bits 16-23 nbits; every other bit 0
+ *                bits 0-15 M, bits 16-23 nbits; for LSH bit 0 the rotation (LSHr), bit 1 the
+ *                thresholds (LSHt); every other bit 0
  *   arrays       Flat: xb f32[ntotal * dim]
  *                IVF:  centroids f32[nlist * dim], offsets u32[nlist + 1], ids u32[ntotal],
  *                      xb f32[ntotal * dim] (vectors grouped by list, as the lists hold them)
@@ -20,7 +22,9 @@
  *                      (W16 = sqRowWords('SQfp16', dim))
  *                tables: SQ8, SQ4 f32[2 * dim] (each dimension's vmin, then each's vdiff, as
  *                      Faiss's ScalarQuantizer.trained); SQfp16 none; PQ f32[2^nbits * dim] (the
- *                      M sub-quantizers' 2^nbits centroids of dim / M floats, Faiss's layout)
+ *                      M sub-quantizers' 2^nbits centroids of dim / M floats, Faiss's layout);
+ *                      LSH f32[dim] thresholds (zeros without LSHt), then with LSHr the
+ *                      rotation f32[dim * dim] (row-major, y = R x)
  *                codes: each vector's Faiss code bytes, padded to rowWords words
  *                      (codecRowWords, src/codecs/codec.ts)
  *                then (version 2) the ids section: i64 next sequential id (-1 where the index
@@ -66,7 +70,7 @@ const UNIT_NORM_TOLERANCE = 1e-3;
 const IO_BLOCK = 1 << 24;
 
 /** Type codes in the header, in order from 1 (see above). */
-const TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ'] as const;
+const TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ', 'LSH'] as const;
 export type IndexFileType = (typeof TYPE_CODES)[number];
 const REFINE_BIT = 0x80000000;
 /** With REFINE_BIT: the refine rows are SQfp16 codes, not float32. */
@@ -89,7 +93,8 @@ export interface IndexFileHeader {
 
 /** The file type of an index of `codec` codes, Flat or IVF. */
 export function codecFileType(codec: CodecSpec, ivf: boolean): IndexFileType {
-  const name = codec.type === 'SQ' ? codec.kind : 'PQ';
+  const name = codec.type === 'SQ' ? codec.kind : codec.type;
+  if (ivf && codec.type === 'LSH') throw new InvalidArgumentError('binary codes (LSH) are stored in Flat indexes only');
   return (ivf ? `IVF,${name}` : name) as IndexFileType;
 }
 
@@ -112,7 +117,8 @@ export function indexFileBytes(h: IndexFileHeader): number {
 /** The header's codec word (see above). */
 function codecWord(h: IndexFileHeader): number {
   if (!h.codec) return 0;
-  const pq = h.codec.type === 'PQ' ? h.codec.M | (h.codec.nbits << 16) : 0;
+  const c = h.codec;
+  const pq = c.type === 'PQ' ? c.M | (c.nbits << 16) : c.type === 'LSH' ? (c.rotate ? 1 : 0) | (c.thresholds ? 2 : 0) : 0;
   return (pq | (h.refine ? REFINE_BIT : 0) | (h.refine === 'SQfp16' ? REFINE_FP16_BIT : 0)) >>> 0;
 }
 
@@ -197,6 +203,9 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
       throw bad('codec word', reserved, `M (bits 0-15) dividing dim = ${dim}, nbits (bits 16-23) in [${PQ_MIN_NBITS}, ${PQ_MAX_NBITS}], refine (bits 30-31)`);
     }
     codec = { type: 'PQ', M, nbits };
+  } else if (kind === 'LSH') {
+    if ((reserved & 0x3ffffffc) !== 0) throw bad('codec word', reserved, 'bit 0 (rotation), bit 1 (thresholds) and refine (bits 30-31) only for LSH');
+    codec = { type: 'LSH', rotate: (reserved & 1) !== 0, thresholds: (reserved & 2) !== 0 };
   } else if (kind === 'SQ8' || kind === 'SQ4' || kind === 'SQfp16') {
     if ((reserved & 0x3fffffff) !== 0) throw bad('codec word', reserved, `refine bits (30-31) only for ${name}`);
     codec = { type: 'SQ', kind };

@@ -123,7 +123,8 @@ export function tileTables(device: Device, format: RowFormat, q: QueryRows, metr
 /**
  * Records one score tile of `q` against rows `col0 ..` of a chunk stored in `format`: gemm-scores
  * for float rows, sq-scores for scalar-quantised codes (queries transformed, see RowScoring),
- * pq-scores for product codes (from the tables tileTables recorded into `luts` for these rows).
+ * pq-scores for product codes (from the tables tileTables recorded into `luts` for these rows),
+ * hamming-scores for binary codes (queries as codes).
  */
 export function scoreTile(
   device: Device,
@@ -138,8 +139,12 @@ export function scoreTile(
     device.dispatch({ kernel: 'gemm-scores', metric, xq: q.xq, dpad: format.dpad, ...a });
     return;
   }
-  if (!q.qbias) throw new Error(`${s.kernel} needs transformed queries with their biases (queryRows)`);
   const { xb, xnorm, ...rest } = a;
+  if (s.kernel === 'hamming-scores') {
+    device.dispatch({ kernel: 'hamming-scores', xq: q.xq, codes: xb, codeWords: format.rowWords, ...rest });
+    return;
+  }
+  if (!q.qbias) throw new Error(`${s.kernel} needs transformed queries with their biases (queryRows)`);
   if (s.kernel === 'sq-scores') {
     device.dispatch({ kernel: 'sq-scores', metric, kind: s.kind, xq: q.xq, qbias: q.qbias, codes: xb, xnorm, dpad: format.dpad, codeWords: format.rowWords, ...rest });
     return;
@@ -252,6 +257,12 @@ export async function withMasks<T>(device: Device, masks: Uint32Array[] | null, 
 export function queryRows(scratch: Scratch, format: RowFormat, xqBuf: DeviceBuffer, xq: Float32Array, nq: number, metric: KernelMetric, lists?: Uint32Array): QueryRows {
   const s = format.scoring;
   if (s.kernel === 'gemm-scores') return floatQueries(xqBuf);
+  if (s.kernel === 'hamming-scores') {
+    const codes = s.encode(xq, nq);
+    const buf = scratch.buffer('xq_codes', codes.byteLength);
+    scratch.device.upload(buf, 0, codes);
+    return { xq: buf, qbias: null, codebook: null };
+  }
   const t = s.transform(xq, nq, metric, lists);
   const qbias = scratch.buffer('qbias', nq * 4);
   scratch.device.upload(qbias, 0, t.qbias);

@@ -1,7 +1,7 @@
 /**
  * How a store keeps each vector on the device: a row of `rowWords` 32-bit words. Float32 rows
  * (`floatRows`, Flat and IVF-Flat) are `dpad` floats, zero-padded; coded rows are packed codes of a
- * scalar quantiser (`sqRows`) or a product quantiser (`pqRows`, src/codecs). The store, its host
+ * scalar quantiser (`sqRows`), a product quantiser (`pqRows`) or binary codes (`bitRows`, src/codecs). The store, its host
  * copy (src/stores/rows.ts) and the plans see only words; a format says how rows become words and
  * back, and how queries are scored against them.
  *
@@ -11,6 +11,7 @@
  */
 import type { ScalarQuantizer } from '../codecs/scalar-quantizer.js';
 import type { ProductQuantizer } from '../codecs/product-quantizer.js';
+import type { Lsh } from '../codecs/lsh.js';
 import { norms as hostNorms } from '../cpu/norms.js';
 import { type SqCodeKind, padRows, paddedDim, sqCodeWords, unpadRows } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
@@ -40,6 +41,11 @@ export type RowScoring =
       codebook: Float32Array;
       /** The rows pq-tables makes tables of, and the bias each score starts from. */
       transform: QueryTransform;
+    }
+  | {
+      kernel: 'hamming-scores';
+      /** Query rows (`nq * d`, as the index holds them) as the codes they are compared with (rowWords u32 a row). */
+      encode: (xq: Float32Array, nq: number) => Uint32Array;
     };
 
 export interface RowFormat {
@@ -187,6 +193,32 @@ export function pqRows(pq: ProductQuantizer, centroids: Float32Array | null = nu
     stored: (words, n) => ({ words, norms: normsOf(pq.decode(codesOf(words, n), n), n) }),
     row: (words, offset) => pq.decode(codesOf(words.subarray(offset, offset + rowWords), 1), 1),
     rows: (words, n) => pq.decode(codesOf(words, n), n),
+  };
+}
+
+/**
+ * Rows as binary codes (src/codecs/lsh.ts: d bits a row, bit j of the row at bit j & 31 of word
+ * j >> 5), scored by hamming-scores against the queries' own codes. A row's reconstruction, and so
+ * what the index's re-score compares, is in the codes' space (rotated where the LSH rotates: the
+ * index moves its queries there too, Codec.toCodeSpace). Norms (range search's margin) are those
+ * reconstructions'.
+ */
+export function bitRows(lsh: Lsh): RowFormat {
+  const { d, codeWords } = lsh;
+  const words = (w: Float32Array, n: number): Uint32Array => new Uint32Array(w.buffer, w.byteOffset, n * codeWords);
+  return {
+    d,
+    dpad: paddedDim(d),
+    rowWords: codeWords,
+    scoring: { kernel: 'hamming-scores', encode: (xq, nq) => lsh.encode(xq, nq) },
+    residual: false,
+    encode(x, n) {
+      const codes = lsh.encode(x, n);
+      return { words: new Float32Array(codes.buffer, codes.byteOffset, codes.length), norms: normsOf(lsh.decode(codes, n), n) };
+    },
+    stored: (w, n) => ({ words: w, norms: normsOf(lsh.decode(words(w, n), n), n) }),
+    row: (w, offset) => lsh.decode(words(w.subarray(offset, offset + codeWords), 1), 1),
+    rows: (w, n) => lsh.decode(words(w, n), n),
   };
 }
 

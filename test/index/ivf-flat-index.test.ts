@@ -109,7 +109,7 @@ describe('IvfFlatIndex', () => {
     expect(ivfIndex).toBeInstanceOf(IvfFlatIndex);
     expect((ivfIndex as IvfFlatIndex).nlist).toBe(100);
     for (const bad of ['HNSW32', 'IVF,Flat', 'IVF10,PQ8y4', 'Flat,RFlat', 'IVF10,Flat,RFlat', 'SQ8,RFlat,RFlat', 'flat', '']) {
-      expect(() => indexFactory(cpu, 8, bad), bad).toThrow(/expected "\[IVF<nlist>,\]STORAGE\[,RFlat \| ,Refine\(SQfp16\)\]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M> or PQ<M>x<nbits>/);
+      expect(() => indexFactory(cpu, 8, bad), bad).toThrow(/expected "\[IVF<nlist>,\]STORAGE\[,RFlat \| ,Refine\(SQfp16\)\]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits> \(nbits 4..8\) or \(without IVF\) LSH, LSHr, LSHt, LSHrt/);
     }
     expect(() => indexFactory(cpu, 8, 'Flat,RFlat')).toThrow(/,RFlat re-ranks codes: it follows a codec, not Flat/);
     expect(() => indexFactory(cpu, 8, 'PQ3')).toThrow(/M \(sub-quantizers\) must be an integer >= 1 that divides d = 8; got 3/);

@@ -59,7 +59,7 @@ describe('index files are checked beyond the checksum', () => {
   });
 
   const cases: [string, string, (v: DataView) => void, RegExp][] = [
-    ['type', 'flat.idx', u32(FIELD.type, 11), /bad header: type is 11; expected an integer in \[1, 10\] \(1 Flat, 2 IVF, 3 SQ8, 4 SQ4, 5 SQfp16, 6 PQ, 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ\)/],
+    ['type', 'flat.idx', u32(FIELD.type, 12), /bad header: type is 12; expected an integer in \[1, 11\] \(1 Flat, 2 IVF, 3 SQ8, 4 SQ4, 5 SQfp16, 6 PQ, 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ, 11 LSH\)/],
     ['metric', 'flat.idx', u32(FIELD.metric, 9), /bad header: metric is 9; expected 0 \(l2\), 1 \(ip\) or 2 \(cosine\)/],
     ['dim 0', 'flat.idx', u32(FIELD.dim, 0), /bad header: dim is 0; expected an integer in \[1, 65536\]/],
     ['dim huge', 'flat.idx', u32(FIELD.dim, 1 << 30), /bad header: dim is 1073741824/],
@@ -68,6 +68,7 @@ describe('index files are checked beyond the checksum', () => {
     ['a PQ type with no M', 'flat.idx', (v) => (u32(FIELD.type, 6)(v), u32(FIELD.reserved, 8 << 16)(v)), /bad header: codec word is 524288; expected M \(bits 0-15\) dividing dim = 4, nbits \(bits 16-23\) in \[4, 8\], refine \(bits 30-31\)/],
     ['a PQ type with nbits 9', 'flat.idx', (v) => (u32(FIELD.type, 6)(v), u32(FIELD.reserved, 2 | (9 << 16))(v)), /codec word is 589826; expected M/],
     ['an SQ type with PQ bits', 'flat.idx', (v) => (u32(FIELD.type, 3)(v), u32(FIELD.reserved, 2)(v)), /bad header: codec word is 2; expected refine bits \(30-31\) only for SQ8/],
+    ['an LSH type with a stray bit', 'flat.idx', (v) => (u32(FIELD.type, 11)(v), u32(FIELD.reserved, 4)(v)), /bad header: codec word is 4; expected bit 0 \(rotation\), bit 1 \(thresholds\) and refine \(bits 30-31\) only for LSH/],
     ['an SQfp16-refine bit without the refine bit', 'flat.idx', (v) => (u32(FIELD.type, 3)(v), u32(FIELD.reserved, 0x40000000)(v)), /bad header: codec word is 1073741824; expected bit 30 \(SQfp16 refine rows\) only with bit 31 \(refine\)/],
     ['IVF nlist 0', 'ivf.idx', u32(FIELD.nlist, 0), /bad header: nlist is 0; expected an integer >= 1 for an IVF type/],
     ['IVF nprobe 0', 'ivf.idx', u32(FIELD.nprobe, 0), /bad header: nprobe is 0; expected an integer in \[1, 3\] \(nlist\)/],

@@ -1,4 +1,5 @@
 /** Runs one GPU kernel on host arrays: upload, encode, submit, read back. */
+import { type MockInstance, vi } from 'vitest';
 import type { Kernels } from '../../src/gpu/kernels/kernels.js';
 import { STORAGE, createBuffer } from '../../src/gpu/recorder.js';
 import type { GpuBackend } from '../helpers/gpu.js';
@@ -56,3 +57,25 @@ export class KernelHarness {
 
 /** 0x7fc00000: a NaN bit pattern no kernel produces, so unwritten outputs show up. */
 export const POISON = 0x7fc00000;
+
+/**
+ * Runs `fn` with a harness on a device that claims at most `max` workgroups per dimension (every
+ * other limit as the adapter's), and a spy on the recorder's dispatches: how a kernel's encoder
+ * splits a tile too wide for one dispatch.
+ */
+export async function withWorkgroupLimit(backend: GpuBackend, max: number, fn: (h: KernelHarness, dispatch: MockInstance<Kernels['recorder']['dispatch']>) => Promise<void>): Promise<void> {
+  const { ctx } = backend.device;
+  const real = ctx.limits as unknown as Record<string, unknown>;
+  const names = Object.keys(Object.getOwnPropertyDescriptors(Object.getPrototypeOf(real)));
+  const limits = { ...Object.fromEntries(names.map((k) => [k, real[k]])), maxComputeWorkgroupsPerDimension: max };
+  const spy = vi.spyOn(ctx, 'limits', 'get').mockReturnValue(limits as unknown as GPUSupportedLimits);
+  const h = new KernelHarness(backend);
+  const dispatch = vi.spyOn(h.kernels.recorder, 'dispatch');
+  try {
+    await fn(h, dispatch);
+  } finally {
+    dispatch.mockRestore();
+    spy.mockRestore();
+    h.dispose();
+  }
+}

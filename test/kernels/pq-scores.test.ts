@@ -3,7 +3,7 @@
  * float32 sums in the same order) in both variants (table in workgroup memory, or read from
  * storage), at tile offsets, over every code width; pq-tables to float32 rounding.
  */
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { pqScores } from '../../src/cpu/pq-scores.js';
 import { pqTables } from '../../src/cpu/pq-tables.js';
 import { type PqVariant, encodePqScores, pqVariant } from '../../src/gpu/kernels/pq-scores.js';
@@ -11,7 +11,7 @@ import { encodePqTables } from '../../src/gpu/kernels/pq-tables.js';
 import { randomFloats } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { firstMismatch, packCodes, randomCodes } from '../helpers/pq.js';
-import { KernelHarness, POISON } from './harness.js';
+import { KernelHarness, POISON, withWorkgroupLimit } from './harness.js';
 
 const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);
@@ -57,14 +57,8 @@ describe.skipIf(!gpu)('gpu pq-scores and pq-tables vs cpu twins', () => {
     h.dispose();
   });
 
-  it('splits columns beyond one dispatch into several dispatches', async () => {
-    const { ctx } = gpu!.device;
-    const real = ctx.limits;
-    const limits = { ...Object.fromEntries(Object.entries(Object.getOwnPropertyDescriptors(Object.getPrototypeOf(real))).map(([k]) => [k, (real as unknown as Record<string, unknown>)[k]])), maxComputeWorkgroupsPerDimension: 2 };
-    const spy = vi.spyOn(ctx, 'limits', 'get').mockReturnValue(limits as unknown as GPUSupportedLimits);
-    const h = new KernelHarness(gpu!);
-    const dispatch = vi.spyOn(h.kernels.recorder, 'dispatch');
-    try {
+  it('splits columns beyond one dispatch into several dispatches', () =>
+    withWorkgroupLimit(gpu!, 2, async (h, dispatch) => {
       const M = 4;
       const nbits = 8;
       const n = 5000;
@@ -79,12 +73,7 @@ describe.skipIf(!gpu)('gpu pq-scores and pq-tables vs cpu twins', () => {
       const want = new Float32Array(2 * n);
       pqScores(luts, qbias, 0, 2, codes, 0, n, M, nbits, 1, want, n);
       expect(firstMismatch(await h.readF32(scores, 2 * n), want, 0)).toBeNull();
-    } finally {
-      dispatch.mockRestore();
-      spy.mockRestore();
-      h.dispose();
-    }
-  });
+    }));
 
   for (const metric of ['l2', 'ip'] as const) {
     it(`pq-tables (${metric}) equals its twin to float32 rounding, and exactly on small integers`, async () => {
