@@ -20,8 +20,8 @@
 import { rng } from '../random.js';
 import { InvalidArgumentError, checkDim } from '../types.js';
 
-/** Most training rows the thresholds' medians are taken over (a seeded sample). */
-export const LSH_TRAIN_ROWS = 65536;
+/** Most training rows the thresholds' medians are taken over (a seeded sample: a median of 16,384 values is within about 0.01 standard deviations of the whole set's). */
+export const LSH_TRAIN_ROWS = 16384;
 
 /** The rotation's seed (fixed, so that an untrained `LSHr` is the same everywhere). */
 const ROTATION_SEED = 5;
@@ -80,18 +80,7 @@ export class Lsh {
   toCodeSpace(x: Float32Array, n: number): Float32Array {
     const R = this.rotation;
     if (!R) return x;
-    const d = this.d;
-    const y = new Float32Array(n * d);
-    for (let i = 0; i < n; i++) {
-      const a = i * d;
-      for (let j = 0; j < d; j++) {
-        const b = j * d;
-        let s = 0;
-        for (let t = 0; t < d; t++) s += R[b + t] * x[a + t];
-        y[a + j] = s;
-      }
-    }
-    return y;
+    return rotateRows(R, x, n, this.d);
   }
 
   /** The codes of `n` rows (`n * d`) as u32 words, `codeWords` a row: bit j set where y_j > t_j. */
@@ -145,6 +134,49 @@ export class Lsh {
   private requireTrained(): void {
     if (!this.isTrained) throw new InvalidArgumentError(`${this.name}: train the thresholds first`);
   }
+}
+
+/**
+ * y = R x for `n` rows of `x` (R row-major d x d): each output a float64 sum in dimension order,
+ * rounded once. Four rows a pass share each load of R's row (about 3x one row a pass here).
+ */
+export function rotateRows(R: Float32Array, x: Float32Array, n: number, d: number): Float32Array {
+  const y = new Float32Array(n * d);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const a0 = i * d;
+    const a1 = a0 + d;
+    const a2 = a1 + d;
+    const a3 = a2 + d;
+    for (let j = 0; j < d; j++) {
+      const b = j * d;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let t = 0; t < d; t++) {
+        const r = R[b + t];
+        s0 += r * x[a0 + t];
+        s1 += r * x[a1 + t];
+        s2 += r * x[a2 + t];
+        s3 += r * x[a3 + t];
+      }
+      y[a0 + j] = s0;
+      y[a1 + j] = s1;
+      y[a2 + j] = s2;
+      y[a3 + j] = s3;
+    }
+  }
+  for (; i < n; i++) {
+    const a = i * d;
+    for (let j = 0; j < d; j++) {
+      const b = j * d;
+      let s = 0;
+      for (let t = 0; t < d; t++) s += R[b + t] * x[a + t];
+      y[a + j] = s;
+    }
+  }
+  return y;
 }
 
 /** Floats of an LSH's saved tables: d thresholds, and d * d for a rotation. */
