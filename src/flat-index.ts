@@ -6,12 +6,13 @@ import type { Backend, BaseStore } from './backend.js';
 import { Codec } from './codecs/codec.js';
 import { checkIds } from './ids.js';
 import type { RefineKind } from './refine.js';
+import { Transform, transformName } from './transforms.js';
 import type { CodeStore } from './stores/code-store.js';
 import type { RowAt } from './stores/rows.js';
 import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from './vector-source.js';
-import { type IndexFileHeader, codecFileType, idSection, writeIndexFile } from './io/index-file.js';
+import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection, writeIndexFile } from './io/index-file.js';
 import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from './vector-index.js';
 import type { RangeCandidates } from './plans/range-search.js';
 
@@ -39,9 +40,18 @@ export interface FlatIndexOptions {
   /**
    * With a codec: keep the vectors a second time, as float32 rows (`Flat`: Faiss's `,RFlat`) or
    * SQfp16 codes (`SQfp16`: `,Refine(SQfp16)`), and re-score each search's k x kFactor candidates
-   * from the codes against them (SearchParams.kFactor).
+   * from the codes against them (SearchParams.kFactor). With a transform: keep the full-d rows
+   * (`Flat`) or their SQfp16 codes for the re-rank of the transformed rows' candidates.
    */
   refine?: RefineKind;
+  /**
+   * Search on transformed rows (src/transforms.ts), as the factory's first component spells it:
+   * `Prefix<p>` (the first p dimensions), `PCA<p>` or `PCAR<p>` (trained: `train` before adding),
+   * 1 <= p <= dim. The store holds p floats a row; queries are transformed the same way. Without
+   * `refine` the distances are those of the transformed rows (as Faiss's IndexPreTransform); with
+   * it, those of the full rows. Storage after a transform is float32 rows (no codec) for now.
+   */
+  transform?: string;
 }
 
 export class FlatIndex extends IndexCore {
@@ -49,18 +59,27 @@ export class FlatIndex extends IndexCore {
   private readonly hostCopy: boolean | undefined;
   /** The trained codec of a coded index (null for float32 rows, and before training). */
   private codec: Codec | null = null;
+  /** The ready transform (null without one, and before a PCA is trained). */
+  private transform: Transform | null = null;
+  /** Floats a stored row has: the transform's p, else dim. */
+  private readonly storeDim: number;
+  /** Transformed queries by the prepared queries' array: a search transforms them once for its candidates and its re-score. */
+  private readonly transformed = new WeakMap<Float32Array, Float32Array>();
 
   constructor(backend: Backend, options: FlatIndexOptions) {
     super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'FlatIndex', options);
     this.hostCopy = options.hostCopy;
-    this.store = backend.createBaseStore(this.dim, { hostCopy: options.hostCopy });
+    this.storeDim = this.transformSpec?.p ?? this.dim;
+    this.store = backend.createBaseStore(this.storeDim, { hostCopy: options.hostCopy });
     const ready = this.codecSpec && Codec.untrained(this.codecSpec, this.dim);
     if (ready) this.installCodec(ready);
+    const prefix = this.transformSpec && Transform.untrained(this.transformSpec, this.dim);
+    if (prefix) this.transform = prefix;
   }
 
-  /** Whether vectors can be added: always for float32 rows and SQfp16, after `train` for SQ8, SQ4 and PQ. */
+  /** Whether vectors can be added: always for float32 rows, SQfp16 and Prefix, after `train` for SQ8, SQ4, PQ, PCA and PCAR. */
   get isTrained(): boolean {
-    return this.codecSpec === null || this.codec !== null;
+    return (this.codecSpec === null || this.codec !== null) && (this.transformSpec === null || this.transform !== null);
   }
 
   /**
@@ -74,9 +93,42 @@ export class FlatIndex extends IndexCore {
     if (xt instanceof Float32Array) checkVectors(xt, this.dim, 'xt', true, checkNorms);
     else checkSource(xt, this.dim, 'xt');
     const spec = this.codecSpec;
+    const tspec = this.transformSpec;
+    const x = (): Float32Array | VectorSource => (xt instanceof Float32Array ? prepareRows(this.metric, xt, this.dim) : preparedSource(xt, this.metric, this.dim));
+    if (tspec && !Transform.untrained(tspec, this.dim)) {
+      const rows = x();
+      return this.queue.mutate(async () => this.installTransform(await Transform.train(tspec, this.dim, rows)));
+    }
     if (spec === null || Codec.untrained(spec, this.dim)) return;
-    const x = xt instanceof Float32Array ? prepareRows(this.metric, xt, this.dim) : preparedSource(xt, this.metric, this.dim);
-    return this.queue.mutate(async () => this.installCodec(await Codec.train(this.backend, spec, this.dim, x)));
+    const rows = x();
+    return this.queue.mutate(async () => this.installCodec(await Codec.train(this.backend, spec, this.dim, rows)));
+  }
+
+  /** Uses a trained transform (from train or a saved index), emptying the index. */
+  private installTransform(transform: Transform): void {
+    this.transform = transform;
+    this.store.reset();
+    this.refineRows?.reset();
+    this.ids.reset();
+  }
+
+  /** The prepared queries as the store is searched: transformed where there is a transform. */
+  private storeQueries(xq: Float32Array, nq: number): Float32Array {
+    if (!this.transform) return xq;
+    let y = this.transformed.get(xq);
+    if (!y) this.transformed.set(xq, (y = this.transform.apply(xq, nq, this.metric)));
+    return y;
+  }
+
+  /**
+   * Without refine rows, the re-score compares the queries with what the store holds: a
+   * transformed index's rows in the transformed space, an LSH's reconstructions in its rotated
+   * space (Codec.toCodeSpace); with refine rows, the queries themselves.
+   */
+  protected override scoreQueries(xq: Float32Array, nq: number): { queries: Float32Array; dim: number } {
+    if (this.refineRows) return { queries: xq, dim: this.dim };
+    if (this.transform) return { queries: this.storeQueries(xq, nq), dim: this.storeDim };
+    return { queries: this.codec ? this.codec.toCodeSpace(xq, nq) : xq, dim: this.dim };
   }
 
   /** Uses a trained codec (from train or a saved index): a new, empty store of its codes. */
@@ -94,33 +146,44 @@ export class FlatIndex extends IndexCore {
     return this.codec?.tables() ?? null;
   }
 
-  /** Restores a saved codec (loadIndex): `tables` as `codecTables` gave them. Empties the index. */
-  async restoreCodec(tables: Float32Array): Promise<void> {
-    this.queue.checkOpen('restoreCodec');
-    const spec = this.codecSpec;
-    if (spec === null) throw new InvalidArgumentError('restoreCodec: this index stores float32 rows; it has no codec');
-    const codec = Codec.restore(spec, this.dim, tables);
-    return this.queue.mutate(async () => this.installCodec(codec));
+  /**
+   * Restores saved tables (loadIndex): the codec's (as `codecTables` gave them) or the
+   * transform's (Transform.tables), whichever this index has. Empties the index.
+   */
+  async restoreTables(tables: Float32Array): Promise<void> {
+    this.queue.checkOpen('restoreTables');
+    const { codecSpec, transformSpec } = this;
+    if (codecSpec) {
+      const codec = Codec.restore(codecSpec, this.dim, tables);
+      return this.queue.mutate(async () => this.installCodec(codec));
+    }
+    if (!transformSpec) throw new InvalidArgumentError('restoreTables: this index stores float32 rows; it has no codec or transform');
+    const transform = Transform.restore(transformSpec, this.dim, tables);
+    return this.queue.mutate(async () => this.installTransform(transform));
   }
 
   /**
-   * Adds rows exactly as this index stores them (`n * rowWords` words, as `save` wrote them), with
-   * sequential ids: for loading saved indexes (their refine rows follow: restoreRefine).
+   * Adds rows exactly as this index stores them (codes: `n * rowWords` words; transformed float
+   * rows: `n * p` floats; as `save` wrote them), with sequential ids: for loading saved indexes
+   * (their refine rows follow: restoreRefine).
    */
   async addStored(words: Float32Array, n: number): Promise<void> {
     this.queue.checkOpen('addStored');
     return this.queue.mutate(async () => {
       this.requireTrained('addStored');
       checkIdRoom(this.ids.nslots, n);
-      if (words.length !== n * this.store.rowWords) throw new InvalidArgumentError(`addStored: ${words.length} words for ${n} rows of ${this.store.rowWords}`);
+      const w = this.codec ? this.store.rowWords : this.storeDim;
+      if (words.length !== n * w) throw new InvalidArgumentError(`addStored: ${words.length} words for ${n} rows of ${w}`);
       const ids = this.ids.idsFor(n);
-      await this.store.addStored(words, n);
+      if (this.codec) await this.store.addStored(words, n);
+      else await this.store.add(words, n);
       this.ids.append(ids, 'sequential');
     });
   }
 
   protected override requireTrained(what: string): void {
-    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: a ${this.codecName} index is trained first; call train(xt)`);
+    const name = this.codecName ?? (this.transformSpec && transformName(this.transformSpec));
+    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: a ${name} index is trained first; call train(xt)`);
   }
 
   /**
@@ -195,23 +258,19 @@ export class FlatIndex extends IndexCore {
   /** Appends `n` prepared rows: float32 rows, or their codes (and with refine the rows too). */
   private async storeBlock(x: Float32Array, n: number): Promise<void> {
     if (this.codec) await this.store.addEncoded(await this.codec.encode(this.backend, this.store.format, x, n), n);
-    else await this.store.add(x, n);
+    else await this.store.add(this.transform ? this.transform.apply(x, n, this.metric) : x, n);
     await this.refineRows?.add(x, n);
   }
 
   protected candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
-    return this.backend.searchFlat(this.store, xq, nq, kc, this.kernelMetric, params.timings, masks);
-  }
-
-  protected override rescoreQueries(queries: Float32Array, nq: number): Float32Array {
-    return this.codec && !this.refineRows ? this.codec.toCodeSpace(queries, nq) : queries;
+    return this.backend.searchFlat(this.store, this.storeQueries(xq, nq), nq, kc, this.kernelMetric, params.timings, masks);
   }
 
   protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
     if (this.codecSpec?.type === 'LSH') {
       throw new InvalidArgumentError(`rangeSearch: a ${this.codecName} index scores Hamming distances between bits, which bound no radius of the ${this.metric} metric`);
     }
-    return this.backend.rangeFlat(this.store, xq, nq, this.kernelMetric, limit, rel, masks, params.maxCandidates);
+    return this.backend.rangeFlat(this.store, this.storeQueries(xq, nq), nq, this.kernelMetric, limit, rel, masks, params.maxCandidates);
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
@@ -227,7 +286,7 @@ export class FlatIndex extends IndexCore {
   protected async compactStore(): Promise<number[]> {
     const keep: number[] = [];
     for (let s = 0; s < this.ids.nslots; s++) if (!this.ids.isDead(s)) keep.push(s);
-    const store = this.backend.createBaseStore(this.dim, { hostCopy: this.hostCopy }, this.store.format);
+    const store = this.backend.createBaseStore(this.storeDim, { hostCopy: this.hostCopy }, this.store.format);
     try {
       await store.reserve(keep.length);
       for await (const block of this.liveRows(true)) await store.addStored(block, block.length / this.store.rowWords);
@@ -243,10 +302,10 @@ export class FlatIndex extends IndexCore {
 
   /**
    * The live rows in slot order, in blocks (views valid until the next block is asked for): `d`
-   * floats a row, or with `stored`, as stored (`rowWords` words: codes stay coded).
+   * floats a row (p with a transform), or with `stored`, as stored (`rowWords` words: codes stay coded).
    */
   private liveRows(stored = false): AsyncGenerator<Float32Array> {
-    return this.ids.liveRows(this.store.readRows(stored), stored ? this.store.rowWords : this.dim, (row) => row);
+    return this.ids.liveRows(this.store.readRows(stored), stored ? this.store.rowWords : this.storeDim, (row) => row);
   }
 
   /**
@@ -260,8 +319,8 @@ export class FlatIndex extends IndexCore {
     this.queue.checkOpen('save');
     return this.queue.search(async () => {
       const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
-      const tables = this.codec?.tables() ?? null;
-      const rows = this.liveRows(tables !== null);
+      const tables = this.codec?.tables() ?? this.transform?.tables() ?? null;
+      const rows = this.liveRows(this.codec !== null);
       const refine = this.refineRows?.liveRows(this.ids);
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
         if (tables) yield tables;
@@ -269,7 +328,8 @@ export class FlatIndex extends IndexCore {
         if (refine) yield* refine;
         yield* idSection(live);
       }
-      const header: IndexFileHeader = { type: this.codecSpec ? codecFileType(this.codecSpec, false) : 'Flat', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0, codec: this.codecSpec, refine: this.refine };
+      const type = this.codecSpec ? codecFileType(this.codecSpec, false) : this.transformSpec ? TRANSFORM_FILE_TYPE : 'Flat';
+      const header: IndexFileHeader = { type, metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0, codec: this.codecSpec, refine: this.refine, transform: this.transformSpec };
       await writeIndexFile(path, header, parts(), options.onProgress);
     });
   }

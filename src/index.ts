@@ -42,3 +42,5 @@ export { CODEC_FORMS, Codec, codecName, parseCodec } from './codecs/codec.js';
 export type { CodecSpec } from './codecs/codec.js';
 export type { RefineKind } from './refine.js';
 export type { SqKind } from './codecs/scalar-quantizer.js';
+export { PCA_MAX_TRAIN_ROWS, TRANSFORM_FORMS, Transform, parseTransform, transformName } from './transforms.js';
+export type { TransformKind, TransformSpec } from './transforms.js';

@@ -19,6 +19,7 @@ import type { RangeCandidates } from './plans/range-search.js';
 import { dedupMargin } from './jobs/dedup.js';
 import { Codec, type CodecSpec, codecName } from './codecs/codec.js';
 import { type RefineKind, RefineRows, checkRefine } from './refine.js';
+import { type TransformSpec, checkTransform, parseTransform, TRANSFORM_FORMS } from './transforms.js';
 
 /** The key the live rows' masks are cached under (a search without a filter). */
 const LIVE_ROWS = {};
@@ -113,6 +114,8 @@ export abstract class IndexCore implements VectorIndex {
 
   /** The codec's spec, or null for float32 rows. */
   readonly codecSpec: CodecSpec | null;
+  /** The transform applied before the store (`Prefix<p>`, `PCA<p>`, `PCAR<p>`), or null. */
+  readonly transformSpec: TransformSpec | null;
   /** The refine rows of a re-ranked index (`,RFlat`, `,Refine(SQfp16)`), or null. */
   protected readonly refineRows: RefineRows | null;
 
@@ -121,11 +124,15 @@ export abstract class IndexCore implements VectorIndex {
     readonly dim: number,
     readonly metric: Metric,
     owner: string,
-    /** The index's codec and refine options (see FlatIndexOptions), checked here, and where its stores keep a host copy. */
-    coding: { codec?: unknown; refine?: unknown; hostCopy?: boolean } = {},
+    /** The index's codec, transform and refine options (see FlatIndexOptions), checked here, and where its stores keep a host copy. */
+    coding: { codec?: unknown; refine?: unknown; transform?: unknown; hostCopy?: boolean } = {},
   ) {
     this.queue = new OperationQueue(owner);
-    this.codecSpec = Codec.checkOptions(coding.codec, coding.refine, dim);
+    this.transformSpec = checkTransformOption(coding.transform, dim);
+    if (this.transformSpec && coding.codec !== undefined) {
+      throw new InvalidArgumentError(`a transform (${TRANSFORM_FORMS}) is followed by float32 rows only for now; got codec ${String(coding.codec)}`);
+    }
+    this.codecSpec = Codec.checkOptions(coding.codec, coding.refine, dim, this.transformSpec !== null);
     const refine = checkRefine(coding.refine);
     this.refineRows = refine ? new RefineRows(backend, dim, coding.hostCopy, refine) : null;
   }
@@ -167,10 +174,21 @@ export abstract class IndexCore implements VectorIndex {
    * What the exact re-score computes: the index's metric, except where the rows re-scored are
    * reconstructions of normalised vectors (codes, or SQfp16 refine rows), whose norms are not 1: there cosine is the
    * inner product of the normalised query with the reconstruction, as Faiss ranks normalised data
-   * with an inner-product quantiser, and as the kernels rank the candidates.
+   * with an inner-product quantiser, and as the kernels rank the candidates. (A transform's rows
+   * are re-normalised for cosine: they are re-scored by cosine, in its space; see scoreQueries.)
    */
   protected get scoreMetric(): Metric {
-    return this.codecSpec !== null && this.refine !== 'Flat' && this.metric === 'cosine' ? 'ip' : this.metric;
+    const approximate = this.refine === 'SQfp16' || (this.codecSpec !== null && this.refine === null);
+    return approximate && this.metric === 'cosine' ? 'ip' : this.metric;
+  }
+
+  /**
+   * The queries (prepared, `nq * dim`) as the exact re-score takes them, and their dim: the rows
+   * `rowsAt` returns are in that space. Here, as given; a transformed index without refine rows
+   * re-scores its p-dim rows against the transformed queries.
+   */
+  protected scoreQueries(xq: Float32Array, _nq: number): { queries: Float32Array; dim: number } {
+    return { queries: xq, dim: this.dim };
   }
 
   abstract train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
@@ -292,14 +310,8 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, timings?: SearchTimings): Promise<SlotResult> {
-    return timedRescore(timings, async () =>
-      rescore(this.scoreMetric, this.rescoreQueries(queries, nq), nq, this.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()),
-    );
-  }
-
-  /** The queries as the rows `rowsAt` gives are compared with them (an LSH's reconstructions are in its rotated space). */
-  protected rescoreQueries(queries: Float32Array, _nq: number): Float32Array {
-    return queries;
+    const space = this.scoreQueries(queries, nq);
+    return timedRescore(timings, async () => rescore(this.scoreMetric, space.queries, nq, space.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()));
   }
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
@@ -389,10 +401,19 @@ export abstract class IndexCore implements VectorIndex {
       const masks = filter === undefined ? this.tombstones() : this.rowMasks(filter, this.rowSpace()).masks;
       const limit = this.metric === 'l2' ? radius : -radius;
       const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
-      const res = rangeRescore(this.scoreMetric, queries, nq, this.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());
+      const space = this.scoreQueries(queries, nq);
+      const res = rangeRescore(this.scoreMetric, space.queries, nq, space.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());
       return { lims: res.lims, distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }
+}
+
+/** An index's `transform` option (a factory component such as `PCAR64`), checked for `dim`: its spec, or null. */
+function checkTransformOption(transform: unknown, dim: number): TransformSpec | null {
+  if (transform === undefined) return null;
+  const spec = typeof transform === 'string' ? parseTransform(transform) : null;
+  if (spec === null) throw new InvalidArgumentError(`transform must be one of ${TRANSFORM_FORMS}; got ${String(transform)}`);
+  return checkTransform(spec, dim);
 }
 
 /** Throws unless `kFactor` is a finite number >= 1. */

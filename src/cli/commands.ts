@@ -9,6 +9,7 @@ import { type Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
 import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseIndexType } from '../factory.js';
 import { Codec, codecName } from '../codecs/codec.js';
+import { checkTransform } from '../transforms.js';
 import { readIdFile } from '../io/id-file.js';
 import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
@@ -223,11 +224,12 @@ function nprobeOf(v: Values, type: IndexType, fallback: number): number | undefi
 
 /**
  * The usage errors of an index type for `file`: a codec that cannot code its rows (PQ's M must
- * divide the dim), an IVF nlist larger than the number of vectors (k-means needs n >= nlist).
+ * divide the dim), a transform's p above the dim, an IVF nlist larger than the number of vectors (k-means needs n >= nlist).
  */
 function checkTypeFor(type: IndexType, file: VectorReader): void {
   try {
     if (type.codec) Codec.checkOptions(codecName(type.codec), type.refine, file.dim);
+    if (type.transform) checkTransform(type.transform, file.dim);
   } catch (err) {
     throw new UsageError(`--type ${describeIndexType(type)}: ${(err as Error).message}`);
   }

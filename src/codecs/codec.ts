@@ -122,13 +122,14 @@ export class Codec {
 
   /**
    * An index's `codec` and `refine` options checked for `d`-dimensional rows (PQ: M divides d),
-   * before anything is trained: the codec's spec, or null for float32 rows.
+   * before anything is trained: the codec's spec, or null for float32 rows. Refine rows re-rank
+   * what a codec or a transform (`transformed`) approximates.
    */
-  static checkOptions(codec: unknown, refine: unknown, d: number): CodecSpec | null {
+  static checkOptions(codec: unknown, refine: unknown, d: number, transformed = false): CodecSpec | null {
     const spec = codec === undefined ? null : typeof codec === 'string' ? parseCodec(codec) : null;
     if (codec !== undefined && spec === null) throw new InvalidArgumentError(`codec must be one of ${CODEC_FORMS}; got ${String(codec)}`);
     if (spec?.type === 'PQ') new ProductQuantizer(d, spec.M, spec.nbits);
-    if (checkRefine(refine) && !spec) throw new InvalidArgumentError('refine (,RFlat, ,Refine(SQfp16)) re-ranks codes: it needs a codec');
+    if (checkRefine(refine) && !spec && !transformed) throw new InvalidArgumentError('refine (,RFlat, ,Refine(SQfp16)) re-ranks codes or transformed rows: it needs a codec or a transform');
     return spec;
   }
 

@@ -30,6 +30,15 @@
  *                then (version 2) the ids section: i64 next sequential id (-1 where the index
  *                holds caller ids), i64 labels[ntotal]: the id of each vector (Flat: by row;
  *                IVF: labels[s] for the row whose u32 id above is s); see src/ids.ts
+ *   transforms   type 12 Transform,Flat: float32 rows of p dimensions, transformed
+ *                (src/transforms.ts). Its codec word is the transform word: bits 0-16 p (1 .. dim),
+ *                bits 24-25 the kind (1 Prefix, 2 PCA, 3 PCAR), bits 30-31 refine as above
+ *                (bit 31: full-d refine rows follow: float32, with bit 30 SQfp16 codes); every
+ *                other bit 0. Arrays: tables (PCA, PCAR: f32[p] eigenvalues, decreasing, then
+ *                f32[p * dim] the matrix, rotation folded in; Prefix none), xb f32[ntotal * p]
+ *                (cosine: unit norm or zero), [refine rows], ids section. In bytes:
+ *                40 + 4 T + 4 ntotal p [+ 4 ntotal dim (RFlat)] + 8 (ntotal + 1) + 32, T = p + p dim
+ *                for PCA and PCAR, 0 for Prefix.
  *   32 bytes     SHA-256 of everything before it
  * Version 1 files (types 1 and 2, no ids section: sequential ids 0 .. ntotal - 1) still load.
  * Vectors are stored as the index holds them (normalised for cosine: each row has unit norm, or is
@@ -52,6 +61,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { type CodecSpec, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { type RefineKind, refineWords } from '../refine.js';
+import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../transforms.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
@@ -69,8 +79,35 @@ const UNIT_NORM_TOLERANCE = 1e-3;
 /** Bytes hashed and written, or read, at a time. */
 const IO_BLOCK = 1 << 24;
 
-/** Type codes in the header, in order from 1 (see above). */
-const TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ', 'LSH'] as const;
+/** Type codes in the header, in order from 1 (see above), the transforms' after them. */
+const STORAGE_TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ', 'LSH'] as const;
+
+// Transforms before Flat: their type code and header word.
+/** The file type of a transformed Flat index (Prefix<p>, PCA<p>, PCAR<p>, then float32 rows of p). */
+export const TRANSFORM_FILE_TYPE = 'Transform,Flat';
+const TRANSFORM_TYPE_CODES = [TRANSFORM_FILE_TYPE] as const;
+/** The transform word's fields (see above): p in bits 0-16, the kind in bits 24-25. */
+const TRANSFORM_P_MASK = 0x1ffff;
+const TRANSFORM_KIND_SHIFT = 24;
+/** Bits of a transform word that are neither p, the kind, nor refine: always 0. */
+const TRANSFORM_SPARE_BITS = 0x3cfe0000;
+
+/** The transform word of a header (p, kind; the refine bits are added by codecWord). */
+function transformWord(t: TransformSpec): number {
+  return t.p | ((TRANSFORM_KINDS.indexOf(t.kind) + 1) << TRANSFORM_KIND_SHIFT);
+}
+
+/** The transform a transform word names, checked against `dim`; throws `bad` otherwise. */
+function parseTransformWord(word: number, dim: number, bad: (field: string, value: number, expected: string) => InvalidArgumentError): TransformSpec {
+  const p = word & TRANSFORM_P_MASK;
+  const kind = TRANSFORM_KINDS[((word >>> TRANSFORM_KIND_SHIFT) & 3) - 1];
+  if (p < 1 || p > dim || kind === undefined || (word & TRANSFORM_SPARE_BITS) !== 0) {
+    throw bad('transform word', word, `p (bits 0-16) in [1, ${dim}] (dim), kind (bits 24-25) 1 Prefix, 2 PCA or 3 PCAR, refine (bits 30-31), every other bit 0`);
+  }
+  return { kind, p };
+}
+
+const TYPE_CODES = [...STORAGE_TYPE_CODES, ...TRANSFORM_TYPE_CODES] as const;
 export type IndexFileType = (typeof TYPE_CODES)[number];
 const REFINE_BIT = 0x80000000;
 /** With REFINE_BIT: the refine rows are SQfp16 codes, not float32. */
@@ -89,6 +126,8 @@ export interface IndexFileHeader {
   codec?: CodecSpec | null;
   /** The refine rows that follow the codes (`,RFlat`: float32; `,Refine(SQfp16)`: SQfp16 codes), or null. */
   refine?: RefineKind | null;
+  /** The transform of type Transform,Flat, else null. */
+  transform?: TransformSpec | null;
 }
 
 /** The file type of an index of `codec` codes, Flat or IVF. */
@@ -107,19 +146,23 @@ export function isIvfType(type: IndexFileType): boolean {
 export function indexFileBytes(h: IndexFileHeader): number {
   const ivf = isIvfType(h.type);
   const lists = ivf ? h.nlist * h.dim + h.nlist + 1 + h.ntotal : 0;
+  const refine = h.refine ? h.ntotal * refineWords(h.refine, h.dim) : 0;
   const words = h.codec
-    ? lists + codecTableFloats(h.codec, h.dim) + h.ntotal * codecRowWords(h.codec, h.dim) + (h.refine ? h.ntotal * refineWords(h.refine, h.dim) : 0)
-    : lists + h.ntotal * h.dim;
+    ? lists + codecTableFloats(h.codec, h.dim) + h.ntotal * codecRowWords(h.codec, h.dim) + refine
+    : h.transform
+      ? transformTableFloats(h.transform, h.dim) + h.ntotal * h.transform.p + refine
+      : lists + h.ntotal * h.dim;
   const idBytes = (h.version ?? INDEX_FORMAT_VERSION) >= 2 ? 8 * (h.ntotal + 1) : 0;
   return HEADER_BYTES + 4 * words + idBytes + 32;
 }
 
 /** The header's codec word (see above). */
 function codecWord(h: IndexFileHeader): number {
-  if (!h.codec) return 0;
+  if (!h.codec && !h.transform) return 0;
   const c = h.codec;
-  const pq = c.type === 'PQ' ? c.M | (c.nbits << 16) : c.type === 'LSH' ? (c.rotate ? 1 : 0) | (c.thresholds ? 2 : 0) : 0;
-  return (pq | (h.refine ? REFINE_BIT : 0) | (h.refine === 'SQfp16' ? REFINE_FP16_BIT : 0)) >>> 0;
+  const codec = c?.type === 'PQ' ? c.M | (c.nbits << 16) : c?.type === 'LSH' ? (c.rotate ? 1 : 0) | (c.thresholds ? 2 : 0) : 0;
+  const transform = h.transform ? transformWord(h.transform) : 0;
+  return (codec | transform | (h.refine ? REFINE_BIT : 0) | (h.refine === 'SQfp16' ? REFINE_FP16_BIT : 0)) >>> 0;
 }
 
 /**
@@ -196,7 +239,10 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   if (ivf && (nprobe < 1 || nprobe > nlist)) throw bad('nprobe', nprobe, `an integer in [1, ${nlist}] (nlist)`);
   const kind = name.replace('IVF,', '');
   let codec: CodecSpec | null = null;
-  if (kind === 'PQ') {
+  let transform: TransformSpec | null = null;
+  if (name === TRANSFORM_FILE_TYPE) {
+    transform = parseTransformWord(reserved, dim, bad);
+  } else if (kind === 'PQ') {
     const M = reserved & 0xffff;
     const nbits = (reserved >>> 16) & 0xff;
     if (M < 1 || dim % M !== 0 || nbits < PQ_MIN_NBITS || nbits > PQ_MAX_NBITS || (reserved & 0x3f000000) !== 0) {
@@ -212,8 +258,8 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   } else if (reserved !== 0) throw bad('codec word', reserved, `0 for ${name}`);
   const refineBits = reserved >>> 30;
   if (refineBits === 1) throw bad('codec word', reserved, 'bit 30 (SQfp16 refine rows) only with bit 31 (refine)');
-  const refine: RefineKind | null = codec === null || refineBits === 0 ? null : refineBits === 3 ? 'SQfp16' : 'Flat';
-  return { version, type: name, metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe, codec, refine };
+  const refine: RefineKind | null = (codec === null && transform === null) || refineBits === 0 ? null : refineBits === 3 ? 'SQfp16' : 'Flat';
+  return { version, type: name, metric: METRIC_CODES[metricCode], dim, ntotal, nlist, nprobe, codec, refine, transform };
 }
 
 /**
@@ -275,10 +321,10 @@ export class IndexFileReader {
     return out;
   }
 
-  /** The next `count` float32 values (rows of dim), each finite (`field` names them in errors). */
-  async floats(field: string, count: number): Promise<Float32Array> {
+  /** The next `count` float32 values (rows of `dim`, by default the header's), each finite (`field` names them in errors). */
+  async floats(field: string, count: number, dim = this.header.dim): Promise<Float32Array> {
     const x = new Float32Array((await this.next(4 * count)).buffer);
-    checkVectors(this.path, field, x, 0, this.header.dim, false);
+    checkVectors(this.path, field, x, 0, dim, false);
     return x;
   }
 
@@ -288,11 +334,10 @@ export class IndexFileReader {
   }
 
   /**
-   * The next `rows` vectors of the header's dim, in blocks of whole rows, each block checked
-   * (finite; unit norm or zero where `unit`).
+   * The next `rows` vectors of `dim` floats (by default the header's dim), in blocks of whole
+   * rows, each block checked (finite; unit norm or zero where `unit`).
    */
-  async *vectorBlocks(field: string, rows: number, unit: boolean): AsyncGenerator<Float32Array> {
-    const dim = this.header.dim;
+  async *vectorBlocks(field: string, rows: number, unit: boolean, dim = this.header.dim): AsyncGenerator<Float32Array> {
     const blockRows = Math.max(1, Math.floor(IO_BLOCK / (4 * dim)));
     for (let r0 = 0; r0 < rows; r0 += blockRows) {
       const n = Math.min(blockRows, rows - r0);

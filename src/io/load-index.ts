@@ -8,9 +8,10 @@
 import type { Backend } from '../backend.js';
 import { FlatIndex } from '../flat-index.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
-import { IndexFileReader, checkLists, isIvfType } from './index-file.js';
+import { IndexFileReader, TRANSFORM_FILE_TYPE, checkLists, isIvfType } from './index-file.js';
 import { codecName, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { refineWords } from '../refine.js';
+import { transformName, transformTableFloats } from '../transforms.js';
 
 export interface LoadOptions {
   /** Keep a host copy of the vectors where the device's memory is not the host's (default true; see BaseStoreOptions). */
@@ -21,7 +22,7 @@ export interface LoadOptions {
 
 export async function loadIndex(backend: Backend, path: string, options: LoadOptions = {}): Promise<FlatIndex | IvfFlatIndex> {
   const file = await IndexFileReader.open(path, options.onProgress);
-  const { type, dim, metric, ntotal, nlist, nprobe, codec: spec, refine } = file.header;
+  const { type, dim, metric, ntotal, nlist, nprobe, codec: spec, refine, transform } = file.header;
   const unit = metric === 'cosine';
   let index: FlatIndex | IvfFlatIndex | null = null;
   try {
@@ -29,9 +30,16 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
       const flat = (index = new FlatIndex(backend, { dim, metric, hostCopy: options.hostCopy }));
       await flat.reserve(ntotal);
       for await (const block of file.vectorBlocks('xb', ntotal, unit)) await flat.addPrepared(block);
+    } else if (type === TRANSFORM_FILE_TYPE) {
+      const { p } = transform!;
+      const flat = (index = new FlatIndex(backend, { dim, metric, transform: transformName(transform!), refine: refine ?? undefined, hostCopy: options.hostCopy }));
+      const floats = transformTableFloats(transform!, dim);
+      if (floats > 0) await flat.restoreTables(await file.floats('transform tables', floats, dim + 1));
+      await flat.reserve(ntotal);
+      for await (const block of file.vectorBlocks('xb', ntotal, unit, p)) await flat.addStored(block, block.length / p);
     } else if (!isIvfType(type)) {
       const coded = (index = new FlatIndex(backend, { dim, metric, codec: codecName(spec!), refine: refine ?? undefined, hostCopy: options.hostCopy }));
-      await coded.restoreCodec(await file.floats('tables', codecTableFloats(spec!, dim)));
+      await coded.restoreTables(await file.floats('tables', codecTableFloats(spec!, dim)));
       await coded.reserve(ntotal);
       const w = codecRowWords(spec!, dim);
       for await (const block of file.wordBlocks(ntotal, w)) await coded.addStored(block, block.length / w);

@@ -106,16 +106,18 @@ describe('webgpu-knn CLI', () => {
     expect(Array.from((await readVectors(join(dir, 'nn2.ivecs'))).data)).toEqual(Array.from(want.labels));
   });
 
-  it('build --type takes codes (IVF4,PQ3x4,RFlat); search --kfactor re-ranks against the float32 rows', async () => {
-    const r = cli('build', '--input', 'x.fvecs', '--out', 'pq.idx', '--type', 'IVF4,PQ3x4,RFlat', '--nprobe', '4', '--backend', 'cpu');
-    expect(r.code, r.err).toBe(0);
+  it('build --type takes codes (IVF4,PQ3x4,RFlat) and transforms (PCAR4,Flat,RFlat); search --kfactor re-ranks against the float32 rows', async () => {
     const index = new FlatIndex(cpuBackend(), { dim: d });
     await index.add(x);
     const want = await index.search(x.subarray(0, 10 * d), 5);
-    // k x kFactor = 500 candidates cover the 300 vectors: the exact answer.
-    const s = cli('search', '--index', 'pq.idx', '--queries', 'q.npy', '--k', '5', '--kfactor', '100', '--out', 'pq.ivecs', '--backend', 'cpu');
-    expect(s.code, s.err).toBe(0);
-    expect(Array.from((await readVectors(join(dir, 'pq.ivecs'))).data)).toEqual(Array.from(want.labels));
+    for (const [type, name] of [['IVF4,PQ3x4,RFlat', 'pq'], ['PCAR4,Flat,RFlat', 'pcar']]) {
+      const r = cli('build', '--input', 'x.fvecs', '--out', `${name}.idx`, '--type', type, ...(type.startsWith('IVF') ? ['--nprobe', '4'] : []), '--backend', 'cpu');
+      expect(r.code, r.err).toBe(0);
+      // k x kFactor = 500 candidates cover the 300 vectors: the exact answer.
+      const s = cli('search', '--index', `${name}.idx`, '--queries', 'q.npy', '--k', '5', '--kfactor', '100', '--out', `${name}.ivecs`, '--backend', 'cpu');
+      expect(s.code, s.err).toBe(0);
+      expect(Array.from((await readVectors(join(dir, `${name}.ivecs`))).data), type).toEqual(Array.from(want.labels));
+    }
     for (const bad of ['0.5', 'two', '-1']) {
       const e = cli('search', '--index', 'pq.idx', '--queries', 'q.npy', '--k', '5', `--kfactor=${bad}`, '--out', 'pq2.ivecs', '--backend', 'cpu');
       expect(e.code, bad).toBe(2);
@@ -124,6 +126,9 @@ describe('webgpu-knn CLI', () => {
     const m = cli('build', '--input', 'x.fvecs', '--out', 'pq5.idx', '--type', 'PQ4', '--backend', 'cpu');
     expect(m.code).toBe(2);
     expect(m.err).toMatch(/M \(sub-quantizers\) must be an integer >= 1 that divides d = 6; got 4/);
+    const p = cli('build', '--input', 'x.fvecs', '--out', 'pcar7.idx', '--type', 'PCAR7,Flat', '--backend', 'cpu');
+    expect(p.code).toBe(2);
+    expect(p.err).toMatch(/--type PCAR7,Flat: PCAR7: p \(output dimensions\) must be an integer in \[1, d = 6\]; got 7/);
   });
 
   it('build --train-sample trains IVF on a seeded sample, as the library does', async () => {

@@ -111,7 +111,7 @@ describe('IvfFlatIndex', () => {
     for (const bad of ['HNSW32', 'IVF,Flat', 'IVF10,PQ8y4', 'Flat,RFlat', 'IVF10,Flat,RFlat', 'SQ8,RFlat,RFlat', 'flat', '']) {
       expect(() => indexFactory(cpu, 8, bad), bad).toThrow(/expected "\[IVF<nlist>,\]STORAGE\[,RFlat \| ,Refine\(SQfp16\)\]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits> \(nbits 4..8\) or \(without IVF\) LSH, LSHr, LSHt, LSHrt/);
     }
-    expect(() => indexFactory(cpu, 8, 'Flat,RFlat')).toThrow(/,RFlat re-ranks codes: it follows a codec, not Flat/);
+    expect(() => indexFactory(cpu, 8, 'Flat,RFlat')).toThrow(/,RFlat re-ranks codes or transformed rows: it follows a codec or a transform, not plain Flat/);
     expect(() => indexFactory(cpu, 8, 'PQ3')).toThrow(/M \(sub-quantizers\) must be an integer >= 1 that divides d = 8; got 3/);
     expect(() => indexFactory(cpu, 8, 'PQ4x9')).toThrow(/PQ4x9: nbits must be in \[4, 8\]; got 9/);
   });

@@ -30,6 +30,14 @@ const ivf = new IvfFlatIndex(cpu, { dim: d, nlist, nprobe: 2 });
 await ivf.train(x);
 await ivf.add(x);
 await ivf.save(join(dir, 'ivf.idx'));
+// A transformed Flat index (type 11): PCAR2 tables (2 eigenvalues, a 2 x 4 matrix), rows of 2, full refine rows.
+const pcar = new FlatIndex(cpu, { dim: d, metric: 'cosine', transform: 'PCAR2', refine: 'Flat' });
+await pcar.train(x);
+await pcar.add(x);
+await pcar.save(join(dir, 'pcar.idx'));
+const PCAR_ROWS = HEADER + 4 * (2 + 2 * d);
+/** PCAR2 with refine rows: p = 2, kind 3 (bits 24-25), refine (bit 31). */
+const PCAR_WORD = (2 | (3 << 24) | 0x80000000) >>> 0;
 
 // Byte offsets in the IVF file (see the format at the top of src/io/index-file.ts).
 const CENTROIDS = HEADER;
@@ -56,10 +64,12 @@ describe('index files are checked beyond the checksum', () => {
     expect(await readIndexHeader(join(dir, 'flat.idx'))).toMatchObject({ type: 'Flat', dim: d, ntotal: n });
     expect((await loadIndex(cpu, join(dir, 'flat.idx'))).ntotal).toBe(n);
     expect((await loadIndex(cpu, join(dir, 'ivf.idx'))).ntotal).toBe(n);
+    expect(await readIndexHeader(join(dir, 'pcar.idx'))).toMatchObject({ type: 'Transform,Flat', dim: d, ntotal: n, transform: { kind: 'PCAR', p: 2 }, refine: 'Flat' });
+    expect((await loadIndex(cpu, join(dir, 'pcar.idx'))).ntotal).toBe(n);
   });
 
   const cases: [string, string, (v: DataView) => void, RegExp][] = [
-    ['type', 'flat.idx', u32(FIELD.type, 12), /bad header: type is 12; expected an integer in \[1, 11\] \(1 Flat, 2 IVF, 3 SQ8, 4 SQ4, 5 SQfp16, 6 PQ, 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ, 11 LSH\)/],
+    ['type', 'flat.idx', u32(FIELD.type, 13), /bad header: type is 13; expected an integer in \[1, 12\] \(1 Flat, 2 IVF, 3 SQ8, 4 SQ4, 5 SQfp16, 6 PQ, 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ, 11 LSH, 12 Transform,Flat\)/],
     ['metric', 'flat.idx', u32(FIELD.metric, 9), /bad header: metric is 9; expected 0 \(l2\), 1 \(ip\) or 2 \(cosine\)/],
     ['dim 0', 'flat.idx', u32(FIELD.dim, 0), /bad header: dim is 0; expected an integer in \[1, 65536\]/],
     ['dim huge', 'flat.idx', u32(FIELD.dim, 1 << 30), /bad header: dim is 1073741824/],
@@ -81,6 +91,15 @@ describe('index files are checked beyond the checksum', () => {
     ['a NaN vector', 'ivf.idx', f32(XB + 12, NaN), /xb row 0 column 3 is NaN; expected a finite value/],
     ['an infinite centroid', 'ivf.idx', f32(CENTROIDS + 4 * (d + 1), Infinity), /centroids row 1 column 1 is Infinity; expected a finite value/],
     ['a cosine row that is not unit norm', 'flat.idx', f32(HEADER + 4 * d * 7, 3), /xb row 7 has norm [\d.]+; a cosine index stores unit-norm \(or zero\) rows/],
+    // Transformed Flat (type 11): the transform word, its tables, its p-dim rows.
+    ['a transform word with p 0', 'pcar.idx', u32(FIELD.reserved, PCAR_WORD & ~2), /bad header: transform word is 2197815296; expected p \(bits 0-16\) in \[1, 4\] \(dim\), kind \(bits 24-25\) 1 Prefix, 2 PCA or 3 PCAR, refine \(bits 30-31\), every other bit 0/],
+    ['a transform word with p > dim', 'pcar.idx', u32(FIELD.reserved, (PCAR_WORD & ~2) | 5), /bad header: transform word is \d+; expected p \(bits 0-16\) in \[1, 4\]/],
+    ['a transform word with kind 0', 'pcar.idx', u32(FIELD.reserved, 2), /bad header: transform word is 2; expected p/],
+    ['a transform word with a spare bit', 'pcar.idx', u32(FIELD.reserved, PCAR_WORD | (1 << 20)), /bad header: transform word is \d+; expected p/],
+    ['a transform word whose kind needs tables the size does not hold', 'pcar.idx', u32(FIELD.reserved, (PCAR_WORD & ~(3 << 24)) | (1 << 24)), /has trailing bytes: the header describes \d+ bytes/],
+    ['a NaN in the transform tables', 'pcar.idx', f32(HEADER + 4 * 3, NaN), /transform tables row 0 column 3 is NaN; expected a finite value/],
+    ['a transformed cosine row that is not unit norm', 'pcar.idx', f32(PCAR_ROWS + 4 * 2 * 5, 3), /xb row 5 has norm [\d.]+; a cosine index stores unit-norm \(or zero\) rows/],
+    ['a codec word on a transformed type from another type', 'flat.idx', u32(FIELD.type, 12), /bad header: transform word is 0; expected p/],
   ];
   for (const [name, file, mutate, pattern] of cases) {
     it(`rejects ${name}`, async () => {

@@ -1,0 +1,435 @@
+/**
+ * Transforms applied before the storage of an index (Faiss's VectorTransform, as the factory's
+ * first component): the index stores and searches `p`-dimensional rows y = T(x), and with `,RFlat`
+ * re-ranks against the full `d`-dimensional rows.
+ *   - `Prefix<p>`: the first p dimensions (Matryoshka adaptive retrieval: embeddings trained so that
+ *     their prefixes are embeddings too). Our own key: Faiss has none (`PCA<p>` is its nearest).
+ *   - `PCA<p>`: the projection on the top-p principal components of the training rows (Faiss's
+ *     PCAMatrix): y = P x, P (p x d) the eigenvectors of the covariance with the p largest
+ *     eigenvalues, as rows, in decreasing order of eigenvalue.
+ *   - `PCAR<p>`: the same followed by a seeded random orthogonal p x p rotation R (PCAMatrix with
+ *     random_rotation): y = R P x. The rotation spreads the variance evenly over the p outputs,
+ *     which matters to a quantiser after it, not to Flat.
+ * Centring: the covariance is that of the centred rows, but y = P x is not centred (Faiss's
+ * PCAMatrix applies P (x - mean)). For l2 the two are the same (the mean cancels between a query and
+ * a row); for ip and cosine, subtracting the mean from the queries changes the ranking, while
+ * without it (P q) . (P x) ranks each query's rows exactly as q . P^T P x, the inner product with
+ * the row's reconstruction: with p = d, PCA ranks as the untransformed index does, for every metric.
+ * Cosine: the outputs are re-normalised (rows of unit norm, or zero), so that the inner product of
+ * two outputs is the cosine of the prefixes or projections, as Matryoshka models are used.
+ */
+import { sampleRows } from './kmeans.js';
+import { rng } from './random.js';
+import type { Metric } from './types.js';
+import { InvalidArgumentError, normalizeRows } from './types.js';
+import type { VectorSource } from './vector-source.js';
+
+export type TransformKind = 'Prefix' | 'PCA' | 'PCAR';
+export const TRANSFORM_KINDS: readonly TransformKind[] = ['Prefix', 'PCA', 'PCAR'];
+
+export interface TransformSpec {
+  kind: TransformKind;
+  /** Output dimensions, in [1, d]. */
+  p: number;
+}
+
+export const TRANSFORM_FORMS = '"Prefix<p>", "PCA<p>" or "PCAR<p>" (p output dimensions, 1 <= p <= d)';
+
+/**
+ * Most training rows PCA's covariance is computed on (a seeded sample where there are more). Faiss
+ * takes up to 1000 d; here the covariance costs n d^2 / 2 float64 multiply-adds on the host (about
+ * 24 s for 60,000 x 784 on this project's 2-core machine), so the sample is bounded instead: about
+ * 6 s at d = 784. The top components of a covariance are estimated well from far fewer rows.
+ */
+export const PCA_MAX_TRAIN_ROWS = 16384;
+
+/** The transform a factory-string component names (`Prefix64`, `PCA64`, `PCAR64`), or null where it names none. */
+export function parseTransform(text: string): TransformSpec | null {
+  const m = /^(Prefix|PCAR|PCA)(\d+)$/.exec(text);
+  if (!m) return null;
+  const p = Number(m[2]);
+  if (!(p >= 1 && p <= 65536)) throw new InvalidArgumentError(`${text}: p (output dimensions) must be an integer in [1, 65536]; got ${m[2]}`);
+  return { kind: m[1] as TransformKind, p };
+}
+
+/** The factory spelling: Prefix64, PCA64, PCAR64. */
+export function transformName(t: TransformSpec): string {
+  return `${t.kind}${t.p}`;
+}
+
+/** Floats of a transform's trained tables: PCA and PCAR p eigenvalues then the p x d matrix; Prefix none. */
+export function transformTableFloats(t: TransformSpec, d: number): number {
+  return t.kind === 'Prefix' ? 0 : t.p + t.p * d;
+}
+
+/** Checks an index's `transform` option for `d`-dimensional rows: undefined, or a spec with p in [1, d]. */
+export function checkTransform(transform: unknown, d: number): TransformSpec | null {
+  if (transform === undefined || transform === null) return null;
+  const t = transform as TransformSpec;
+  if (typeof t !== 'object' || !(TRANSFORM_KINDS as readonly unknown[]).includes(t.kind)) {
+    throw new InvalidArgumentError(`transform must be { kind: ${TRANSFORM_KINDS.join(' | ')}, p }; got ${JSON.stringify(transform)}`);
+  }
+  if (!Number.isInteger(t.p) || t.p < 1 || t.p > d) {
+    throw new InvalidArgumentError(`${t.kind}${String(t.p)}: p (output dimensions) must be an integer in [1, d = ${d}]; got ${String(t.p)}`);
+  }
+  return { kind: t.kind, p: t.p };
+}
+
+/** A ready transform (Prefix, or a trained or restored PCA). */
+export class Transform {
+  private constructor(
+    readonly spec: TransformSpec,
+    readonly d: number,
+    /** PCA / PCAR: p x d, row-major (the rotation folded in); null for Prefix. */
+    readonly matrix: Float32Array | null,
+    /** PCA / PCAR: the covariance's p largest eigenvalues, decreasing; null for Prefix. */
+    readonly eigenvalues: Float32Array | null,
+  ) {}
+
+  get p(): number {
+    return this.spec.p;
+  }
+
+  /** Prefix (nothing to train), else null. */
+  static untrained(spec: TransformSpec, d: number): Transform | null {
+    return spec.kind === 'Prefix' ? new Transform(spec, d, null, null) : null;
+  }
+
+  /**
+   * Trains PCA / PCAR on `x` (prepared rows: an array, or a source read block by block, of which
+   * only a seeded sample of at most PCA_MAX_TRAIN_ROWS rows is held): the mean and the covariance
+   * in float64, its eigen-decomposition, and for PCAR a rotation seeded by `seed`.
+   */
+  static async train(spec: TransformSpec, d: number, x: Float32Array | VectorSource, seed = 1234): Promise<Transform> {
+    if (spec.kind === 'Prefix') return Transform.untrained(spec, d)!;
+    const sample = await sampleRows(x, d, PCA_MAX_TRAIN_ROWS, rng(seed));
+    const n = sample.length / d;
+    if (n < 1) throw new InvalidArgumentError(`${transformName(spec)} needs at least one training vector; got none`);
+    const { values, vectors } = symmetricEigen(covariance(sample, n, d), d);
+    let axes = vectors.subarray(0, spec.p * d);
+    if (spec.kind === 'PCAR') axes = matMul(randomRotation(spec.p, seed), axes, spec.p, spec.p, d);
+    return new Transform(spec, d, Float32Array.from(axes), Float32Array.from(values.subarray(0, spec.p)));
+  }
+
+  /** The trained tables (what `restore` takes back): eigenvalues then matrix; empty for Prefix. */
+  tables(): Float32Array {
+    if (!this.matrix) return new Float32Array(0);
+    const out = new Float32Array(transformTableFloats(this.spec, this.d));
+    out.set(this.eigenvalues!, 0);
+    out.set(this.matrix, this.p);
+    return out;
+  }
+
+  /** A transform from saved tables (see `tables`). */
+  static restore(spec: TransformSpec, d: number, tables: Float32Array): Transform {
+    const want = transformTableFloats(spec, d);
+    if (tables.length !== want) throw new InvalidArgumentError(`${transformName(spec)} tables: ${tables.length} floats; expected ${want}`);
+    if (spec.kind === 'Prefix') return Transform.untrained(spec, d)!;
+    return new Transform(spec, d, tables.slice(spec.p), tables.slice(0, spec.p));
+  }
+
+  /**
+   * `n` rows of `x` (`n * d`, prepared: normalised for cosine) transformed: `n * p`, each output
+   * accumulated in float64 and rounded once; for `metric` cosine re-normalised. May return `x`
+   * itself (Prefix<d>): callers do not modify the result.
+   */
+  apply(x: Float32Array, n: number, metric: Metric): Float32Array {
+    const { d, p } = this;
+    const a = this.matrix;
+    // Prefix<d> is the identity (re-normalising a normalised row could move its last bits).
+    if (!a && p === d) return x;
+    const out = new Float32Array(n * p);
+    for (let r = 0; r < n; r++) {
+      const xo = r * d;
+      if (!a) {
+        out.set(x.subarray(xo, xo + p), r * p);
+        continue;
+      }
+      for (let i = 0; i < p; i++) {
+        const ao = i * d;
+        let s = 0;
+        for (let j = 0; j < d; j++) s += a[ao + j] * x[xo + j];
+        out[r * p + i] = s;
+      }
+    }
+    return metric === 'cosine' ? normalizeRows(out, p) : out;
+  }
+
+  /** `n` transformed rows `y` (`n * p`) mapped back to `n * d`: Prefix zero-padded, PCA P^T y (the rotation undone). */
+  reconstruct(y: Float32Array, n: number): Float32Array {
+    const { d, p } = this;
+    const out = new Float32Array(n * d);
+    const a = this.matrix;
+    const row = new Float64Array(d);
+    for (let r = 0; r < n; r++) {
+      if (!a) {
+        out.set(y.subarray(r * p, (r + 1) * p), r * d);
+        continue;
+      }
+      row.fill(0);
+      for (let i = 0; i < p; i++) {
+        const v = y[r * p + i];
+        for (let j = 0; j < d; j++) row[j] += v * a[i * d + j];
+      }
+      out.set(row, r * d);
+    }
+    return out;
+  }
+}
+
+/**
+ * The covariance (d x d, float64, row-major, both triangles) of the `n` rows of `x` about their
+ * mean, divided by n. Rows are centred in float64 first (no cancellation from a large mean), and
+ * taken 4 at a time so that each pass over the matrix adds 4 outer products.
+ */
+export function covariance(x: Float32Array, n: number, d: number): Float64Array {
+  const mean = new Float64Array(d);
+  for (let r = 0; r < n; r++) for (let j = 0; j < d; j++) mean[j] += x[r * d + j];
+  for (let j = 0; j < d; j++) mean[j] /= n;
+  const c = new Float64Array(d * d);
+  const a0 = new Float64Array(d);
+  const a1 = new Float64Array(d);
+  const a2 = new Float64Array(d);
+  const a3 = new Float64Array(d);
+  const rows = [a0, a1, a2, a3];
+  for (let r0 = 0; r0 < n; r0 += 4) {
+    for (let t = 0; t < 4; t++) {
+      const r = r0 + t;
+      if (r < n) for (let j = 0; j < d; j++) rows[t][j] = x[r * d + j] - mean[j];
+      else rows[t].fill(0);
+    }
+    for (let i = 0; i < d; i++) {
+      const v0 = a0[i];
+      const v1 = a1[i];
+      const v2 = a2[i];
+      const v3 = a3[i];
+      const ci = i * d;
+      for (let j = i; j < d; j++) c[ci + j] += v0 * a0[j] + v1 * a1[j] + v2 * a2[j] + v3 * a3[j];
+    }
+  }
+  for (let i = 0; i < d; i++) {
+    for (let j = i; j < d; j++) {
+      const v = c[i * d + j] / n;
+      c[i * d + j] = v;
+      c[j * d + i] = v;
+    }
+  }
+  return c;
+}
+
+/**
+ * Eigen-decomposition of the symmetric d x d matrix `a` (row-major; overwritten): Householder
+ * reduction to tridiagonal form, then the QL algorithm with implicit shifts (EISPACK's tred2 and
+ * tql2, as JAMA ports them). Returns the eigenvalues in decreasing order and the eigenvectors as
+ * the rows of `vectors` in the same order, each of unit norm with its largest-magnitude entry
+ * (the first of equal ones) positive, so the result does not depend on the solver's signs.
+ */
+export function symmetricEigen(a: Float64Array, d: number): { values: Float64Array; vectors: Float64Array } {
+  const v = a;
+  const dd = new Float64Array(d);
+  const e = new Float64Array(d);
+  tred2(v, dd, e, d);
+  // tql2 rotates pairs of columns of V: work on its transpose, whose rows are contiguous.
+  const w = transpose(v, d);
+  tql2(w, dd, e, d);
+  const order = Array.from({ length: d }, (_, i) => i).sort((x, y) => dd[y] - dd[x] || x - y);
+  const values = Float64Array.from(order, (i) => dd[i]);
+  const vectors = new Float64Array(d * d);
+  order.forEach((src, i) => {
+    const row = w.subarray(src * d, (src + 1) * d);
+    let big = 0;
+    for (let j = 1; j < d; j++) if (Math.abs(row[j]) > Math.abs(row[big])) big = j;
+    const sign = row[big] < 0 ? -1 : 1;
+    for (let j = 0; j < d; j++) vectors[i * d + j] = sign * row[j];
+  });
+  return { values, vectors };
+}
+
+function transpose(m: Float64Array, d: number): Float64Array {
+  const t = new Float64Array(d * d);
+  for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) t[j * d + i] = m[i * d + j];
+  return t;
+}
+
+/** Householder tridiagonalisation (JAMA's tred2): V = the orthogonal transform, d the diagonal, e the sub-diagonal. */
+function tred2(V: Float64Array, d: Float64Array, e: Float64Array, n: number): void {
+  for (let j = 0; j < n; j++) d[j] = V[(n - 1) * n + j];
+  for (let i = n - 1; i > 0; i--) {
+    let scale = 0;
+    let h = 0;
+    for (let k = 0; k < i; k++) scale += Math.abs(d[k]);
+    if (scale === 0) {
+      e[i] = d[i - 1];
+      for (let j = 0; j < i; j++) {
+        d[j] = V[(i - 1) * n + j];
+        V[i * n + j] = 0;
+        V[j * n + i] = 0;
+      }
+    } else {
+      for (let k = 0; k < i; k++) {
+        d[k] /= scale;
+        h += d[k] * d[k];
+      }
+      let f = d[i - 1];
+      let g = Math.sqrt(h);
+      if (f > 0) g = -g;
+      e[i] = scale * g;
+      h -= f * g;
+      d[i - 1] = f - g;
+      for (let j = 0; j < i; j++) e[j] = 0;
+      for (let j = 0; j < i; j++) {
+        f = d[j];
+        V[j * n + i] = f;
+        g = e[j] + V[j * n + j] * f;
+        for (let k = j + 1; k <= i - 1; k++) {
+          g += V[k * n + j] * d[k];
+          e[k] += V[k * n + j] * f;
+        }
+        e[j] = g;
+      }
+      f = 0;
+      for (let j = 0; j < i; j++) {
+        e[j] /= h;
+        f += e[j] * d[j];
+      }
+      const hh = f / (h + h);
+      for (let j = 0; j < i; j++) e[j] -= hh * d[j];
+      for (let j = 0; j < i; j++) {
+        f = d[j];
+        g = e[j];
+        for (let k = j; k <= i - 1; k++) V[k * n + j] -= f * e[k] + g * d[k];
+        d[j] = V[(i - 1) * n + j];
+        V[i * n + j] = 0;
+      }
+    }
+    d[i] = h;
+  }
+  for (let i = 0; i < n - 1; i++) {
+    V[(n - 1) * n + i] = V[i * n + i];
+    V[i * n + i] = 1;
+    const h = d[i + 1];
+    if (h !== 0) {
+      for (let k = 0; k <= i; k++) d[k] = V[k * n + i + 1] / h;
+      for (let j = 0; j <= i; j++) {
+        let g = 0;
+        for (let k = 0; k <= i; k++) g += V[k * n + i + 1] * V[k * n + j];
+        for (let k = 0; k <= i; k++) V[k * n + j] -= g * d[k];
+      }
+    }
+    for (let k = 0; k <= i; k++) V[k * n + i + 1] = 0;
+  }
+  for (let j = 0; j < n; j++) {
+    d[j] = V[(n - 1) * n + j];
+    V[(n - 1) * n + j] = 0;
+  }
+  V[(n - 1) * n + n - 1] = 1;
+  e[0] = 0;
+}
+
+/** Implicit-shift QL on the tridiagonal (d, e) (JAMA's tql2), accumulating into W = V^T (eigenvector i: row i). */
+function tql2(W: Float64Array, d: Float64Array, e: Float64Array, n: number): void {
+  for (let i = 1; i < n; i++) e[i - 1] = e[i];
+  e[n - 1] = 0;
+  let f = 0;
+  let tst1 = 0;
+  const eps = 2 ** -52;
+  for (let l = 0; l < n; l++) {
+    tst1 = Math.max(tst1, Math.abs(d[l]) + Math.abs(e[l]));
+    let m = l;
+    while (m < n) {
+      if (Math.abs(e[m]) <= eps * tst1) break;
+      m++;
+    }
+    if (m > l) {
+      let iter = 0;
+      do {
+        if (++iter > 100) throw new Error(`symmetricEigen: no convergence for eigenvalue ${l}`);
+        let g = d[l];
+        let p = (d[l + 1] - g) / (2 * e[l]);
+        let r = Math.hypot(p, 1);
+        if (p < 0) r = -r;
+        d[l] = e[l] / (p + r);
+        d[l + 1] = e[l] * (p + r);
+        const dl1 = d[l + 1];
+        let h = g - d[l];
+        for (let i = l + 2; i < n; i++) d[i] -= h;
+        f += h;
+        p = d[m];
+        let c = 1;
+        let c2 = c;
+        let c3 = c;
+        const el1 = e[l + 1];
+        let s = 0;
+        let s2 = 0;
+        for (let i = m - 1; i >= l; i--) {
+          c3 = c2;
+          c2 = c;
+          s2 = s;
+          g = c * e[i];
+          h = c * p;
+          r = Math.hypot(p, e[i]);
+          e[i + 1] = s * r;
+          s = e[i] / r;
+          c = p / r;
+          p = c * d[i] - s * g;
+          d[i + 1] = h + s * (c * g + s * d[i]);
+          const wi = i * n;
+          const wj = (i + 1) * n;
+          for (let k = 0; k < n; k++) {
+            h = W[wj + k];
+            W[wj + k] = s * W[wi + k] + c * h;
+            W[wi + k] = c * W[wi + k] - s * h;
+          }
+        }
+        p = (-s * s2 * c3 * el1 * e[l]) / dl1;
+        e[l] = s * p;
+        d[l] = c * p;
+      } while (Math.abs(e[l]) > eps * tst1);
+    }
+    d[l] += f;
+    e[l] = 0;
+  }
+}
+
+/**
+ * A random orthogonal p x p matrix (row-major), seeded: Gaussian entries (Box-Muller over the
+ * project's rng), rows orthonormalised by modified Gram-Schmidt (a QR of a Gaussian matrix, as
+ * Faiss's RandomRotationMatrix).
+ */
+export function randomRotation(p: number, seed: number): Float64Array {
+  const random = rng(seed ^ 0x5bd1e995);
+  const m = new Float64Array(p * p);
+  for (let i = 0; i < m.length; i += 2) {
+    const u = 1 - random();
+    const t = 2 * Math.PI * random();
+    const rad = Math.sqrt(-2 * Math.log(u));
+    m[i] = rad * Math.cos(t);
+    if (i + 1 < m.length) m[i + 1] = rad * Math.sin(t);
+  }
+  for (let i = 0; i < p; i++) {
+    const ri = i * p;
+    for (let k = 0; k < i; k++) {
+      let dot = 0;
+      for (let j = 0; j < p; j++) dot += m[ri + j] * m[k * p + j];
+      for (let j = 0; j < p; j++) m[ri + j] -= dot * m[k * p + j];
+    }
+    let s = 0;
+    for (let j = 0; j < p; j++) s += m[ri + j] * m[ri + j];
+    const inv = 1 / Math.sqrt(s);
+    for (let j = 0; j < p; j++) m[ri + j] *= inv;
+  }
+  return m;
+}
+
+/** a (r x k) times b (k x c), row-major, float64. */
+function matMul(a: Float64Array, b: Float64Array, r: number, k: number, c: number): Float64Array {
+  const out = new Float64Array(r * c);
+  for (let i = 0; i < r; i++) {
+    for (let t = 0; t < k; t++) {
+      const v = a[i * k + t];
+      if (v === 0) continue;
+      for (let j = 0; j < c; j++) out[i * c + j] += v * b[t * c + j];
+    }
+  }
+  return out;
+}
