@@ -6,10 +6,9 @@
  * code bits read by the file format, with plain loops: not by the library's decoder). GPU equals CPU
  * on the same codes; `,RFlat` with enough candidates is exact; files are tables + codes + ids.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
 import { Lsh, randomRotation } from '../../src/codecs/lsh.js';
 import { indexFactory, parseIndexType, describeIndexType } from '../../src/factory.js';
@@ -18,15 +17,10 @@ import { loadIndex } from '../../src/io/load-index.js';
 import { clusteredFloats, randomFloats } from '../../src/random.js';
 import { candidatesFor } from '../../src/rescore.js';
 import { type Metric, type SearchResult, normalizeRows } from '../../src/types.js';
-import { cpuBackend } from '../helpers/cpu.js';
-import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { suiteBackends, suiteDir } from '../helpers/suite.js';
 
-const gpu = await gpuBackend({ maxBindingBytes: 64 * 1024 });
-const cpu = cpuBackend({ maxBindingBytes: 64 * 1024 });
-afterAll(disposeGpuBackends);
-const backends = [['cpu', cpu], ['webgpu', gpu]] as const;
-const dir = mkdtempSync(join(tmpdir(), 'wgknn-lsh-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { cpu, gpu, backends } = await suiteBackends();
+const dir = suiteDir('wgknn-lsh-');
 
 const d = 40; // two words a code, the second one partly used
 const n = 700;
