@@ -88,7 +88,7 @@ export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: n
  * scores, best first; r <= min(k, kRef)): a returned id among the first r counts when its true score
  * is no worse than the reference r-th score, within 1e-5 relative (float32 engines may order
  * near-ties either way). Duplicated ids count once. Reference rows shorter than r (n < r) count
- * only their real entries.
+ * only their real entries. `exclude` (self-queries): per query, its own row, never a hit.
  */
 export function tieAwareRecall(
   r: number,
@@ -100,6 +100,7 @@ export function tieAwareRecall(
   xq: Float32Array,
   d: number,
   metric: Metric,
+  exclude?: Int32Array,
 ): number {
   if (r > k || r > kRef) throw new RangeError(`recall@${r} needs at least ${r} results and reference entries; got k = ${k}, reference k = ${kRef}`);
   const sg = sign(metric);
@@ -121,7 +122,7 @@ export function tieAwareRecall(
     let got = 0;
     for (let j = 0; j < r && got < real; j++) {
       const id = labels[q * k + j];
-      if (id < 0 || seen.has(id)) continue;
+      if (id < 0 || seen.has(id) || id === exclude?.[q]) continue;
       seen.add(id);
       if (sg * trueScore(xb, xq, d, q, id, metric) <= rth + tol) got++;
     }

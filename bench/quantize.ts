@@ -128,7 +128,7 @@ export async function runQuantize(o: QuantizeOptions): Promise<QuantizeRun> {
     const [buildOn, ...loadOn] = [...backends.keys()];
     if (!buildOn) throw new Error(`no backend started: ${notMeasured.join('; ')}`);
     const recall = (r: number, labels: Int32Array): number | null =>
-      r <= k ? tieAwareRecall(r, labels, k, reference.scores, reference.k, data.xb, data.xq, data.d, metric) : null;
+      r <= k ? tieAwareRecall(r, labels, k, reference.scores, reference.k, data.xb, data.xq, data.d, metric, self) : null;
 
     for (const description of o.indexes) {
       try {
