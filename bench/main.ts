@@ -428,8 +428,9 @@ export async function benchMain(argv: string[]): Promise<void> {
   const warmup = v.warmup === '0' ? 0 : positiveInt('warmup', v.warmup, 1);
   const repeats = positiveInt('repeats', v.repeats, 3);
   const dataSet = (v.data ?? 'clustered') as DataSet;
-  if (v.data !== undefined && !(DATA_SETS as readonly string[]).includes(v.data) && !(kase === 'quantize' && v.data === 'minilm')) {
-    throw new UsageError(`--data must be one of ${DATA_SETS.join(', ')}; got ${v.data}`);
+  const sets: readonly string[] = kase === 'quantize' ? QUANTIZE_DATA : DATA_SETS;
+  if (v.data !== undefined && !sets.includes(v.data)) {
+    throw new UsageError(`--data must be one of ${sets.join(', ')}; got ${v.data}`);
   }
 
   if (kase === 'filters' || kase === 'remove') {
