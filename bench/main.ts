@@ -222,9 +222,11 @@ timing and output:
   --repeats R      timed passes (default 2)
   --out DIR        where quantize.jsonl (a JSON object per string and kFactor, every backend in
                    it), run.json (settings, not measured), report.md (the table) and
-                   recall-bytes.svg (recall@10 against bytes per vector, log x, Pareto front
-                   marked) go (default bench-results/quantize-<data>)
-  --replot DIR     measure nothing: redraw report.md and recall-bytes.svg of a run in DIR
+                   recall-bytes.svg (recall@10 against bytes per vector of the file, log x,
+                   Pareto front marked), recall-code-bytes.svg (the same against code bytes)
+                   go (default bench-results/quantize-<data>)
+  --replot DIR     measure nothing: redraw report.md and the plots of a run in DIR from its
+                   quantize.jsonl and run.json
   --seed S         generated data's seed (default 1)
   -h, --help       this text
 

@@ -69,9 +69,17 @@ export function quantizeRecall(r: QuantizeRecord): number {
   return r.recall10 ?? r.recall1;
 }
 
-/** Pareto front over (bytes per vector, recall): no other row has bytes <= and recall >=, one strictly. */
-export function quantizeFront(records: QuantizeRecord[]): boolean[] {
-  return paretoMask(records, quantizeRecall, (r) => -r.bytesPerVector);
+/** What a plot's x is: the saved file's bytes per vector, or the code's (codeBytesPerVector). */
+export type BytesAxis = 'file' | 'code';
+
+const bytesOf = (r: QuantizeRecord, x: BytesAxis): number => (x === 'file' ? r.bytesPerVector : r.codeBytesPerVector ?? NaN);
+
+/**
+ * Pareto front over (bytes per vector, recall): no other row has bytes <= and recall >=, one
+ * strictly. By the file's bytes (the table's column) or by the code's (rows without one: never on it).
+ */
+export function quantizeFront(records: QuantizeRecord[], x: BytesAxis = 'file'): boolean[] {
+  return paretoMask(records, quantizeRecall, (r) => -bytesOf(r, x)).map((on, i) => on && Number.isFinite(bytesOf(records[i], x)));
 }
 
 const fixed = (v: number | null | undefined, digits: number): string => (v === null || v === undefined ? '-' : v.toFixed(digits));
@@ -119,9 +127,9 @@ const FACTOR_MARKERS: MarkerShape[] = ['square', 'diamond', 'triangle', 'triangl
  * kFactor, coloured by family, shaped by re-ranking (circle: codes alone; one shape per kFactor),
  * the Pareto front ringed and joined by a step line.
  */
-export function quantizeSvg(run: QuantizeRun): string {
-  const front = quantizeFront(run.records);
-  const r = run.meta.k >= 10 ? 10 : 1;
+export function quantizeSvg(run: QuantizeRun, x: BytesAxis = 'file'): string {
+  const front = quantizeFront(run.records, x);
+  const at = run.meta.k >= 10 ? 10 : 1;
   const factors = [...new Set(run.records.map((x) => x.kFactor).filter((f): f is number => f !== null))].sort((a, b) => a - b);
   const marker = (x: QuantizeRecord): MarkerShape => (x.kFactor === null ? 'circle' : FACTOR_MARKERS[factors.indexOf(x.kFactor) % FACTOR_MARKERS.length]);
   const families = [...new Set(run.records.map((x) => family(x.index)))];
@@ -129,15 +137,15 @@ export function quantizeSvg(run: QuantizeRun): string {
     name,
     colour: colour(i),
     points: run.records
-      .map((x, j) => ({ x, j }))
-      .filter(({ x }) => family(x.index) === name)
-      .map(({ x, j }) => ({ x: x.bytesPerVector, y: quantizeRecall(x), label: pointLabel(x), highlight: front[j], marker: marker(x) })),
+      .map((r, j) => ({ r, j }))
+      .filter(({ r }) => family(r.index) === name && Number.isFinite(bytesOf(r, x)))
+      .map(({ r, j }) => ({ x: bytesOf(r, x), y: quantizeRecall(r), label: pointLabel(r), highlight: front[j], marker: marker(r) })),
   }));
   const m = run.meta;
   return lineChartSvg({
     title: chartTitle({ ...m, data: m.selfQueries ? `${m.data} (self-queries)` : m.data }),
-    xLabel: 'bytes per vector (saved index file / n; log scale)',
-    yLabel: `recall@${r} (tie-aware, against ${m.reference.split(' (')[0]})`,
+    xLabel: x === 'file' ? 'bytes per vector (saved index file / n; log scale)' : 'code bytes per vector (no ids, tables or re-rank rows; log scale)',
+    yLabel: `recall@${at} (tie-aware, against ${m.reference.split(' (')[0]})`,
     xScale: 'log',
     yScale: 'linear',
     lines: false,
@@ -151,7 +159,7 @@ export function quantizeSvg(run: QuantizeRun): string {
   });
 }
 
-export const QUANTIZE_FILES = { jsonl: 'quantize.jsonl', run: 'run.json', report: 'report.md', plot: 'recall-bytes.svg' } as const;
+export const QUANTIZE_FILES = { jsonl: 'quantize.jsonl', run: 'run.json', report: 'report.md', plot: 'recall-bytes.svg', codePlot: 'recall-code-bytes.svg' } as const;
 
 export function quantizeMarkdown(run: QuantizeRun): string {
   const m = run.meta;
@@ -173,6 +181,10 @@ export function quantizeMarkdown(run: QuantizeRun): string {
     '',
     `![recall@${r} against bytes per vector](${QUANTIZE_FILES.plot})`,
     '',
+    `The same against code bytes per vector (what the first stage scans; the Pareto front by that measure; ,RFlat rows and codec tables left out):`,
+    '',
+    `![recall@${r} against code bytes per vector](${QUANTIZE_FILES.codePlot})`,
+    '',
   ].join('\n');
 }
 
@@ -183,6 +195,7 @@ export function writeQuantizeReport(dir: string, run: QuantizeRun): string[] {
     [f.jsonl, run.records.map((x) => JSON.stringify(x)).join('\n') + '\n'],
     [f.run, JSON.stringify({ meta: run.meta, notMeasured: run.notMeasured }, null, 2) + '\n'],
     [f.plot, quantizeSvg(run)],
+    [f.codePlot, quantizeSvg(run, 'code')],
     [f.report, quantizeMarkdown(run)],
   ];
   return writeReportFiles(dir, out);

@@ -62,6 +62,9 @@ describe('quantize: Pareto front over (bytes per vector, recall@10)', () => {
     expect(frontier, 'the step line').toBeDefined();
     // PQ8, SQ8 and the two equal SQ8,RFlat points: 3 distinct x, so M + 3 (H, V) steps.
     expect(frontier!.d.match(/H/g)).toHaveLength(3);
+    // By code bytes (d = 8) the ,RFlat rows cost nothing: SQ8,RFlat (8 bytes, recall 1) beats PQ8 and
+    // SQ8 (8 bytes each); SQ4 (4 bytes) is the smallest, so on the front.
+    expect(quantizeFront(records, 'code')).toEqual([false, false, true, true, true]);
     expect((svg.match(/class="pareto"/g) ?? []).length).toBe(4);
     for (const label of ['SQ8+R4', 'codes alone', ',RFlat kFactor 10', 'Pareto front']) expect(svg).toContain(label);
   });
@@ -159,7 +162,7 @@ describe('bench quantize end to end (tiny data, built CLI)', () => {
       expect(notMeasured).toHaveLength(1);
       expect(notMeasured[0]).toMatch(/^Nonsense7: unknown index description/);
       expect(readFileSync(join(out, QUANTIZE_FILES.report), 'utf8')).toContain('- not measured: Nonsense7');
-      expect(statSync(join(out, QUANTIZE_FILES.plot)).size).toBeGreaterThan(0);
+      for (const plot of [QUANTIZE_FILES.plot, QUANTIZE_FILES.codePlot]) expect(statSync(join(out, plot)).size).toBeGreaterThan(0);
     });
   }
 });
