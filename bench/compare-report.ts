@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeAtomically } from 'webgpu-knn';
 import type { PeerStatus } from './peers.js';
+import { paretoMask } from './stats.js';
 import { colour, lineChartSvg, type LinePoint, type LineSeries, type MarkerShape, rangeChartSvg } from './svg-plot.js';
 
 /** The data set and the search every configuration of a run shares. */
@@ -100,12 +101,7 @@ export function plottedRecall(r: CompareRecord): number {
  * queries/s both at least as high and one of them higher.
  */
 export function paretoFront(records: CompareRecord[]): boolean[] {
-  return records.map((a) =>
-    !records.some((b) => {
-      const [ra, rb] = [plottedRecall(a), plottedRecall(b)];
-      return rb >= ra && b.qps >= a.qps && (rb > ra || b.qps > a.qps);
-    }),
-  );
+  return paretoMask(records, plottedRecall, (r) => r.qps);
 }
 
 export function tableRows(records: CompareRecord[]): string[][] {
@@ -130,7 +126,7 @@ export function tableRows(records: CompareRecord[]): string[][] {
   ]);
 }
 
-function markdownTable(header: string[], rows: string[][]): string {
+export function markdownTable(header: string[], rows: string[][]): string {
   return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
@@ -139,7 +135,7 @@ function seriesNames(records: CompareRecord[]): string[] {
   return [...new Set(records.map((r) => r.series))];
 }
 
-function chartTitle(m: CompareMeta): string[] {
+export function chartTitle(m: Pick<CompareMeta, 'title' | 'data' | 'n' | 'd' | 'nq' | 'k' | 'metric' | 'machine' | 'adapter'>): string[] {
   return [
     `${m.title}: ${m.data}, n = ${m.n}, d = ${m.d}, ${m.nq} queries, k = ${m.k}, ${m.metric}`,
     `${m.machine}`,
@@ -211,12 +207,7 @@ export function recallQpsSvg(run: CompareRun): string {
  * high and bytes per vector at most as many, one of them strictly.
  */
 export function bytesFront(records: CompareRecord[]): boolean[] {
-  return records.map((a) =>
-    !records.some((b) => {
-      const [ra, rb] = [plottedRecall(a), plottedRecall(b)];
-      return rb >= ra && b.bytesPerVector <= a.bytesPerVector && (rb > ra || b.bytesPerVector < a.bytesPerVector);
-    }),
-  );
+  return paretoMask(records, plottedRecall, (r) => -r.bytesPerVector);
 }
 
 /**
@@ -271,6 +262,22 @@ function fastestAt(records: CompareRecord[], target: number): string[][] {
   });
 }
 
+/** A report's title and its bullets: the data (`queries` says more about the queries), reference, machine, settings, command, lines. */
+export function reportHead(m: CompareMeta, queries: string, lines: string): string[] {
+  return [
+    `# ${m.title}: ${m.data}`,
+    '',
+    `- Data: ${m.data}, n = ${m.n}, d = ${m.d}, ${m.nq} queries${queries}, k = ${m.k}, metric ${m.metric}`,
+    `- Recall against: ${m.reference}; tie-aware (a returned id counts when its true distance is no worse than the true r-th)`,
+    `- Machine: ${m.machine}; Node ${m.node}`,
+    `- WebGPU adapter: ${m.adapter ?? 'none (webgpu not run)'}`,
+    `- Date: ${m.date}`,
+    ...m.settings.map((s) => `- ${s}`),
+    `- Command: \`${m.command}\``,
+    `- Lines: ${lines}`,
+  ];
+}
+
 export function reportMarkdown(run: CompareRun, files: { recallPlot: string; bytesPlot: string; latencyPlot: string; jsonl: string }): string {
   const m = run.meta;
   const r = m.k >= 10 ? 10 : 1;
@@ -278,16 +285,7 @@ export function reportMarkdown(run: CompareRun, files: { recallPlot: string; byt
     !p.available ? 'not installed' : p.error ? 'failed' : run.records.some((x) => x.engine === p.name) ? 'ran' : 'installed, not run';
   const peers = run.peers.map((p) => [p.name, status(p), p.version ?? '-', (p.error ? `${p.error}; ${p.detail}` : p.detail).replace(/\|/g, '\\|')]);
   return [
-    `# ${m.title}: ${m.data}`,
-    '',
-    `- Data: ${m.data}, n = ${m.n}, d = ${m.d}, ${m.nq} queries, k = ${m.k}, metric ${m.metric}`,
-    `- Recall against: ${m.reference}; tie-aware (a returned id counts when its true distance is no worse than the true r-th)`,
-    `- Machine: ${m.machine}; Node ${m.node}`,
-    `- WebGPU adapter: ${m.adapter ?? 'none (webgpu not run)'}`,
-    `- Date: ${m.date}`,
-    ...m.settings.map((s) => `- ${s}`),
-    `- Command: \`${m.command}\``,
-    `- Lines: ${files.jsonl} (one JSON object per row below)`,
+    ...reportHead(m, '', `${files.jsonl} (one JSON object per row below)`),
     '',
     '## Engines',
     '',
@@ -339,19 +337,27 @@ export function writeCompareReport(dir: string, run: CompareRun): string[] {
     [f.latencyPlot, latencySvg(run)],
     [f.report, reportMarkdown(run, f)],
   ];
-  for (const [name, text] of out) writeAtomically(join(dir, name), text);
-  return out.map(([name]) => join(dir, name));
+  return writeReportFiles(dir, out);
+}
+
+/** Writes each (name, text) into `dir`, each file whole or not at all; returns their paths. */
+export function writeReportFiles(dir: string, files: [string, string][]): string[] {
+  for (const [name, text] of files) writeAtomically(join(dir, name), text);
+  return files.map(([name]) => join(dir, name));
+}
+
+/** A file of a run's folder, for --replot: `bench` names the case that writes such folders. */
+export function readReportFile(dir: string, name: string, bench: string): string {
+  try {
+    return readFileSync(join(dir, name), 'utf8');
+  } catch {
+    throw new Error(`${join(dir, name)} not found: --replot takes a folder that bench ${bench} wrote`);
+  }
 }
 
 /** A run as `writeCompareReport` left it in `dir`; rows written before bytesPerVector existed get it from indexBytes / n. */
 export function readCompareRun(dir: string): CompareRun {
-  const read = (name: string): string => {
-    try {
-      return readFileSync(join(dir, name), 'utf8');
-    } catch {
-      throw new Error(`${join(dir, name)} not found: --replot takes a folder that bench compare wrote`);
-    }
-  };
+  const read = (name: string): string => readReportFile(dir, name, 'compare');
   const rest = JSON.parse(read(REPORT_FILES.run)) as Omit<CompareRun, 'records'>;
   const records = read(REPORT_FILES.jsonl).split('\n').filter(Boolean).map((l) => {
     const r = JSON.parse(l) as Omit<CompareRecord, 'bytesPerVector'> & { bytesPerVector?: number };

@@ -13,7 +13,7 @@ import type { Backend, Metric } from 'webgpu-knn';
 import { FlatIndex, InvalidArgumentError, IvfFlatIndex, createBackend, indexFactory } from 'webgpu-knn';
 import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
 import { type BenchData, PROJECT_ROOT } from './data.js';
-import { exactScores, scoresOfIds, tieAwareRecall } from './exact.js';
+import { benchReference, tieAwareRecall } from './exact.js';
 import { FACTORY_KMEANS_NITER, type IndexString, searchGrid, searchParams } from './index-strings.js';
 import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile, serializedBytes } from './measure.js';
 import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, runFaiss } from './peers.js';
@@ -45,12 +45,12 @@ export interface CompareOptions extends MeasureOptions {
   log: (line: string) => void;
 }
 
-function machineDescription(): string {
+export function machineDescription(): string {
   const c = cpus();
   return `${c.length} x ${c[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ${osType()}`;
 }
 
-function projectVersion(): string {
+export function projectVersion(): string {
   return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
@@ -72,24 +72,8 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     peers.some((p) => p.name === name && p.available) && (asked === 'auto' || (Array.isArray(asked) && asked.includes(name)));
   for (const p of peers) o.log(`peer ${p.name}: ${p.available ? `${p.version} (${runs(p.name) ? 'runs' : 'not asked for'})` : p.detail}`);
 
-  // The reference: the published ground truth where the set has one for this metric and k, else
-  // an exact float64 brute force.
-  const t0 = performance.now();
-  let reference: Float64Array;
-  let kRef: number;
-  let referenceName: string;
-  if (data.groundTruth && metric === 'l2' && data.groundTruth.k >= k) {
-    kRef = data.groundTruth.k;
-    reference = scoresOfIds(data.xb, data.xq, data.nq, data.d, data.groundTruth.ids, kRef, metric);
-    referenceName = `published ground truth (${data.groundTruth.source}, top ${kRef})`;
-  } else {
-    o.log(`exact reference: float64 brute force of ${data.nq} queries over ${data.n} vectors`);
-    kRef = k;
-    reference = exactScores(data.xb, data.xq, data.n, data.nq, data.d, k, metric, (done) =>
-      o.log(`exact reference: ${done}/${data.nq} queries, ${((performance.now() - t0) / 1000).toFixed(1)} s`));
-    referenceName = 'exact search (float64 brute force)';
-  }
-  o.log(`reference ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${referenceName}`);
+  if (data.selfRows) throw new InvalidArgumentError(`bench compare takes queries apart from the base; ${data.name} is self-queries (bench quantize runs it)`);
+  const { scores: reference, k: kRef, name: referenceName } = benchReference(data, k, metric, o.log);
 
   const records: CompareRecord[] = [];
   let adapter: string | null = null;

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clusteredFloats, randomFloats, readIvecs, readVectors } from 'webgpu-knn';
+import { clusteredFloats, loadFioriCorpus, randomFloats, readIvecs, readVectors } from 'webgpu-knn';
 
 export const DATA_SETS = ['clustered', 'uniform', 'siftsmall', 'fashion-mnist-small', 'fashion-mnist'] as const;
 export type DataSet = (typeof DATA_SETS)[number];
@@ -32,6 +32,11 @@ export interface BenchData {
   d: number;
   /** Published neighbour ids, `nq * k`, nearest first (by squared L2), where the set has them. */
   groundTruth: { ids: Int32Array; k: number; source: string } | null;
+  /**
+   * Self-queries: query q is base row selfRows[q] (xq holds copies of those rows), and its true
+   * neighbours are the nearest OTHER rows. Absent for queries apart from the base.
+   */
+  selfRows?: Int32Array;
 }
 
 /**
@@ -93,4 +98,33 @@ export async function loadFileData(basePath: string, queryPath: string | undefin
     groundTruth = { ids: gt.data.subarray(0, q * gt.d), k: gt.d, source: gtPath };
   }
   return { name: name ?? basePath, xb, xq, n, nq: q, d: base.d, groundTruth };
+}
+
+/**
+ * Self-queries over a set's base: nq rows (default all), evenly spread over the base (row
+ * floor(i n / nq), so a file sorted by some key is sampled across it), as queries whose own row is
+ * not a neighbour. The set's own queries and ground truth are dropped.
+ */
+export function asSelfQueries(data: BenchData, nq: number | undefined): BenchData {
+  const { xb, n, d } = data;
+  const q = Math.min(nq ?? n, n);
+  const selfRows = Int32Array.from({ length: q }, (_, i) => Math.floor((i * n) / q));
+  const xq = new Float32Array(q * d);
+  selfRows.forEach((row, i) => xq.set(xb.subarray(row * d, (row + 1) * d), i * d));
+  return { name: data.name, xb, n, d, xq, nq: q, groundTruth: null, selfRows };
+}
+
+/** A vector file's every row as the base, with self-queries (no rows held out). */
+export async function loadSelfData(basePath: string, nq: number | undefined): Promise<BenchData> {
+  const base = await readVectors(basePath);
+  return asSelfQueries({ name: basePath, xb: base.data, n: base.n, d: base.d, xq: new Float32Array(0), nq: 0, groundTruth: null }, nq);
+}
+
+/**
+ * `minilm`: the 778 real all-MiniLM-L6-v2 embeddings (384-d) of npm @sap-ux/fiori-docs-embeddings
+ * (a devDependency; the demo's corpus), as self-queries: the documents are the queries.
+ */
+export function loadMiniLm(nq: number | undefined): BenchData {
+  const c = loadFioriCorpus();
+  return asSelfQueries({ name: 'minilm', xb: c.x, n: c.n, d: c.d, xq: new Float32Array(0), nq: 0, groundTruth: null }, nq);
 }

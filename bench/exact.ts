@@ -7,6 +7,7 @@
  * cosine = cosine similarity (larger is better).
  */
 import type { Metric } from 'webgpu-knn';
+import type { BenchData } from './data.js';
 
 /** True score of base row `id` for query row `q` (float64). */
 export function trueScore(xb: Float32Array, xq: Float32Array, d: number, q: number, id: number, metric: Metric): number {
@@ -37,7 +38,8 @@ function sign(metric: Metric): number {
 
 /**
  * The k best true scores of every query, best first: `nq * k` float64, by a brute force over every
- * (query, base) pair. Padded with +-Infinity when n < k.
+ * (query, base) pair. Padded with +-Infinity when n < k. `exclude` (self-queries): per query, a
+ * base row left out (its own), so the reference is the k nearest OTHER rows.
  */
 export function exactScores(
   xb: Float32Array,
@@ -48,12 +50,15 @@ export function exactScores(
   k: number,
   metric: Metric,
   onProgress?: (queriesDone: number) => void,
+  exclude?: Int32Array,
 ): Float64Array {
   const sg = sign(metric);
   const out = new Float64Array(nq * k).fill(sg * Infinity);
   const costs = new Float64Array(n);
   for (let q = 0; q < nq; q++) {
     for (let i = 0; i < n; i++) costs[i] = sg * trueScore(xb, xq, d, q, i, metric);
+    // Self-queries: the query's own base row is not one of its neighbours (it sorts last).
+    if (exclude) costs[exclude[q]] = Infinity;
     // Partial selection is not worth its code here: a sort of n float64s per query is cheap next to
     // the n * d scores above.
     const best = costs.slice().sort().subarray(0, Math.min(k, n));
@@ -83,7 +88,7 @@ export function scoresOfIds(xb: Float32Array, xq: Float32Array, nq: number, d: n
  * scores, best first; r <= min(k, kRef)): a returned id among the first r counts when its true score
  * is no worse than the reference r-th score, within 1e-5 relative (float32 engines may order
  * near-ties either way). Duplicated ids count once. Reference rows shorter than r (n < r) count
- * only their real entries.
+ * only their real entries. `exclude` (self-queries): per query, its own row, never a hit.
  */
 export function tieAwareRecall(
   r: number,
@@ -95,6 +100,7 @@ export function tieAwareRecall(
   xq: Float32Array,
   d: number,
   metric: Metric,
+  exclude?: Int32Array,
 ): number {
   if (r > k || r > kRef) throw new RangeError(`recall@${r} needs at least ${r} results and reference entries; got k = ${k}, reference k = ${kRef}`);
   const sg = sign(metric);
@@ -116,11 +122,57 @@ export function tieAwareRecall(
     let got = 0;
     for (let j = 0; j < r && got < real; j++) {
       const id = labels[q * k + j];
-      if (id < 0 || seen.has(id)) continue;
+      if (id < 0 || seen.has(id) || id === exclude?.[q]) continue;
       seen.add(id);
       if (sg * trueScore(xb, xq, d, q, id, metric) <= rth + tol) got++;
     }
     hits += got;
   }
   return total ? hits / total : 1;
+}
+
+/** What recall is scored against: `k` true scores per query, best first, and where they come from. */
+export interface Reference {
+  scores: Float64Array;
+  k: number;
+  name: string;
+}
+
+/**
+ * The reference of a bench run: the published ground truth where the set has one by this metric
+ * with at least k columns, else an exact float64 brute force; for self-queries (data.selfRows)
+ * always the brute force, each query's own row excluded.
+ */
+export function benchReference(data: BenchData, k: number, metric: Metric, log: (line: string) => void): Reference {
+  const t0 = performance.now();
+  let ref: Reference;
+  if (data.groundTruth && metric === 'l2' && data.groundTruth.k >= k && !data.selfRows) {
+    const kRef = data.groundTruth.k;
+    ref = { scores: scoresOfIds(data.xb, data.xq, data.nq, data.d, data.groundTruth.ids, kRef, metric), k: kRef, name: `published ground truth (${data.groundTruth.source}, top ${kRef})` };
+  } else {
+    log(`exact reference: float64 brute force of ${data.nq} queries over ${data.n} vectors`);
+    const scores = exactScores(data.xb, data.xq, data.n, data.nq, data.d, k, metric, (done) =>
+      log(`exact reference: ${done}/${data.nq} queries, ${((performance.now() - t0) / 1000).toFixed(1)} s`), data.selfRows);
+    ref = { scores, k, name: data.selfRows ? "exact search (float64 brute force; each query's own row excluded)" : 'exact search (float64 brute force)' };
+  }
+  log(`reference ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${ref.name}`);
+  return ref;
+}
+
+/**
+ * Self-queries: each query's own row dropped from its `k + 1` results (`nq * (k + 1)` labels,
+ * best first), or, where the row is absent (ties, or an approximate index missed it), the last
+ * result dropped; returns `nq * k` labels. Another row at distance 0 (a duplicate) stays: it is a
+ * real neighbour.
+ */
+export function dropSelf(labels: Int32Array, nq: number, k: number, selfRows: Int32Array): Int32Array {
+  const out = new Int32Array(nq * k);
+  for (let q = 0; q < nq; q++) {
+    const row = labels.subarray(q * (k + 1), (q + 1) * (k + 1));
+    const at = row.indexOf(selfRows[q]);
+    const drop = at >= 0 ? at : k;
+    out.set(row.subarray(0, drop), q * k);
+    out.set(row.subarray(drop + 1), q * k + drop);
+  }
+  return out;
 }

@@ -1,13 +1,13 @@
 /**
  * Benchmark entry: `npm run bench -- <case> [options]` or `webgpu-knn bench <case> [options]`.
- * Cases: compare, flat, kmeans, ivf, scheduler, dedup, filters, remove. Never run by the test runner.
+ * Cases: compare, quantize, flat, kmeans, ivf, scheduler, dedup, filters, remove. Never run by the test runner.
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
 import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
 import { readCompareRun, writeCompareReport } from './compare-report.js';
-import { DATA_SETS, type DataSet, loadBenchData, loadFileData } from './data.js';
+import { asSelfQueries, DATA_SETS, type DataSet, loadBenchData, loadFileData, loadMiniLm, loadSelfData } from './data.js';
 import { FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, type IndexString, parseIndexString } from './index-strings.js';
 import { runDedupBench } from './dedup.js';
 import { runFlatBench } from './flat.js';
@@ -15,7 +15,11 @@ import { runFilterBench, runRemoveBench } from './filters.js';
 import { runIvfBench } from './ivf.js';
 import { runKMeansBench } from './kmeans.js';
 import { defaultPeerLookup, PEERS, type PeerName } from './peers.js';
+import { type BenchBackend, defaultQuantizeStrings, type QuantizeOptions, runQuantize } from './quantize.js';
+import { readQuantizeRun, writeQuantizeReport } from './quantize-report.js';
 import { runSchedulerBench } from './scheduler.js';
+
+const QUANTIZE_DATA = [...DATA_SETS, 'minilm'] as const;
 
 const COMMON = `  --backend B      both | webgpu | cpu (default both)
   --seed S         data and training seed (default 1)
@@ -176,6 +180,57 @@ Prints one JSON line per configuration and a table; progress goes to stderr.
 Where peers are looked for: WEBGPU_KNN_PYTHON (a Python that imports faiss; default
 /usr/bin/python3, then python3) and WEBGPU_KNN_PEER_PATH (folders to resolve the npm peers from,
 ':'-separated; default peers/ in the project).`,
+  quantize: `usage: webgpu-knn bench quantize [options]
+
+The compression study of one data set: every factory string of a list, each built once (trained
+and added) on the first backend, saved, loaded on the others, and searched on each: recall@1, @10
+and @100 (tie-aware, against the published ground truth where the set has one by this metric with
+at least k columns, else an exact float64 brute force), bytes per vector of the saved file, code
+bytes per vector, queries/s per backend, and whether webgpu and cpu returned the same labels.
+A string this build cannot make is listed as not measured, with the factory's reason.
+
+The default list, from d: Flat; SQfp16, SQ8, SQ4, PQ<M> for M the divisors of d nearest d/8 and
+d/16, LSH, LSHrt, Prefix<p>,Flat and PCAR<p>,Flat for p = d/2, d/4, d/8: each alone and followed
+by ,RFlat (the exact re-rank, at each --kfactor).
+
+data (one of):
+  --data SET       ${QUANTIZE_DATA.join(' | ')}
+                   (default siftsmall; minilm: the 778 all-MiniLM-L6-v2 embeddings of npm
+                   @sap-ux/fiori-docs-embeddings, 384-d, as self-queries, metric cosine)
+  --base FILE      any vector file the CLI reads (.fvecs .bvecs .npy .jsonl IDX ...)
+  --query FILE     its queries (default: the last --nq rows of --base, held out of the base)
+  --gt FILE        ground truth for --base: .ivecs of neighbour ids by squared L2, a row a query
+  --self           self-queries: the queries are --nq base rows (default all), evenly spread; a
+                   query's own row is not its neighbour (each searches k + 1, its own row is
+                   dropped, else the last; the reference excludes it). Implied by --data minilm
+  --n N            base vectors, generated data (default 100000)
+  --d D            dimension, generated data (default 128)
+  --nq NQ          queries (default: a real set's own queries, 1000 generated, every row with
+                   --self)
+
+search and index settings:
+  --k K            neighbours (default 100, so recall@100 can be measured)
+  --metric M       l2 | ip | cosine (default l2; cosine for minilm)
+  --index STRING   a factory string to run instead of the default list; repeat it for more
+                   (--index SQ8 --index SQ8,RFlat --index PQ16)
+  --kfactor F[,F..]  ,RFlat strings: re-rank k * F candidates exactly, one row each (default 1,4,10)
+  --backends B[,B..]  webgpu and/or cpu, the first builds and saves (default webgpu,cpu)
+
+timing and output:
+  --batch B        queries per timed search call (default 100)
+  --warmup W       untimed passes over the queries first (default 1)
+  --repeats R      timed passes (default 2)
+  --out DIR        where quantize.jsonl (a JSON object per string and kFactor, every backend in
+                   it), run.json (settings, not measured), report.md (the table) and
+                   recall-bytes.svg (recall@10 against bytes per vector of the file, log x,
+                   Pareto front marked), recall-code-bytes.svg (the same against code bytes)
+                   go (default bench-results/quantize-<data>)
+  --replot DIR     measure nothing: redraw report.md and the plots of a run in DIR from its
+                   quantize.jsonl and run.json
+  --seed S         generated data's seed (default 1)
+  -h, --help       this text
+
+Prints one JSON line per string and kFactor, then the table; progress goes to stderr.`,
   scheduler: `usage: webgpu-knn bench scheduler [options]
 
 C callers each send single queries in a closed loop through a BatchScheduler over a flat index;
@@ -294,6 +349,55 @@ async function compareOptions(
   };
 }
 
+/** `bench quantize`'s options from its flags. */
+async function quantizeOptions(
+  v: Record<string, string | undefined>,
+  indexes: string[],
+  warmup: number,
+  repeats: number,
+  log: (line: string) => void,
+): Promise<QuantizeOptions> {
+  if (v.base !== undefined && v.data !== undefined) throw new UsageError('give --data or --base, not both');
+  if (v.base === undefined && (v.query !== undefined || v.gt !== undefined)) throw new UsageError('--query and --gt go with --base');
+  const self = (v as Record<string, unknown>).self === true || v.data === 'minilm';
+  if (self && (v.query !== undefined || v.gt !== undefined)) throw new UsageError('--query and --gt do not go with self-queries (--self, --data minilm): the queries are base rows');
+  const metric = (v.metric ?? (v.data === 'minilm' ? 'cosine' : 'l2')) as Metric;
+  if (!['l2', 'ip', 'cosine'].includes(metric)) throw new UsageError(`--metric must be l2, ip or cosine; got ${metric}`);
+  const backends = (v.backends ?? 'webgpu,cpu').split(',').map((b) => b.trim());
+  if (!backends.length || backends.some((b) => b !== 'webgpu' && b !== 'cpu') || new Set(backends).size !== backends.length) {
+    throw new UsageError(`--backends must be webgpu and/or cpu, comma-separated, each once; got ${v.backends}`);
+  }
+  const seen = new Set<string>();
+  for (const s of indexes) {
+    if (seen.has(s)) throw new UsageError(`--index ${s} is given twice`);
+    seen.add(s);
+  }
+  const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
+  const set = (v.data ?? 'siftsmall') as DataSet | 'minilm';
+  let data;
+  if (v.base !== undefined) data = self ? await loadSelfData(v.base, nq) : await loadFileData(v.base, v.query, v.gt, nq);
+  else if (set === 'minilm') data = loadMiniLm(nq);
+  else {
+    data = await loadBenchData(set, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), self ? 1 : nq, positiveInt('seed', v.seed, 1));
+    if (self) data = asSelfQueries(data, nq);
+  }
+  const slug = basename(data.name).replace(/\(.*$/, '').replace(/[^A-Za-z0-9._-]+/g, '-');
+  return {
+    data,
+    metric,
+    k: positiveInt('k', v.k, 100),
+    indexes: indexes.length ? indexes : defaultQuantizeStrings(data.d),
+    kFactors: intList('kfactor', v.kfactor, [1, 4, 10]),
+    backends: backends as BenchBackend[],
+    batch: positiveInt('batch', v.batch, 100),
+    warmup,
+    repeats,
+    outDir: v.out ?? join('bench-results', `quantize-${slug}`),
+    command: `webgpu-knn bench quantize ${process.argv.slice(process.argv.indexOf('quantize') + 1).join(' ')}`.trim(),
+    log,
+  };
+}
+
 export async function benchMain(argv: string[]): Promise<void> {
   const [kase, ...rest] = argv;
   if (kase === undefined || kase === '-h' || kase === '--help') {
@@ -304,11 +408,11 @@ export async function benchMain(argv: string[]): Promise<void> {
   const usage = USAGES[kase];
   if (!usage) throw new UsageError(`unknown bench case ${kase}; expected ${Object.keys(USAGES).join(', ')}`);
   const known = [...usage.matchAll(/^ {2}--([a-z-]+)/gm)].map((m) => m[1]).filter((o) => o !== 'help');
-  // Every option takes one value, except the repeatable --index (bench compare).
+  // Every option takes one value, except the repeatable --index (bench compare, quantize) and the switch --self.
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries([
-      ...known.map((o) => [o, { type: 'string' as const, multiple: o === 'index' }]),
+      ...known.map((o) => [o, o === 'self' ? { type: 'boolean' as const } : { type: 'string' as const, multiple: o === 'index' }]),
       ['help', { type: 'boolean' as const, short: 'h' }],
     ]),
   }) as { values: Record<string, string | string[] | boolean | undefined> };
@@ -326,8 +430,9 @@ export async function benchMain(argv: string[]): Promise<void> {
   const warmup = v.warmup === '0' ? 0 : positiveInt('warmup', v.warmup, 1);
   const repeats = positiveInt('repeats', v.repeats, 3);
   const dataSet = (v.data ?? 'clustered') as DataSet;
-  if (v.data !== undefined && !(DATA_SETS as readonly string[]).includes(v.data)) {
-    throw new UsageError(`--data must be one of ${DATA_SETS.join(', ')}; got ${v.data}`);
+  const sets: readonly string[] = kase === 'quantize' ? QUANTIZE_DATA : DATA_SETS;
+  if (v.data !== undefined && !sets.includes(v.data)) {
+    throw new UsageError(`--data must be one of ${sets.join(', ')}; got ${v.data}`);
   }
 
   if (kase === 'filters' || kase === 'remove') {
@@ -355,10 +460,13 @@ export async function benchMain(argv: string[]): Promise<void> {
       });
       console.log(JSON.stringify(rec));
     }
-  } else if (kase === 'compare' && v.replot !== undefined) {
+  } else if ((kase === 'compare' || kase === 'quantize') && v.replot !== undefined) {
     const others = Object.keys(values).filter((o) => o !== 'replot' && values[o] !== undefined);
     if (others.length) throw new UsageError(`--replot takes no other option; got --${others.join(', --')}`);
-    console.log(`wrote ${writeCompareReport(v.replot, readCompareRun(v.replot)).join(', ')}`);
+    const files = kase === 'compare' ? writeCompareReport(v.replot, readCompareRun(v.replot)) : writeQuantizeReport(v.replot, readQuantizeRun(v.replot));
+    console.log(`wrote ${files.join(', ')}`);
+  } else if (kase === 'quantize') {
+    await runQuantize(await quantizeOptions(v, (indexFlags as string[] | undefined) ?? [], warmup, positiveInt('repeats', v.repeats, 2), log));
   } else if (kase === 'compare') {
     await runCompare(await compareOptions(v, indexStrings((indexFlags as string[] | undefined) ?? [], v), backends, seed, warmup, repeats, log));
   } else if (kase === 'flat') {

@@ -20,3 +20,12 @@ export function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
+
+/**
+ * Pareto-optimal items where both measures are better higher (negate one to minimise it): an item
+ * is on the front when no other has both at least as high and one strictly higher. Equal items
+ * are on it together (neither beats the other).
+ */
+export function paretoMask<T>(items: T[], a: (t: T) => number, b: (t: T) => number): boolean[] {
+  return items.map((x) => !items.some((y) => a(y) >= a(x) && b(y) >= b(x) && (a(y) > a(x) || b(y) > b(x))));
+}

@@ -80,6 +80,8 @@ export interface LinePoint {
   label?: string;
   /** Drawn with a ring: the point is on the Pareto front. */
   highlight?: boolean;
+  /** This point's marker, in place of its series' (a second property shown by shape). */
+  marker?: MarkerShape;
 }
 
 export type MarkerShape = 'circle' | 'square' | 'diamond' | 'triangle' | 'triangle-down';
@@ -110,6 +112,13 @@ export interface LineChart {
   xDomain?: [number, number];
   /** false: markers only, no line through a series' points (default true). */
   lines?: boolean;
+  /**
+   * A legend label: when given, the highlighted points of all series are joined by a step line
+   * (across to the next point's x, then to its y), the front of what is attainable.
+   */
+  frontier?: string;
+  /** Legend entries for per-point markers (LinePoint.marker), drawn grey after the series. */
+  markerKey?: { marker: MarkerShape; label: string }[];
 }
 
 /** An axis: value to pixel, and its ticks with their text. */
@@ -173,7 +182,8 @@ export function lineChartSvg(chart: LineChart): string {
   const c = { ...chart, title: wrapTitle(chart.title) };
   const top = 30 + c.title.length * 20;
   const plot = { x: 80, y: top, w: W - 80 - LEGEND_W - 40, h: 440 };
-  const height = plot.y + plot.h + 70;
+  const legendRows = c.series.length + 1 + (c.frontier ? 1 : 0) + (c.markerKey?.length ?? 0);
+  const height = Math.max(plot.y + plot.h + 70, plot.y + 10 + legendRows * 22 + 20);
   const all = c.series.flatMap((s) => s.points);
   const xs = all.map((p) => p.x);
   const ys = all.map((p) => p.y);
@@ -197,6 +207,11 @@ export function lineChartSvg(chart: LineChart): string {
   // Series. Point labels that would overlap one already drawn are left out (crowded corners, such
   // as many configurations at recall 1, stay legible; the table has every value).
   const placed: Box[] = [];
+  if (c.frontier) {
+    const front = all.filter((p) => p.highlight && xAxis.shows(p.x) && yAxis.shows(p.y)).sort((a, b) => a.x - b.x || a.y - b.y);
+    const d = front.map((p, j) => `${j ? `H${num(px(p.x))} V` : `M${num(px(p.x))},`}${num(py(p.y))}`).join(' ');
+    if (front.length) body.push(`<path class="frontier" d="${d}" fill="none" stroke="#444" stroke-width="1.5" stroke-dasharray="5 3"/>`);
+  }
   c.series.forEach((s, i) => {
     const col = s.colour ?? colour(i);
     const pts = [...s.points].filter((p) => xAxis.shows(p.x) && yAxis.shows(p.y)).sort((a, b) => a.x - b.x || b.y - a.y);
@@ -206,7 +221,7 @@ export function lineChartSvg(chart: LineChart): string {
       g.push(`<path d="${d}" fill="none" stroke="${col}" stroke-width="2"/>`);
     }
     for (const p of pts) {
-      g.push(shape(s.marker ?? 'circle', px(p.x), py(p.y), col, true, 'marker'));
+      g.push(shape(p.marker ?? s.marker ?? 'circle', px(p.x), py(p.y), col, true, 'marker'));
       if (p.highlight) g.push(`<circle class="pareto" cx="${num(px(p.x))}" cy="${num(py(p.y))}" r="9" fill="none" stroke="black" stroke-width="1.5"/>`);
       if (p.label && placeLabel(placed, px(p.x) + 7, py(p.y) - 7, p.label)) g.push(text(px(p.x) + 7, py(p.y) - 7, p.label, `font-size="10" fill="${col}"`));
     }
@@ -224,8 +239,16 @@ export function lineChartSvg(chart: LineChart): string {
       text(lx + 34, y + 4, s.name, 'font-size="13" class="legend"'),
     ].join('');
   });
-  const py2 = plot.y + 10 + c.series.length * 22;
+  let py2 = plot.y + 10 + c.series.length * 22;
+  for (const k of c.markerKey ?? []) {
+    entries.push(shape(k.marker, lx + 13, py2, '#666', true) + text(lx + 34, py2 + 4, k.label, 'font-size="13"'));
+    py2 += 22;
+  }
   entries.push(`<circle cx="${lx + 13}" cy="${py2}" r="9" fill="none" stroke="black" stroke-width="1.5"/>` + text(lx + 34, py2 + 4, c.highlightLabel, 'font-size="13"'));
+  if (c.frontier) {
+    py2 += 22;
+    entries.push(`<path d="M${lx},${py2 + 6} H${lx + 13} V${py2 - 6} H${lx + 26}" fill="none" stroke="#444" stroke-width="1.5" stroke-dasharray="5 3"/>` + text(lx + 34, py2 + 4, c.frontier, 'font-size="13"'));
+  }
   body.push(...entries);
   return frame(W, height, c.title, body);
 }

@@ -20,6 +20,8 @@ export type { BatchSchedulerOptions, LatencySummary, SchedulerSearchOptions, Sch
 export { READ_FORMATS, WRITE_FORMATS, openVectors, readIvecs, readVectors, writeAtomically, writeVectors } from './io/vectors.js';
 export type { BlockOptions, VectorBlock, VectorFile, VectorReader } from './io/vectors.js';
 export { loadIndex } from './io/load-index.js';
+export { loadFioriCorpus } from './cli/demo.js';
+export type { Corpus } from './cli/demo.js';
 export type { LoadOptions } from './io/load-index.js';
 export { arraySource } from './vector-source.js';
 export type { RowProgress, VectorSource } from './vector-source.js';

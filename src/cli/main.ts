@@ -28,7 +28,7 @@ commands:
   dedup        every near-duplicate pair in a vector file (cosine or squared L2 threshold)
   knn-graph    every vector's k nearest others (or every query's), streamed to a file
   info         the WebGPU adapter, its limits, and the backend 'auto' picks
-  bench        benchmarks: compare, flat, kmeans, ivf, scheduler, dedup
+  bench        benchmarks: compare, quantize, flat, kmeans, ivf, scheduler, dedup
                ('webgpu-knn bench <case> --help')
 
 'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure (a missing,
