@@ -8,10 +8,10 @@
 import type { SearchParams } from 'webgpu-knn';
 
 export const INDEX_STRING_FORMS =
-  'Flat, SQ8, SQ4, SQfp16, PQ<M> or PQ<M>x<nbits>, optionally after IVF<nlist>, and optionally followed by ,RFlat or ,Refine(SQfp16) ' +
-  '(for example SQ8, IVF64,Flat, IVF64,PQ16, IVF64,PQ16x4,RFlat)';
+  'Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits>, LSH, LSHr, LSHt or LSHrt, optionally after IVF<nlist> or a transform (Prefix<p>, PCA<p>, PCAR<p>), ' +
+  'and optionally followed by ,RFlat or ,Refine(SQfp16) (for example SQ8, IVF64,Flat, IVF64,PQ16, IVF64,PQ16x4,RFlat, LSHrt,RFlat, PCAR64,Flat,RFlat)';
 
-const SHAPE = /^(?:IVF(\d+),)?(?:Flat|SQ8|SQ4|SQfp16|PQ\d+(?:x\d+)?)(,RFlat|,Refine\(SQfp16\))?$/;
+const SHAPE = /^(?:IVF(\d+),|(?:Prefix|PCAR?)\d+,)?(?:Flat|SQ8|SQ4|SQfp16|PQ\d+(?:x\d+)?|LSHr?t?)(,RFlat|,Refine\(SQfp16\))?$/;
 
 /**
  * k-means iterations of an IVF string's coarse quantiser: indexFactory's IVF trains with

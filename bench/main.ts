@@ -152,8 +152,10 @@ search and index settings:
   --index STRING   a factory string to run instead of Flat and IVF<nlist>,Flat, ours and Faiss's,
                    each trained on the base; repeat it for more (--index SQ8 --index IVF64,PQ16
                    --index IVF64,PQ16,RFlat). Forms: Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits>,
-                   optionally after IVF<nlist>, optionally followed by ,RFlat. A string webgpu-knn
-                   cannot build yet is listed as not measured; Faiss still runs it
+                   LSH, LSHr, LSHt, LSHrt, optionally after IVF<nlist> or Prefix<p> / PCA<p> /
+                   PCAR<p>, optionally followed by ,RFlat. A string webgpu-knn cannot build is
+                   listed as not measured; Faiss still runs it (and one Faiss cannot build, such
+                   as Prefix<p>, is listed as not measured for Faiss)
   --nlist L        IVF lists of the default run (default round(sqrt(8 n)), the sqrt rule for
                    nprobe 8); with --index the lists are in the string
   --nprobe P[,P..] the nprobe sweep (default 1,2,4,8,16,32,64; values above nlist are dropped)
