@@ -114,9 +114,9 @@ export function family(description: string): string {
   return ivf ? `IVF ${kind}` : kind;
 }
 
-/** A point's label: the storage, shortened ('SQ8', 'PQ16', 'P64' for Prefix64, 'PCA64' for PCAR64), '+R4' for ,RFlat at kFactor 4. */
+/** A point's label: the storage, shortened ('SQ8', 'PQ16', 'P64' for Prefix64, 'PCAR64' for PCAR64,Flat), '+R4' for ,RFlat at kFactor 4. */
 export function pointLabel(r: QuantizeRecord): string {
-  const storage = r.index.replace(/,(RFlat|Refine\([^)]*\))$/, '').replace(/^Prefix(\d+),Flat$/, 'P$1').replace(/^PCAR(\d+),Flat$/, 'PCA$1');
+  const storage = r.index.replace(/,(RFlat|Refine\([^)]*\))$/, '').replace(/^Prefix(\d+),Flat$/, 'P$1').replace(/^(PCAR?\d+),Flat$/, '$1');
   return r.kFactor === null ? storage : `${storage}+R${r.kFactor}`;
 }
 
