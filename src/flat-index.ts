@@ -12,7 +12,8 @@ import type { RowAt } from './stores/rows.js';
 import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from './vector-source.js';
-import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection, writeIndexFile } from './io/index-file.js';
+import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection } from './io/index-format.js';
+import { platform } from './platform/platform.js';
 import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from './vector-index.js';
 import type { RangeCandidates } from './plans/range-search.js';
 
@@ -330,7 +331,7 @@ export class FlatIndex extends IndexCore {
       }
       const type = this.codecSpec ? codecFileType(this.codecSpec, false) : this.transformSpec ? TRANSFORM_FILE_TYPE : 'Flat';
       const header: IndexFileHeader = { type, metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0, codec: this.codecSpec, refine: this.refine, transform: this.transformSpec };
-      await writeIndexFile(path, header, parts(), options.onProgress);
+      await platform.writeIndexFile(path, header, parts(), options.onProgress);
     });
   }
 

@@ -27,7 +27,8 @@ import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from './kmea
 import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from './vector-source.js';
-import { type IndexFileHeader, checkLists, codecFileType, idSection, writeIndexFile } from './io/index-file.js';
+import { type IndexFileHeader, checkLists, codecFileType, idSection } from './io/index-format.js';
+import { platform } from './platform/platform.js';
 import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
 import type { RangeCandidates } from './plans/range-search.js';
 
@@ -418,7 +419,7 @@ export class IvfFlatIndex extends IndexCore {
       }
       const type = this.codecSpec ? codecFileType(this.codecSpec, true) : 'IVF';
       const header: IndexFileHeader = { type, metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe, codec: this.codecSpec, refine: this.refine };
-      await writeIndexFile(path, header, parts(), options.onProgress);
+      await platform.writeIndexFile(path, header, parts(), options.onProgress);
     });
   }
 

@@ -21,6 +21,7 @@ import { hammingScores } from './hamming-scores.js';
 import { pqTables } from './pq-tables.js';
 import { topk } from './topk.js';
 import { topkMerge } from './topk-merge.js';
+import { platform } from '../platform/platform.js';
 
 /** The CPU has no device limit on k; this bounds memory per search (nq * k pairs). */
 export const CPU_MAX_K = 1 << 20;
@@ -175,13 +176,13 @@ export class CpuDevice implements Device {
     // The calls already ran, at dispatch: their time is the compute; there is nothing to read back.
     if (timings) timings.computeMs += this.busyMs;
     this.busyMs = 0;
-    await yieldToEvents();
+    await platform.yieldToEvents();
     return ranges.map((r) => (cpuOf(r.buffer).f32.buffer as ArrayBuffer).slice(r.offset, r.offset + r.bytes));
   }
 
   async flush(): Promise<void> {
     this.busyMs = 0;
-    await yieldToEvents();
+    await platform.yieldToEvents();
   }
 
   /** The calls already ran: nothing waits to be dropped. */
@@ -194,7 +195,3 @@ function cpuOf(buffer: DeviceBuffer): CpuBuffer {
   return buffer as CpuBuffer;
 }
 
-/** Lets progress output and other work through between plan steps (the kernels run synchronously). */
-function yieldToEvents(): Promise<void> {
-  return new Promise((r) => setImmediate(r));
-}

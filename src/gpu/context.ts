@@ -1,7 +1,9 @@
 /**
- * Dawn bootstrap: one WebGPU instance, adapter and device, with the limits the data needs, adapter
- * information for reports, device-loss handling, and `dispose()` so that the process can exit.
+ * One WebGPU instance, adapter and device (from Dawn in Node, navigator.gpu in a browser: see
+ * src/platform/), with the limits the data needs, adapter information for reports, device-loss
+ * handling, and `dispose()` so that the process can exit. Or a device the caller made (adopt).
  */
+import { platform } from '../platform/platform.js';
 import { WebGpuUnavailableError } from '../types.js';
 
 export interface AdapterSummary {
@@ -11,11 +13,9 @@ export interface AdapterSummary {
   description: string;
   /** A CPU-emulated adapter (lavapipe, SwiftShader): few cores, expensive barriers. */
   isFallbackAdapter: boolean;
-  /** The native API Dawn uses by default on this platform. */
+  /** The native API Dawn uses by default on this platform; `navigator.gpu` in a browser. */
   backend: string;
 }
-
-const DAWN_BACKEND: Record<string, string> = { linux: 'vulkan', darwin: 'metal', win32: 'd3d12' };
 
 /** Longest sleep between two polls while waiting for a software adapter (GpuContext.wait). */
 const SLEEP_MAX_MS = 1;
@@ -41,39 +41,38 @@ export class GpuContext {
 
   private constructor(
     /**
-     * The object returned by `create()` from `webgpu`. It must stay referenced as long as any
-     * adapter or device from it is in use: if it is garbage-collected, Dawn's instance is
-     * destroyed and the process crashes at the next event poll.
+     * The object returned by `create()` from `webgpu` (or navigator.gpu). It must stay referenced
+     * as long as any adapter or device from it is in use: if it is garbage-collected, Dawn's
+     * instance is destroyed and the process crashes at the next event poll. Null for an adopted device.
      */
-    readonly gpu: GPU,
-    readonly adapter: GPUAdapter,
+    readonly gpu: GPU | null,
     readonly device: GPUDevice,
     readonly adapterInfo: AdapterSummary,
     readonly hasTimestamps: boolean,
     /** Subgroups are enabled and have at least 8 lanes (what gemm-scores.wgsl needs). */
     readonly hasSubgroups8: boolean,
+    /** Promises of this device settle only by polling on the event loop (Dawn in Node; see wait). */
+    private readonly polled: boolean,
+    /** Whether dispose() destroys the device (not when it was adopted: its owner does). */
+    private readonly owned: boolean,
   ) {
     device.lost.then((info) => {
       // dispose() has already said why; keep that reason.
       if (this.lostReason) return;
       this.lostReason = `the WebGPU device was lost (${info.reason}): ${info.message}`;
-      if (info.reason !== 'destroyed') process.stderr.write(`webgpu-knn: ${this.lostReason}\n`);
+      if (info.reason !== 'destroyed') platform.warn(`webgpu-knn: ${this.lostReason}`);
     });
     device.addEventListener('uncapturederror', (ev) => {
-      process.stderr.write(`webgpu-knn: uncaptured WebGPU error: ${(ev as GPUUncapturedErrorEvent).error.message}\n`);
+      platform.warn(`webgpu-knn: uncaptured WebGPU error: ${(ev as GPUUncapturedErrorEvent).error.message}`);
     });
   }
 
-  /** Returns null when no adapter exists (no driver), so callers can fall back or explain. */
+  /**
+   * Returns null when no adapter exists (no driver), so callers can fall back or explain; throws
+   * when there is no WebGPU at all (a browser without navigator.gpu).
+   */
   static async create(dawnFlags: string[] = []): Promise<GpuContext | null> {
-    // Dawn's Vulkan loader wants a runtime directory; without one it prints warnings.
-    if (!process.env.XDG_RUNTIME_DIR) process.env.XDG_RUNTIME_DIR = '/tmp';
-    const webgpu = await import('webgpu');
-    // The GPUBufferUsage / GPUMapMode / GPUShaderStage enums live on globalThis in browsers.
-    if (typeof (globalThis as { GPUBufferUsage?: unknown }).GPUBufferUsage === 'undefined') {
-      Object.assign(globalThis, webgpu.globals);
-    }
-    const gpu = webgpu.create(dawnFlags);
+    const { gpu, backend, polled } = await platform.requestGpu(dawnFlags);
     const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
     if (!adapter) return null;
     const al = adapter.limits;
@@ -93,20 +92,21 @@ export class GpuContext {
     if (hasTimestamps) requiredFeatures.push('timestamp-query');
     if (hasSubgroups8) requiredFeatures.push('subgroups' as GPUFeatureName);
     const device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
-    const description = info.description ?? '';
-    const summary: AdapterSummary = {
-      vendor: info.vendor ?? '',
-      architecture: info.architecture ?? '',
-      device: info.device ?? '',
-      description,
-      // Dawn reports it in adapter.info; lavapipe's architecture ("software") says it too.
-      isFallbackAdapter:
-        (info as { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
-        (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
-        info.architecture === 'software',
-      backend: DAWN_BACKEND[process.platform] ?? 'unknown',
-    };
-    return new GpuContext(gpu, adapter, device, summary, hasTimestamps, hasSubgroups8);
+    const fallback = (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
+    return new GpuContext(gpu, device, summarize(info, backend, fallback), hasTimestamps, hasSubgroups8, polled, true);
+  }
+
+  /**
+   * A context on a device the caller made (a page's GPUDevice), with the features and limits it was
+   * made with; dispose() leaves it to its owner. Subgroup kernels run only when the device has the
+   * `subgroups` feature and its adapter reports subgroups of at least 8 lanes.
+   */
+  static adopt(device: GPUDevice): GpuContext {
+    const info = (device as { adapterInfo?: GPUAdapterInfo }).adapterInfo ?? ({} as GPUAdapterInfo);
+    const subgroupMin = (info as { subgroupMinSize?: number }).subgroupMinSize ?? 0;
+    const hasSubgroups8 = device.features.has('subgroups') && subgroupMin >= 8;
+    const polled = platform.name === 'node';
+    return new GpuContext(null, device, summarize(info, polled ? 'adopted' : 'navigator.gpu', false), device.features.has('timestamp-query'), hasSubgroups8, polled, false);
   }
 
   get limits(): GPUSupportedLimits {
@@ -137,14 +137,14 @@ export class GpuContext {
    * event loop; a real GPU is awaited as is.
    */
   async wait<T>(work: Promise<T>): Promise<T> {
-    if (!this.adapterInfo.isFallbackAdapter || !canSleep()) return work;
+    if (!this.polled || !this.adapterInfo.isFallbackAdapter || !canSleep()) return work;
     let settled = false;
     work.then(
       () => (settled = true),
       () => (settled = true),
     );
     for (let ms = 0.05; ; ms = Math.min(SLEEP_MAX_MS, 2 * ms)) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await platform.yieldToEvents();
       if (settled) return work;
       Atomics.wait(SLEEPER!, 0, 0, ms);
     }
@@ -157,6 +157,22 @@ export class GpuContext {
 
   dispose(): void {
     if (!this.lostReason) this.lostReason = 'the WebGPU backend was disposed';
-    this.device.destroy();
+    if (this.owned) this.device.destroy();
   }
+}
+
+/** An adapter's report for describe() and the kernel-choice cache's key. */
+function summarize(info: GPUAdapterInfo, backend: string, isFallbackAdapter: boolean): AdapterSummary {
+  return {
+    vendor: info.vendor ?? '',
+    architecture: info.architecture ?? '',
+    device: info.device ?? '',
+    description: info.description ?? '',
+    // Dawn reports it in adapter.info; lavapipe's architecture ("software") and Chromium's
+    // SwiftShader ("swiftshader") say it too.
+    isFallbackAdapter:
+      isFallbackAdapter || (info as { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
+      info.architecture === 'software' || info.architecture === 'swiftshader',
+    backend,
+  };
 }

@@ -32,6 +32,8 @@ export interface GpuDeviceOptions extends DeviceOptions {
   timeKernels?: boolean;
   /** Options for Dawn's `create()`, such as `backend=vulkan` or `adapter=NAME`. */
   dawnFlags?: string[];
+  /** A GPUDevice the caller made (a page's), used instead of requesting one; dispose() leaves it alive. */
+  device?: GPUDevice;
   /** Bytes of released buffers the pool keeps for reuse (default 256 MiB); beyond, they are destroyed. */
   poolIdleBytes?: number;
   /** The gemm-scores variant: `auto` (default) measures once per adapter and caches (src/gpu/kernel-choice.ts). */
@@ -91,9 +93,9 @@ export class GpuDevice implements Device {
   /** Null when there is no adapter. */
   static async create(options: GpuDeviceOptions = {}): Promise<GpuDevice | null> {
     checkMaxBindingBytes(options.maxBindingBytes);
-    checkTuning(options, ['timeKernels', 'dawnFlags', 'poolIdleBytes', 'gemmVariant']);
+    checkTuning(options, ['timeKernels', 'dawnFlags', 'device', 'poolIdleBytes', 'gemmVariant']);
     checkGemmVariantOption(options.gemmVariant);
-    const ctx = await GpuContext.create(options.dawnFlags ?? []);
+    const ctx = options.device ? GpuContext.adopt(options.device) : await GpuContext.create(options.dawnFlags ?? []);
     if (!ctx) return null;
     // Its pipelines compiled while measuring are the device's.
     const pipelines = new PipelineCache(ctx);

@@ -3,21 +3,20 @@
  * register blocking wins on lavapipe, where barriers are expensive, workgroup-memory tiling is
  * expected to win on discrete GPUs, and only timing tells which an adapter is.
  *
- * When a device is created the choice is looked up in a cache file, keyed by the adapter (backend,
+ * When a device is created the choice is looked up in a cache (a file in Node, localStorage in a
+ * browser: src/platform/), keyed by the adapter (backend,
  * vendor, architecture, device, description: the driver's version is in the description) and
  * checked against a hash of the variants' shader texts, so a changed kernel is measured again. On
  * a miss every variant the device offers is timed on one score tile (measureShape; a few hundred
  * milliseconds on lavapipe, less on a GPU) and the fastest is stored with the times.
  *
- * The file is `gemm-variant.json` in `$WEBGPU_KNN_CACHE_DIR`, else `$XDG_CACHE_HOME/webgpu-knn`,
- * else `~/.cache/webgpu-knn`. It is written to a temporary name and renamed, so a reader never sees
- * half of it. A corrupt or unreadable file is measured again and overwritten; a directory that
- * cannot be written is not an error (the choice then says why it was not stored).
+ * In Node the file is `gemm-variant.json` in gemmCacheDir() (src/platform/platform.ts). It is
+ * written to a temporary name and renamed, so a reader never sees half of it. A corrupt or
+ * unreadable file is measured again and overwritten; a directory that cannot be written is not an
+ * error (the choice then says why it was not stored).
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { platform } from '../platform/platform.js';
+import type { ChoiceStore } from '../platform/types.js';
 import { InvalidArgumentError } from '../types.js';
 import { BufferPool } from './buffer-pool.js';
 import type { AdapterSummary, GpuContext } from './context.js';
@@ -38,7 +37,7 @@ export interface GemmChoice {
   source: 'option' | 'cache' | 'measured';
   /** Milliseconds per dispatch of the measureShape tile, per variant timed (none when forced). */
   ms: Partial<Record<GemmVariant, number>>;
-  /** The cache file read or written; null when the caller named the variant. */
+  /** The cache file (or browser storage) read or written; null when the caller named the variant. */
   cacheFile: string | null;
   /** Why a measured choice was not stored, when it was not. */
   cacheError?: string;
@@ -55,7 +54,6 @@ export function measureShape(adapter: AdapterSummary): { rows: number; cols: num
 
 /** Bumped when the file's layout or the measurement changes, so old entries are measured again. */
 const CACHE_VERSION = 1;
-const CACHE_FILE = 'gemm-variant.json';
 
 interface CacheEntry {
   shaderHash: string;
@@ -77,35 +75,37 @@ export function checkGemmVariantOption(v: unknown): void {
   }
 }
 
-/** The directory of the cache file (see the file comment). */
-export function gemmCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.WEBGPU_KNN_CACHE_DIR) return env.WEBGPU_KNN_CACHE_DIR;
-  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'webgpu-knn');
-}
-
 /** The cache key of an adapter: every string Dawn reports about it. */
 export function gemmCacheKey(a: AdapterSummary): string {
   return [a.backend, a.vendor, a.architecture, a.device, a.description].join(' | ');
 }
 
-/** A hash of the shader texts of `variants` (in order): a changed kernel misses the cache. */
+/**
+ * A hash of the shader texts of `variants` (in order): a changed kernel misses the cache. 64-bit
+ * FNV-1a over the UTF-16 code units, in plain JS so that Node and a browser compute the same.
+ */
 export function gemmShaderHash(variants: GemmVariant[]): string {
-  const h = createHash('sha256');
-  for (const v of variants) h.update(`${v}\n${shaderText(GEMM_SHADERS[v])}\n`);
-  return h.digest('hex').slice(0, 16);
+  const mask = (1n << 64n) - 1n;
+  let h = 0xcbf29ce484222325n;
+  for (const v of variants) {
+    const text = `${v}\n${shaderText(GEMM_SHADERS[v])}\n`;
+    for (let i = 0; i < text.length; i++) h = ((h ^ BigInt(text.charCodeAt(i))) * 0x100000001b3n) & mask;
+  }
+  return h.toString(16).padStart(16, '0');
 }
 
 /**
  * The variant to run among `variants` (those the device offers): `option` when it names one, else
  * the cached choice for `adapter`, else the fastest by `measure` (milliseconds per variant; a
- * variant it leaves out is never chosen), which is then stored in `dir`.
+ * variant it leaves out is never chosen), which is then stored in `store` (a directory's path
+ * means the cache file in it: Node only).
  */
 export async function chooseGemmVariant(
   adapter: AdapterSummary,
   variants: GemmVariant[],
   option: GemmVariantOption,
   measure: (variants: GemmVariant[]) => Promise<Partial<Record<GemmVariant, number>>>,
-  dir: string = gemmCacheDir(),
+  store: ChoiceStore | string = platform.choiceStore(),
 ): Promise<GemmChoice> {
   checkGemmVariantOption(option);
   if (option !== 'auto') {
@@ -114,10 +114,11 @@ export async function chooseGemmVariant(
     }
     return { variant: option, source: 'option', ms: {}, cacheFile: null };
   }
-  const file = join(dir, CACHE_FILE);
+  if (typeof store === 'string') store = platform.choiceStore(store);
+  const file = store.where;
   const key = gemmCacheKey(adapter);
   const shaderHash = gemmShaderHash(variants);
-  const hit = (await readCache(file)).adapters[key];
+  const hit = (await readCache(store)).adapters[key];
   if (hit && hit.shaderHash === shaderHash && variants.includes(hit.variant)) {
     return { variant: hit.variant, source: 'cache', ms: hit.ms, cacheFile: file };
   }
@@ -126,9 +127,9 @@ export async function chooseGemmVariant(
   if (timed.length === 0) throw new Error(`gemm-scores: no variant could be timed on this adapter (tried ${variants.join(', ')})`);
   const variant = timed.reduce((best, v) => (ms[v]! < ms[best]! ? v : best));
   // Read again: another process may have stored another adapter's entry meanwhile.
-  const cache = await readCache(file);
+  const cache = await readCache(store);
   cache.adapters[key] = { shaderHash, variant, ms, measuredAt: new Date().toISOString() };
-  const cacheError = await writeAtomically(dir, file, `${JSON.stringify(cache, null, 2)}\n`);
+  const cacheError = await store.write(`${JSON.stringify(cache, null, 2)}\n`);
   return { variant, source: 'measured', ms, cacheFile: file, ...(cacheError ? { cacheError } : {}) };
 }
 
@@ -141,11 +142,11 @@ export function describeGemmChoice(c: GemmChoice): string {
 }
 
 /** The cache's entries; none when the file is missing, unreadable, corrupt or of another version. */
-async function readCache(file: string): Promise<CacheFile> {
+async function readCache(store: ChoiceStore): Promise<CacheFile> {
   const empty: CacheFile = { version: CACHE_VERSION, adapters: {} };
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await readFile(file, 'utf8'));
+    parsed = JSON.parse((await store.read()) ?? '');
   } catch {
     return empty;
   }
@@ -159,20 +160,6 @@ async function readCache(file: string): Promise<CacheFile> {
     if (valid) adapters[key] = e;
   }
   return { version: CACHE_VERSION, adapters };
-}
-
-/** Writes `text` to `file` through a temporary file and a rename; returns the error's message, if any. */
-async function writeAtomically(dir: string, file: string, text: string): Promise<string | undefined> {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    await mkdir(dir, { recursive: true });
-    await writeFile(tmp, text);
-    await rename(tmp, file);
-    return undefined;
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
-    return (err as Error).message;
-  }
 }
 
 /** Timed submits per variant after its warm-up; the median is its time. */
@@ -232,7 +219,7 @@ export async function timeGemmVariants(ctx: GpuContext, pipelines: PipelineCache
       } catch (err) {
         recorder.discard();
         ctx.check(); // a lost device is not a variant's failure
-        process.stderr.write(`webgpu-knn: gemm-scores variant ${variant} failed its measurement and is left out: ${(err as Error).message}\n`);
+        platform.warn(`webgpu-knn: gemm-scores variant ${variant} failed its measurement and is left out: ${(err as Error).message}`);
       }
     }
   } finally {

@@ -1,15 +1,12 @@
 /**
- * Loads WGSL kernels from `shaders/` (real .wgsl files, read once and cached) and specialises them.
+ * Loads WGSL kernels from `shaders/` (real .wgsl files, read once and cached; inlined in the browser
+ * build: src/platform/) and specialises them.
  *
  * Constants declared with `override` are passed as pipeline constants. A constant that sizes a
  * private array (such as topk's K_CAP) must be a WGSL `const`, so its declaration line
  * `const NAME: u32 = ...;` is rewritten in the text instead. Either way the file stays valid WGSL.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-
-// src/gpu/ and dist/gpu/ are both two levels below the package root, beside shaders/.
-const SHADER_DIR = fileURLToPath(new URL('../../shaders/', import.meta.url));
+import { platform } from '../platform/platform.js';
 
 const textCache = new Map<string, string>();
 
@@ -20,7 +17,7 @@ const textCache = new Map<string, string>();
 export function shaderText(name: string): string {
   let text = textCache.get(name);
   if (text === undefined) {
-    text = readFileSync(`${SHADER_DIR}${name}.wgsl`, 'utf8').replace(/^\/\/!include (\S+)\.wgsl$/gm, (_, inc: string) =>
+    text = platform.shaderSource(name).replace(/^\/\/!include (\S+)\.wgsl$/gm, (_, inc: string) =>
       shaderText(inc),
     );
     textCache.set(name, text);

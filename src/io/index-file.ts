@@ -65,7 +65,10 @@ import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../tr
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
+import { type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, TYPE_CODES } from './index-format.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
+
+export { type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, checkLists, codecFileType, idSection } from './index-format.js';
 
 export const INDEX_MAGIC = 'WGPUKNN\0';
 export const INDEX_FORMAT_VERSION = 2;
@@ -79,13 +82,8 @@ const UNIT_NORM_TOLERANCE = 1e-3;
 /** Bytes hashed and written, or read, at a time. */
 const IO_BLOCK = 1 << 24;
 
-/** Type codes in the header, in order from 1 (see above), the transforms' after them. */
-const STORAGE_TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ', 'LSH'] as const;
 
 // Transforms before Flat: their type code and header word.
-/** The file type of a transformed Flat index (Prefix<p>, PCA<p>, PCAR<p>, then float32 rows of p). */
-export const TRANSFORM_FILE_TYPE = 'Transform,Flat';
-const TRANSFORM_TYPE_CODES = [TRANSFORM_FILE_TYPE] as const;
 /** The transform word's fields (see above): p in bits 0-16, the kind in bits 24-25. */
 const TRANSFORM_P_MASK = 0x1ffff;
 const TRANSFORM_KIND_SHIFT = 24;
@@ -107,35 +105,11 @@ function parseTransformWord(word: number, dim: number, bad: (field: string, valu
   return { kind, p };
 }
 
-const TYPE_CODES = [...STORAGE_TYPE_CODES, ...TRANSFORM_TYPE_CODES] as const;
-export type IndexFileType = (typeof TYPE_CODES)[number];
 const REFINE_BIT = 0x80000000;
 /** With REFINE_BIT: the refine rows are SQfp16 codes, not float32. */
 const REFINE_FP16_BIT = 0x40000000;
 
-export interface IndexFileHeader {
-  /** Written as INDEX_FORMAT_VERSION; as read, 1 or 2. */
-  version?: number;
-  type: IndexFileType;
-  metric: Metric;
-  dim: number;
-  ntotal: number;
-  nlist: number;
-  nprobe: number;
-  /** The codec of a coded type (with its PQ numbers), else null. */
-  codec?: CodecSpec | null;
-  /** The refine rows that follow the codes (`,RFlat`: float32; `,Refine(SQfp16)`: SQfp16 codes), or null. */
-  refine?: RefineKind | null;
-  /** The transform of type Transform,Flat, else null. */
-  transform?: TransformSpec | null;
-}
 
-/** The file type of an index of `codec` codes, Flat or IVF. */
-export function codecFileType(codec: CodecSpec, ivf: boolean): IndexFileType {
-  const name = codec.type === 'SQ' ? codec.kind : codec.type;
-  if (ivf && codec.type === 'LSH') throw new InvalidArgumentError('binary codes (LSH) are stored in Flat indexes only');
-  return (ivf ? `IVF,${name}` : name) as IndexFileType;
-}
 
 /** Whether a file type is of IVF lists (IVF-Flat or codes). */
 export function isIvfType(type: IndexFileType): boolean {
@@ -407,29 +381,4 @@ function checkVectors(path: string, field: string, x: Float32Array, row0: number
   }
 }
 
-/** offsets: 0 first, non-decreasing, ntotal last; ids: each of 0 .. ntotal - 1 exactly once. */
-export function checkLists(path: string, offsets: Uint32Array, ids: Uint32Array, ntotal: number): void {
-  const nlist = offsets.length - 1;
-  if (offsets[0] !== 0) throw new InvalidArgumentError(`${path}: offsets[0] is ${offsets[0]}; expected 0`);
-  for (let l = 0; l < nlist; l++) {
-    if (offsets[l + 1] < offsets[l]) {
-      throw new InvalidArgumentError(`${path}: offsets[${l + 1}] = ${offsets[l + 1]} is less than offsets[${l}] = ${offsets[l]}; offsets must be non-decreasing`);
-    }
-  }
-  if (offsets[nlist] !== ntotal) throw new InvalidArgumentError(`${path}: offsets[${nlist}] (nlist) is ${offsets[nlist]}; expected ntotal = ${ntotal}`);
-  const seen = new Uint8Array(ntotal);
-  for (let p = 0; p < ids.length; p++) {
-    const id = ids[p];
-    if (id >= ntotal) throw new InvalidArgumentError(`${path}: ids[${p}] is ${id}; expected an id in [0, ${ntotal - 1}] (ntotal ${ntotal})`);
-    if (seen[id]) throw new InvalidArgumentError(`${path}: ids[${p}]: id ${id} appears twice; each id must appear exactly once`);
-    seen[id] = 1;
-  }
-}
 
-/** The ids section of a version 2 file (see the format above), from IdMap.liveIds. */
-export function* idSection(live: { ids: Float64Array; nextId: number }): Generator<BigInt64Array> {
-  const out = new BigInt64Array(live.ids.length + 1);
-  out[0] = BigInt(live.nextId);
-  live.ids.forEach((id, i) => (out[i + 1] = BigInt(id)));
-  yield out;
-}

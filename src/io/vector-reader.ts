@@ -24,9 +24,9 @@ import { createGunzip } from 'node:zlib';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, fileError, openForReading } from './file-error.js';
 import { npyTruncated, readNpyHeader } from './npy.js';
+import { DEFAULT_BLOCK_BYTES } from '../vector-source.js';
 
-/** The default block: as many rows as fit in 16 MiB of float32. */
-export const DEFAULT_BLOCK_BYTES = 16 * 1024 * 1024;
+export { DEFAULT_BLOCK_BYTES };
 
 export const READ_FORMATS = ['.fvecs', '.bvecs', '.ivecs', '.npy', '.jsonl', 'IDX (*-idx3-ubyte[.gz], as Fashion-MNIST ships)'];
 

@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createBackend } from '../../src/create-backend.js';
 import type { AdapterSummary } from '../../src/gpu/context.js';
 import { GpuDevice } from '../../src/gpu/gpu-device.js';
-import { type GemmChoice, chooseGemmVariant, gemmCacheDir, gemmCacheKey, gemmShaderHash } from '../../src/gpu/kernel-choice.js';
+import { type GemmChoice, chooseGemmVariant, gemmCacheKey, gemmShaderHash } from '../../src/gpu/kernel-choice.js';
+import { gemmCacheDir } from '../../src/platform/platform.js';
 import { type GemmVariant, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

@@ -1,0 +1,10 @@
+// Types of scripts/browser-page.mjs, for the browser suite (TypeScript).
+import type { Server } from 'node:http';
+import type { Browser, Page } from 'playwright-core';
+
+export const ROOT: string;
+export const CHROMIUM: string;
+export const BROWSER_BUNDLE: string;
+export function browserUnavailable(): string | null;
+export function serve(): Promise<{ server: Server; origin: string }>;
+export function openPage(origin: string, log?: (line: string) => void): Promise<{ browser: Browser; page: Page }>;

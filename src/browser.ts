@@ -1,0 +1,45 @@
+/**
+ * The browser entry (`webgpu-knn/browser`, bundled into dist/browser/webgpu-knn.js by
+ * scripts/build-browser.mjs): the core (backends, kernels, plans, indexes, the scheduler, jobs on
+ * arrays), without files, the CLI or Dawn. src/index.ts, the Node entry, exports all of this and
+ * the file I/O.
+ */
+export { Backend } from './backend.js';
+export type { BackendKind, BaseStore, BaseStoreOptions } from './backend.js';
+export type { Device, DeviceLimits, DeviceOptions, DeviceTuning } from './device.js';
+export type { KernelMetric } from './kernel-facts.js';
+export type { BackendOptions } from './create-backend.js';
+export { createBackend, SETUP_HINT } from './create-backend.js';
+export { FlatIndex } from './flat-index.js';
+export type { FlatIndexOptions } from './flat-index.js';
+export type { Metric, SearchResult, SearchTimings } from './types.js';
+export { InvalidArgumentError, METRICS, WebGpuUnavailableError, emptyTimings, normalizeRows } from './types.js';
+export { clusteredFloats, randomFloats, randomSmallInts, rng } from './random.js';
+export { KMeans } from './kmeans.js';
+export type { KMeansInit, KMeansProgress, KMeansResult, KMeansTrainOptions } from './kmeans.js';
+export { IvfFlatIndex } from './ivf-flat-index.js';
+export type { IvfFlatIndexOptions } from './ivf-flat-index.js';
+export { FACTORY_FORMS, describeIndexType, indexFactory, parseIndexType } from './factory.js';
+export type { CreateIndexOptions, IndexType } from './factory.js';
+export { BatchScheduler, QueueFullError, SchedulerClosedError } from './scheduler.js';
+export type { BatchSchedulerOptions, LatencySummary, SchedulerSearchOptions, SchedulerStats, SearchableIndex } from './scheduler.js';
+export { arraySource } from './vector-source.js';
+export type { RowProgress, VectorSource } from './vector-source.js';
+export { dedup, dedupMargin, groupPairs } from './jobs/dedup.js';
+export type { DedupMetric, DedupOptions, DedupProgress, DedupResult } from './jobs/dedup.js';
+export { knnGraph } from './jobs/knn-graph.js';
+export type { KnnGraphOptions } from './jobs/knn-graph.js';
+export type { SearchParams, TrainOptions, VectorIndex } from './vector-index.js';
+export { COMPACT_DEAD_FRACTION, MAX_ID } from './ids.js';
+export type { IdFilter } from './ids.js';
+export type { RangeSearchResult } from './types.js';
+export { POST_FILTER_MIN_SELECTIVITY, postFilterK } from './vector-index.js';
+export { HEAP_MAX_K } from './kernel-facts.js';
+export { SQ_KINDS, ScalarQuantizer } from './codecs/scalar-quantizer.js';
+export { ProductQuantizer } from './codecs/product-quantizer.js';
+export { CODEC_FORMS, Codec, codecName, parseCodec } from './codecs/codec.js';
+export type { CodecSpec } from './codecs/codec.js';
+export type { RefineKind } from './refine.js';
+export type { SqKind } from './codecs/scalar-quantizer.js';
+export { PCA_MAX_TRAIN_ROWS, TRANSFORM_FORMS, Transform, parseTransform, transformName } from './transforms.js';
+export type { TransformKind, TransformSpec } from './transforms.js';
