@@ -6,5 +6,12 @@ export const ROOT: string;
 export const CHROMIUM: string;
 export const BROWSER_BUNDLE: string;
 export function browserUnavailable(): string | null;
-export function serve(): Promise<{ server: Server; origin: string }>;
-export function openPage(origin: string, log?: (line: string) => void): Promise<{ browser: Browser; page: Page }>;
+export function servedFile(urlPath: string, served?: string[]): string | null;
+export interface ServeOptions {
+  served?: string[];
+  routes?: Record<string, { type: string; body: string | Uint8Array }>;
+  home?: string | null;
+  port?: number;
+}
+export function serve(options?: ServeOptions): Promise<{ server: Server; origin: string }>;
+export function openPage(origin: string, log?: (line: string) => void, path?: string): Promise<{ browser: Browser; page: Page }>;

@@ -43,3 +43,6 @@ export type { RefineKind } from './refine.js';
 export type { SqKind } from './codecs/scalar-quantizer.js';
 export { PCA_MAX_TRAIN_ROWS, TRANSFORM_FORMS, Transform, parseTransform, transformName } from './transforms.js';
 export type { TransformKind, TransformSpec } from './transforms.js';
+// .npy headers (Node-free): the demo page (demo/web) reads dropped files with it, as the CLI does.
+export { readNpyHeader } from './io/npy.js';
+export type { NpyDtype, NpyLayout } from './io/npy.js';
