@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // Flat and IVF search throughput in a real browser (headless chromium, scripts/browser-page.mjs):
-// the browser build on the page's `webgpu` and `cpu` backends, on siftsmall (test/data) and on
+// the browser build on the page's `webgpu`, `gpujs` (WebGL2) and `cpu` backends, on siftsmall (test/data) and on
 // generated clustered data (100k x 128 by default), with recall@k against exact search (the same
 // backend's Flat). Prints the adapter, a table, and one JSON line per configuration.
 //
 // Usage: npm run build && node scripts/browser-bench.mjs [--n 100000] [--nq 200] [--reps 3]
-//        [--backends webgpu,cpu] [--sets siftsmall,generated]
+//        [--backends webgpu,gpujs,cpu] [--sets siftsmall,generated]
 import { parseArgs } from 'node:util';
 import { browserUnavailable, openPage, serve } from './browser-page.mjs';
 
@@ -14,7 +14,7 @@ const { values: o } = parseArgs({
     n: { type: 'string', default: '100000' },
     nq: { type: 'string', default: '200' },
     reps: { type: 'string', default: '3' },
-    backends: { type: 'string', default: 'webgpu,cpu' },
+    backends: { type: 'string', default: 'webgpu,gpujs,cpu' },
     sets: { type: 'string', default: 'siftsmall,generated' },
   },
 });

@@ -1,21 +1,26 @@
 /**
  * Picks a backend: WebGPU when asked for or when `auto` finds an adapter (or on the caller's own
- * GPUDevice), else the CPU. Both devices are imported lazily, so that the CPU backend never loads
- * Dawn.
+ * GPUDevice), else (in a browser) gpu.js, else the CPU. Every device is imported lazily, so that the
+ * CPU backend never loads Dawn nor gpu.js.
  */
 import { Backend, type BackendKind } from './backend.js';
 import type { DeviceTuning } from './device.js';
 import { checkMaxBindingBytes, checkTuning } from './device.js';
 import { type GemmVariantOption, checkGemmVariantOption } from './gpu/kernel-choice.js';
+import type { GpujsMode } from './gpujs/gpujs-device.js';
 import { platform } from './platform/platform.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
 
 export interface BackendOptions {
   /**
-   * `auto` (default): WebGPU when an adapter exists, else the CPU with a warning on stderr (the
-   * console in a browser). With `device`, `auto` means `webgpu`.
+   * `auto` (default): WebGPU when an adapter exists; else, in a browser, gpu.js (WebGL2) when it
+   * runs; else the CPU, with a warning on stderr (the console in a browser). With `device`, `auto`
+   * means `webgpu`. `gpujs`: the CPU device with scoring and norms run through gpu.js (in Node,
+   * gpu.js must be installed; see README, "In a browser").
    */
   backend?: 'auto' | BackendKind;
+  /** gpu.js's mode for the gpujs backend (default `auto`: gpu.js's own choice; in a browser WebGL2). */
+  gpujsMode?: GpujsMode;
   /**
    * A GPUDevice of the caller's (in a browser, one the page requested from navigator.gpu) to run
    * on instead of requesting one. Its features and limits are used as they are; `dispose()` leaves
@@ -48,10 +53,10 @@ export const SETUP_HINT = platform.setupHint;
 
 export async function createBackend(options: BackendOptions = {}): Promise<Backend> {
   const choice = options.backend ?? 'auto';
-  if (choice !== 'auto' && choice !== 'webgpu' && choice !== 'cpu') {
-    throw new InvalidArgumentError(`backend must be one of auto, webgpu, cpu; got ${String(choice)}`);
+  if (choice !== 'auto' && choice !== 'webgpu' && choice !== 'gpujs' && choice !== 'cpu') {
+    throw new InvalidArgumentError(`backend must be one of auto, webgpu, gpujs, cpu; got ${String(choice)}`);
   }
-  const known = ['backend', 'device', 'maxBindingBytes', 'tuning', 'timeKernels', 'dawnFlags', 'gemmVariant', 'warn'];
+  const known = ['backend', 'device', 'maxBindingBytes', 'tuning', 'timeKernels', 'dawnFlags', 'gemmVariant', 'gpujsMode', 'warn'];
   const unknown = Object.keys(options).filter((key) => !known.includes(key));
   if (unknown.length > 0) {
     throw new InvalidArgumentError(`createBackend: unknown option ${unknown.join(', ')}; expected ${known.join(', ')} (tile sizes are under tuning)`);
@@ -64,10 +69,15 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
     const { CpuDevice } = await import('./cpu/cpu-device.js');
     return new Backend(new CpuDevice(deviceOptions));
   };
-  if (choice === 'cpu') {
-    if (options.device) throw new InvalidArgumentError('createBackend: device is a GPUDevice for the webgpu backend; got backend cpu');
-    return cpu();
+  const gpujs = async (): Promise<Backend> => {
+    const { GpujsDevice } = await import('./gpujs/gpujs-device.js');
+    return new Backend(await GpujsDevice.create({ ...deviceOptions, gpujsMode: options.gpujsMode }));
+  };
+  if (options.device && (choice === 'cpu' || choice === 'gpujs')) {
+    throw new InvalidArgumentError(`createBackend: device is a GPUDevice for the webgpu backend; got backend ${choice}`);
   }
+  if (choice === 'cpu') return cpu();
+  if (choice === 'gpujs') return gpujs();
   // Imported lazily so that the CPU backend never loads Dawn.
   const { GpuDevice } = await import('./gpu/gpu-device.js');
   let reason: string;
@@ -81,6 +91,17 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   }
   if (choice === 'webgpu' || options.device) throw new WebGpuUnavailableError(`${reason}; ${SETUP_HINT}`);
   const warn = options.warn ?? platform.warn;
+  // In a browser without WebGPU, WebGL2 through gpu.js is the next best; Node's auto stays WebGPU
+  // or CPU (gpu.js there has no GL, and its WebAssembly kernels are no faster than the twins).
+  if (platform.name === 'browser') {
+    try {
+      const b = await gpujs();
+      warn(`webgpu-knn: ${reason}; using the gpujs backend (${b.description})`);
+      return b;
+    } catch (err) {
+      reason += `, and gpu.js did not start (${String((err as Error).message).split('\n')[0]})`;
+    }
+  }
   warn(`webgpu-knn: ${reason}; using the CPU backend (to get WebGPU, ${SETUP_HINT})`);
   return cpu();
 }

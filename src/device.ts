@@ -13,7 +13,8 @@
 import type { KernelMetric } from './kernel-facts.js';
 import { InvalidArgumentError, type SearchTimings } from './types.js';
 
-export type DeviceKind = 'webgpu' | 'cpu';
+/** `gpujs`: the CPU device with scoring and norms run through gpu.js (src/gpujs/gpujs-device.ts). */
+export type DeviceKind = 'webgpu' | 'gpujs' | 'cpu';
 
 /** A buffer owned by a device; opaque to plans. Its contents are undefined until written. */
 export interface DeviceBuffer {

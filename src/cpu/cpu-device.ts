@@ -3,7 +3,7 @@
  * once, in call order. Never imports webgpu. It honours the same binding limit as the GPU device
  * (1 GiB unless lowered), so plans split data here exactly as they do on the GPU.
  */
-import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
+import type { Device, DeviceBuffer, DeviceKind, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
 import { checkMaxBindingBytes, checkTuning } from '../device.js';
 import { PairList } from '../pairs.js';
 import type { SearchTimings } from '../types.js';
@@ -28,7 +28,7 @@ export const CPU_MAX_K = 1 << 20;
 /** Largest CPU "binding": chunks of stores and tiles stay below it. */
 const CPU_MAX_BINDING = 1 << 30;
 
-class CpuBuffer implements DeviceBuffer {
+export class CpuBuffer implements DeviceBuffer {
   readonly f32: Float32Array;
   readonly u32: Uint32Array;
   constructor(
@@ -41,26 +41,37 @@ class CpuBuffer implements DeviceBuffer {
   }
 }
 
+/**
+ * The host-memory device: every kernel's twin. The gpu.js device (src/gpujs/gpujs-device.ts) is
+ * this device with some kernels run through gpu.js instead: it passes its own kind, description
+ * and tuning defaults, and overrides `dispatch`.
+ */
 export class CpuDevice implements Device {
-  readonly kind = 'cpu' as const;
-  readonly description = 'cpu (TypeScript twins, single thread)';
+  readonly kind: DeviceKind;
+  readonly description: string;
   readonly limits: DeviceLimits;
   readonly tuning: Required<DeviceTuning>;
 
-  constructor(options: DeviceOptions = {}) {
+  constructor(
+    options: DeviceOptions = {},
+    who: { kind: DeviceKind; description: string; defaults?: DeviceTuning } = { kind: 'cpu', description: 'cpu (TypeScript twins, single thread)' },
+  ) {
     checkMaxBindingBytes(options.maxBindingBytes);
     checkTuning(options);
+    this.kind = who.kind;
+    this.description = who.description;
     this.limits = { maxBindingBytes: Math.min(CPU_MAX_BINDING, options.maxBindingBytes ?? Infinity), maxK: CPU_MAX_K, maxTileCols: Infinity };
     // Small tiles: a 64 x 4096 score tile (1 MiB) stays in cache.
+    const t: DeviceTuning = { ...who.defaults, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
     this.tuning = {
-      tileCols: options.tileCols ?? 4096,
-      scoreTileBytes: options.scoreTileBytes ?? 1 << 20,
-      queryBatch: options.queryBatch ?? Infinity,
-      chunkRows: options.chunkRows ?? Infinity,
-      selectInvocations: options.selectInvocations ?? 1,
-      pairCapacity: options.pairCapacity ?? 1 << 20,
-      scanSegments: options.scanSegments ?? 1,
-      ivfStrategy: options.ivfStrategy ?? 'auto',
+      tileCols: t.tileCols ?? 4096,
+      scoreTileBytes: t.scoreTileBytes ?? 1 << 20,
+      queryBatch: t.queryBatch ?? Infinity,
+      chunkRows: t.chunkRows ?? Infinity,
+      selectInvocations: t.selectInvocations ?? 1,
+      pairCapacity: t.pairCapacity ?? 1 << 20,
+      scanSegments: t.scanSegments ?? 1,
+      ivfStrategy: t.ivfStrategy ?? 'auto',
     };
   }
 
@@ -95,10 +106,11 @@ export class CpuDevice implements Device {
     this.busyMs += performance.now() - t0;
   }
 
-  /** Milliseconds the twins ran since the last read or flush (what `read` reports as compute). */
-  private busyMs = 0;
+  /** Milliseconds the kernels ran since the last read or flush (what `read` reports as compute). */
+  protected busyMs = 0;
 
-  private runTwin(c: KernelCall): void {
+  /** Runs one call's CPU twin on the buffers' host memory. */
+  protected runTwin(c: KernelCall): void {
     const f = (b: DeviceBuffer): Float32Array => cpuOf(b).f32;
     const u = (b: DeviceBuffer): Uint32Array => cpuOf(b).u32;
     switch (c.kernel) {
@@ -191,7 +203,8 @@ export class CpuDevice implements Device {
   dispose(): void {}
 }
 
-function cpuOf(buffer: DeviceBuffer): CpuBuffer {
+/** The host memory of a CPU (or gpu.js) device's buffer. */
+export function cpuOf(buffer: DeviceBuffer): CpuBuffer {
   return buffer as CpuBuffer;
 }
 

@@ -4,8 +4,8 @@
  * compared with the published ground truth (tie-aware recall@10) and with the Node CPU twin run
  * here. siftsmall is integer-valued, so every distance is exact in float32 and Flat equals the
  * twin element by element; IVF with nprobe = nlist equals Flat. IVF at nprobe 8 equals the twin
- * exactly on the page's CPU backend (the same code); on WebGPU its k-means may round centroids
- * differently, so there its recall must be within IVF_RECALL_SLACK of the twin's.
+ * exactly on the page's CPU backend (the same code); on WebGPU and gpu.js (WebGL2) k-means may round
+ * centroids differently, so there its recall must be within IVF_RECALL_SLACK of the twin's.
  */
 import type { Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
@@ -17,8 +17,8 @@ import { browserMissing, openPage, serve } from '../helpers/browser.js';
 import { l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { loadRealSet } from '../helpers/data.js';
 
-/** The page's backends under test (test/browser/page/page.js BACKENDS); add gpujs here when it lands. */
-const BROWSER_BACKENDS = ['webgpu', 'cpu'] as const;
+/** The page's backends under test (test/browser/page/page.js BACKENDS). */
+const BROWSER_BACKENDS = ['webgpu', 'gpujs', 'cpu'] as const;
 const K = 10;
 const NLIST = 64;
 const NPROBES = [8, NLIST];
@@ -27,7 +27,7 @@ const IVF_NITER = 10;
 const IVF_RECALL_SLACK = 0.02;
 
 interface PageResult { index: string; nprobe: number | null; labels: number[]; listSizes: number[] | null; qps: number; buildMs: number }
-interface PageRun { backend: string; description: string; hasSubgroups8?: boolean; gemmVariant?: string; results: PageResult[] }
+interface PageRun { backend: string; description: string; hasSubgroups8?: boolean; gemmVariant?: string; gpujsMode?: string; results: PageResult[] }
 
 const missing = browserMissing();
 const set = loadRealSet('siftsmall', 'siftsmall');
@@ -93,6 +93,8 @@ describe.skipIf(missing)('webgpu-knn in chromium (siftsmall)', () => {
         console.log(`[browser] ${name} IVF lists equal the twin's: ${JSON.stringify(probed.listSizes) === JSON.stringify(twin.listSizes)}`);
         expect(Math.abs(recall(probed.labels) - recall(want))).toBeLessThanOrEqual(IVF_RECALL_SLACK);
       }
+      // gpu.js must find WebGL2 in the page: its WebAssembly or JS modes would pass the rest too.
+      if (name === 'gpujs') expect(run.gpujsMode, run.description).toBe('webgl2');
       if (name === 'webgpu') {
         // 4-lane subgroups (SwiftShader) give wrong gemm-scores subgroup results: that variant must be out.
         const minLanes = Number(adapter.info?.subgroupMinSize ?? 0);

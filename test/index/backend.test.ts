@@ -39,7 +39,7 @@ describe('createBackend', () => {
   });
 
   it('rejects an unknown backend name', async () => {
-    await expect(createBackend({ backend: 'metal' as 'cpu' })).rejects.toThrow(/backend must be one of auto, webgpu, cpu; got metal/);
+    await expect(createBackend({ backend: 'metal' as 'cpu' })).rejects.toThrow(/backend must be one of auto, webgpu, gpujs, cpu; got metal/);
   });
 
   it.skipIf(!gpu)('auto picks webgpu when an adapter exists', async () => {

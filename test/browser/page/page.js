@@ -4,11 +4,12 @@
 import { FlatIndex, IvfFlatIndex, clusteredFloats, createBackend } from '/dist/browser/webgpu-knn.js';
 
 /**
- * The backends a run may name, each made as a page would make it. Another backend (gpujs) is one
- * more line here and one more name in the suite's list.
+ * The backends a run may name, each made as a page would make it. Another backend is one more line
+ * here and one more name in the suite's list.
  */
 const BACKENDS = {
   webgpu: () => createBackend({ backend: 'webgpu' }),
+  gpujs: () => createBackend({ backend: 'gpujs' }),
   cpu: () => createBackend({ backend: 'cpu' }),
 };
 
@@ -75,6 +76,7 @@ async function run({ backend: name, set, k, indexes, reps = 1 }) {
     maxBindingBytes: backend.maxBindingBytes,
     hasSubgroups8: device.ctx?.hasSubgroups8,
     gemmVariant: device.gemm?.variant,
+    gpujsMode: device.gpujsMode,
     n: data.n, nq: data.nq, d: data.d,
     results: [],
   };
