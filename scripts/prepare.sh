@@ -2,7 +2,8 @@
 # Shared set-up of the README's two commands: npm packages (npm ci when node_modules is missing or
 # older than package-lock.json), a WebGPU adapter (scripts/setup-webgpu.sh), chromium when the
 # browser suite will run (WEBGPU_KNN_BROWSER=1, which scripts/test.sh sets: scripts/setup-chromium.sh),
-# and the build.
+# redis-server when the distributed suite will run (WEBGPU_KNN_REDIS=1, also set by scripts/test.sh:
+# scripts/redis.sh setup), and the build.
 # With WEBGPU_REQUIRED=1 a machine that cannot get an adapter is an error; otherwise a warning
 # (the tool then runs on its CPU backend).
 set -euo pipefail
@@ -24,5 +25,12 @@ if [ "${WEBGPU_KNN_BROWSER:-0}" = 1 ] && ! bash scripts/setup-chromium.sh; then
     exit 1
   fi
   echo "prepare: continuing without chromium (the browser suite will skip)" >&2
+fi
+if [ "${WEBGPU_KNN_REDIS:-0}" = 1 ] && ! bash scripts/redis.sh setup; then
+  if [ "${WEBGPU_REQUIRED:-0}" = 1 ]; then
+    echo "prepare: WEBGPU_REQUIRED=1 and redis-server could not be set up for the distributed suite" >&2
+    exit 1
+  fi
+  echo "prepare: continuing without redis-server (the distributed suite will skip)" >&2
 fi
 npm run -s build

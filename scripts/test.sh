@@ -3,16 +3,21 @@
 # Set WEBGPU_REQUIRED=1 to make a missing WebGPU adapter a failure instead of skipped GPU suites.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# The browser suite (test/browser) runs when no file filter is given or a filter names it; only
-# then does prepare install chromium.
+# The browser suite (test/browser) and the distributed suite (test/distributed) run when no file
+# filter is given or a filter names them; only then does prepare install chromium / redis-server.
 browser=1
+redis=1
 filters=()
 for arg in "$@"; do case "$arg" in -*) ;; *) filters+=("$arg") ;; esac; done
 if [ "${#filters[@]}" -gt 0 ]; then
   browser=0
-  for f in "${filters[@]}"; do case "$f" in *browser*) browser=1 ;; esac; done
+  redis=0
+  for f in "${filters[@]}"; do
+    case "$f" in *browser*) browser=1 ;; esac
+    case "$f" in *distributed*) redis=1 ;; esac
+  done
 fi
-WEBGPU_KNN_BROWSER=$browser bash scripts/prepare.sh
+WEBGPU_KNN_BROWSER=$browser WEBGPU_KNN_REDIS=$redis bash scripts/prepare.sh
 npx tsc -p tsconfig.test.json --noEmit
 report=$(mktemp)
 status=0
