@@ -582,39 +582,15 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   try {
     const p = new Progress('dedup');
     const t0 = performance.now();
-    const outputs: Output[] = [];
-    let r: DedupResult;
-    try {
-      const pairs = new AtomicFile(out);
-      outputs.push(pairs);
-      const csv = extname(out).toLowerCase() === '.csv';
-      if (csv) pairs.write('i,j,score\n');
-      r = await dedup(backend, reporting(file, 'reading'), file.dim, {
+    const r = await writeDedupOutputs(out, clusters, (onPairs) =>
+      dedup(backend, reporting(file, 'reading'), file.dim, {
         metric: metric as DedupMetric,
         threshold,
         maxCandidates,
-        // Written as they are confirmed, block by block: nothing but one block is held.
-        onPairs: (i, j, score) => {
-          for (let q0 = 0; q0 < i.length; q0 += PAIRS_PER_WRITE) {
-            const lines: string[] = [];
-            for (let q = q0; q < Math.min(q0 + PAIRS_PER_WRITE, i.length); q++) {
-              lines.push(csv ? `${i[q]},${j[q]},${score[q]}\n` : `${JSON.stringify({ i: i[q], j: j[q], score: score[q] })}\n`);
-            }
-            pairs.write(lines.join(''));
-          }
-        },
+        onPairs,
         onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
-      });
-      if (clusters !== undefined) {
-        const c = new AtomicFile(clusters);
-        outputs.push(c);
-        c.write(JSON.stringify({ clusters: r.clusters, drop: Array.from(r.drop) }) + '\n');
-      }
-    } catch (err) {
-      for (const o of outputs) o.abort();
-      throw err;
-    }
-    commitOutputs(outputs);
+      }),
+    );
     process.stderr.write(
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
         `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
@@ -622,6 +598,47 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   } finally {
     backend.dispose();
   }
+}
+
+type PairSink = (i: Uint32Array, j: Uint32Array, score: Float64Array) => void;
+
+/**
+ * dedup's outputs, shared by the single-process and the distributed dedup: `run` feeds the
+ * confirmed pairs, in (i, j) order, to the sink it is given (written as they come: nothing but one
+ * block is held); then the clusters; all committed together, or none after a failure.
+ */
+export async function writeDedupOutputs<R extends Pick<DedupResult, 'clusters' | 'drop'>>(
+  out: string,
+  clusters: string | undefined,
+  run: (onPairs: PairSink) => Promise<R>,
+): Promise<R> {
+  const outputs: Output[] = [];
+  let r: R;
+  try {
+    const pairs = new AtomicFile(out);
+    outputs.push(pairs);
+    const csv = extname(out).toLowerCase() === '.csv';
+    if (csv) pairs.write('i,j,score\n');
+    r = await run((i, j, score) => {
+      for (let q0 = 0; q0 < i.length; q0 += PAIRS_PER_WRITE) {
+        const lines: string[] = [];
+        for (let q = q0; q < Math.min(q0 + PAIRS_PER_WRITE, i.length); q++) {
+          lines.push(csv ? `${i[q]},${j[q]},${score[q]}\n` : `${JSON.stringify({ i: i[q], j: j[q], score: score[q] })}\n`);
+        }
+        pairs.write(lines.join(''));
+      }
+    });
+    if (clusters !== undefined) {
+      const c = new AtomicFile(clusters);
+      outputs.push(c);
+      c.write(JSON.stringify({ clusters: r.clusters, drop: Array.from(r.drop) }) + '\n');
+    }
+  } catch (err) {
+    for (const o of outputs) o.abort();
+    throw err;
+  }
+  commitOutputs(outputs);
+  return r;
 }
 
 /** dedup --against INDEX: the new rows of `input` against an existing corpus, by range search. */

@@ -112,15 +112,133 @@ export async function dedup(backend: Backend, x: Float32Array | VectorSource, d:
   const maxCandidates = checkBound(options.maxCandidates, DEFAULT_MAX_CANDIDATES, 'maxCandidates');
   const maxPairs = checkBound(options.maxPairs, DEFAULT_MAX_PAIRS, 'maxPairs');
 
-  const norms = new Float64Array(metric === 'cosine' ? n : 0);
   const kept = new PairChunks(maxPairs, n);
   // Where the confirmed pairs of each block go: the caller, or the result.
   const sink = options.onPairs ?? ((i: Uint32Array, j: Uint32Array, score: Float64Array) => kept.append(i, j, score));
-  const groups = new PairGroups(n);
-  let candidates = 0;
-  let pairs = 0;
-  /** Confirms each candidate of a block exactly and hands the pairs that pass to the sink. */
-  const confirm = (block: Uint32Array, rowsDone: number): void => {
+  const exact = new PairConfirmation(n, d, metric, threshold, sink, options.onProgress);
+
+  const store = backend.createBaseStore(d, { hostCopy: false });
+  try {
+    const blocks = x instanceof Float32Array ? [{ data: x, rows: n, start: 0 }] : checkedBlocks(x, 'vectors', metric !== 'cosine', (b) => b);
+    await store.reserve(n);
+    for await (const b of blocks) {
+      exact.addRows(b.data, b.rows, b.start);
+      await store.add(metric === 'cosine' ? normalizeRows(b.data, d) : b.data, b.rows);
+    }
+    await backend.selfJoinCandidates(store, ...joinArgs(metric, threshold, d), {
+      onPairs: (block, rowsDone) => exact.confirm(block, rowsDone),
+      maxCandidates,
+    });
+  } finally {
+    store.dispose();
+  }
+
+  const { i, j, score } = kept.finish();
+  const { clusters, drop } = exact.groups.result();
+  return { pairs: exact.pairs, i, j, score, clusters, drop, candidates: exact.candidates };
+}
+
+/** The self-join's kernel metric, limit and margin for a dedup threshold. */
+function joinArgs(metric: DedupMetric, threshold: number, d: number): ['ip' | 'l2', number, number] {
+  return [metric === 'cosine' ? 'ip' : 'l2', metric === 'cosine' ? -threshold : threshold, dedupMargin(d)];
+}
+
+/**
+ * The candidate pairs (a, b), a < b, between rows [i0, i0 + ni) (`xi`) and rows [j0, j0 + nj)
+ * (`xj`) of a corpus, sorted by (a, b), in corpus row numbers: one block pair of a distributed
+ * self-join (i0 == j0: the block with itself). The same join, margin and preparation as dedup, so
+ * the candidates are a superset of the exact pairs that PairConfirmation keeps. For i0 != j0 both
+ * blocks go into one store and the pairs within a block are dropped.
+ */
+export async function blockPairCandidates(
+  backend: Backend,
+  d: number,
+  metric: DedupMetric,
+  threshold: number,
+  xi: Float32Array,
+  i0: number,
+  xj: Float32Array | null,
+  j0: number,
+): Promise<Uint32Array> {
+  const ni = xi.length / d;
+  const nj = xj ? xj.length / d : 0;
+  const store = backend.createBaseStore(d, { hostCopy: false });
+  const out: Uint32Array[] = [];
+  let total = 0;
+  try {
+    await store.reserve(ni + nj);
+    for (const x of xj ? [xi, xj] : [xi]) await store.add(metric === 'cosine' ? normalizeRows(x, d) : x, x.length / d);
+    await backend.selfJoinCandidates(store, ...joinArgs(metric, threshold, d), {
+      onPairs: (block) => {
+        const kept = new Uint32Array(block.length);
+        let m = 0;
+        for (let p = 0; p < block.length; p += 2) {
+          const a = block[p];
+          const b = block[p + 1];
+          if (xj && !(a < ni && b >= ni)) continue; // within one block: another job's pair
+          kept[m++] = a + i0;
+          kept[m++] = xj ? b - ni + j0 : b + i0;
+        }
+        out.push(kept.subarray(0, m));
+        total += m;
+      },
+      maxCandidates: Infinity,
+    });
+  } finally {
+    store.dispose();
+  }
+  const pairs = new Uint32Array(total);
+  let o = 0;
+  for (const b of out) {
+    pairs.set(b, o);
+    o += b.length;
+  }
+  // Row tiles come in order, and within one tile by (a, b): sorted, as (a, b) of one tile < the next.
+  return pairs;
+}
+
+/**
+ * The exact check of candidate pairs and their union-find, shared by dedup and the distributed
+ * dedup's reduce: rows are added (in blocks, any order of blocks but each row once), then
+ * candidate blocks confirmed in (i, j) order; confirmed pairs go to `sink`.
+ */
+export class PairConfirmation {
+  /** The original rows on the host, for the exact check (the store keeps none). */
+  private readonly rows: RowBlocks;
+  /** Float64 norms of the original vectors, for the exact cosine. */
+  private readonly norms: Float64Array;
+  readonly groups: PairGroups;
+  candidates = 0;
+  pairs = 0;
+
+  constructor(
+    readonly n: number,
+    private readonly d: number,
+    private readonly metric: DedupMetric,
+    private readonly threshold: number,
+    private readonly sink: (i: Uint32Array, j: Uint32Array, score: Float64Array) => void,
+    private readonly onProgress?: (p: DedupProgress) => void,
+  ) {
+    this.rows = new RowBlocks(d);
+    this.norms = new Float64Array(metric === 'cosine' ? n : 0);
+    this.groups = new PairGroups(n);
+  }
+
+  /** Rows [start, start + rows) (`data`, kept as it is); blocks must come in row order. */
+  addRows(data: Float32Array, rows: number, start: number): void {
+    const d = this.d;
+    this.rows.append(data, rows);
+    if (this.metric !== 'cosine') return;
+    for (let r = 0; r < rows; r++) {
+      let s = 0;
+      for (let t = 0; t < d; t++) s += data[r * d + t] * data[r * d + t];
+      this.norms[start + r] = Math.sqrt(s);
+    }
+  }
+
+  /** Confirms each candidate (a, b) of a block exactly and hands the pairs that pass to the sink. */
+  confirm(block: Uint32Array, rowsDone: number): void {
+    const { d, metric, threshold, norms, rows } = this;
     const bi = new Uint32Array(block.length / 2);
     const bj = new Uint32Array(block.length / 2);
     const bs = new Float64Array(block.length / 2);
@@ -143,47 +261,16 @@ export async function dedup(backend: Backend, x: Float32Array | VectorSource, d:
         }
         if (!(s <= threshold)) continue;
       }
-      groups.add(a, b);
+      this.groups.add(a, b);
       bi[m] = a;
       bj[m] = b;
       bs[m++] = s;
     }
-    pairs += m;
-    if (m > 0) sink(bi.subarray(0, m), bj.subarray(0, m), bs.subarray(0, m));
-    candidates += block.length / 2;
-    options.onProgress?.({ rowsDone, n, candidates });
-  };
-
-  // The original rows on the host, for the exact check: the caller's array, or the source's blocks
-  // (the one host copy); the store keeps none.
-  const rows = new RowBlocks(d);
-  const store = backend.createBaseStore(d, { hostCopy: false });
-  try {
-    const blocks = x instanceof Float32Array ? [{ data: x, rows: n, start: 0 }] : checkedBlocks(x, 'vectors', metric !== 'cosine', (b) => b);
-    await store.reserve(n);
-    for await (const b of blocks) {
-      rows.append(b.data, b.rows);
-      if (metric === 'cosine') {
-        // Float64 norms of the original vectors, for the exact cosine.
-        for (let r = 0; r < b.rows; r++) {
-          let s = 0;
-          for (let t = 0; t < d; t++) s += b.data[r * d + t] * b.data[r * d + t];
-          norms[b.start + r] = Math.sqrt(s);
-        }
-      }
-      await store.add(metric === 'cosine' ? normalizeRows(b.data, d) : b.data, b.rows);
-    }
-    await backend.selfJoinCandidates(store, metric === 'cosine' ? 'ip' : 'l2', metric === 'cosine' ? -threshold : threshold, dedupMargin(d), {
-      onPairs: confirm,
-      maxCandidates,
-    });
-  } finally {
-    store.dispose();
+    this.pairs += m;
+    if (m > 0) this.sink(bi.subarray(0, m), bj.subarray(0, m), bs.subarray(0, m));
+    this.candidates += block.length / 2;
+    this.onProgress?.({ rowsDone, n: this.n, candidates: this.candidates });
   }
-
-  const { i, j, score } = kept.finish();
-  const { clusters, drop } = groups.result();
-  return { pairs, i, j, score, clusters, drop, candidates };
 }
 
 /**
