@@ -22,6 +22,7 @@ import { knnGraph } from '../jobs/knn-graph.js';
 import type { Metric, RangeSearchResult } from '../types.js';
 import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
+import { distributedDedup, runWorker } from './distributed.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -154,9 +155,27 @@ options:
                     the same --metric) within the threshold, by a range search of the index
                     (exact for Flat; IVF scans the nprobe lists it was saved with); pairs in i
                     order, each row's best first. No --clusters.
+  --distributed URL run the self-join on 'webgpu-knn worker' processes through the BullMQ queue in
+                    Redis at URL (redis://HOST:PORT): block pairs of --tile-rows rows as jobs, then
+                    one reduce job; the same output as without it. Paths must be on a file system
+                    every worker sees. --backend is then the workers' own.
+  --tile-rows R     rows per block with --distributed (default 65536)
 ${BACKEND_OPT}
   -h, --help        this text
 ${OUTPUTS}`,
+  worker: `usage: webgpu-knn worker --redis URL [options]
+
+Takes jobs (dedup --distributed's block pairs and reduces) from the BullMQ queue in Redis at URL
+until SIGTERM or SIGINT, which let the current jobs finish. Run one per GPU, on any machine that
+sees the same file system. A worker that dies loses its job's lock; once it expires another worker
+runs the job again (see README, "Distributed dedup").
+
+options:
+  --redis URL       redis://HOST:PORT
+  --concurrency N   jobs at once (default 1)
+  --lock-ms MS      BullMQ lockDuration and stalledInterval (default 60000)
+${BACKEND_OPT}
+  -h, --help        this text`,
   'knn-graph': `usage: webgpu-knn knn-graph --input FILE --k K --out FILE [options]
 
 For every vector its k nearest other vectors (or, with --queries, every query's k nearest),
@@ -577,6 +596,11 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const against = text(v, 'against');
   checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input], ['--against', against]));
   if (against !== undefined) return dedupAgainst(against, input, metric, threshold, maxCandidates, out, clusters, choice);
+  const distributed = text(v, 'distributed');
+  if (distributed !== undefined) {
+    const tileRows = intFlag('tile-rows', text(v, 'tile-rows'), 1, 2 ** 31 - 1, 65536);
+    return distributedDedup(distributed, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows });
+  }
   const file = await openVectors(input);
   const backend = await openBackend(choice);
   try {
@@ -639,6 +663,15 @@ export async function writeDedupOutputs<R extends Pick<DedupResult, 'clusters' |
   }
   commitOutputs(outputs);
   return r;
+}
+
+export async function workerCommand(argv: string[]): Promise<void> {
+  const v = parse('worker', argv);
+  if (!v) return;
+  const url = required(v, 'redis');
+  const concurrency = intFlag('concurrency', text(v, 'concurrency'), 1, 1024, 1);
+  const lockMs = intFlag('lock-ms', text(v, 'lock-ms'), 100, 2 ** 31 - 1, 60000);
+  await runWorker(url, backendChoice(v), concurrency, lockMs);
 }
 
 /** dedup --against INDEX: the new rows of `input` against an existing corpus, by range search. */

@@ -8,7 +8,7 @@ import type { GpuDevice } from '../gpu/gpu-device.js';
 import { describeGemmChoice } from '../gpu/kernel-choice.js';
 import { FileError } from '../io/file-error.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
-import { build, dedupCommand, knnGraphCommand, rangeSearchCommand, remove, search } from './commands.js';
+import { build, dedupCommand, knnGraphCommand, rangeSearchCommand, remove, search, workerCommand } from './commands.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { runDemo } from './demo.js';
 import { removeTempsOnSignals } from '../io/temp-files.js';
@@ -26,6 +26,7 @@ commands:
   remove       deletes vectors by id from an index file
   range-search index file + queries + radius -> every neighbour within the radius
   dedup        every near-duplicate pair in a vector file (cosine or squared L2 threshold)
+  worker       takes 'dedup --distributed' jobs from Redis (BullMQ) until SIGTERM
   knn-graph    every vector's k nearest others (or every query's), streamed to a file
   info         the WebGPU adapter, its limits, and the backend 'auto' picks
   bench        benchmarks: compare, quantize, flat, kmeans, ivf, scheduler, dedup
@@ -127,6 +128,9 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case 'range-search':
         await rangeSearchCommand(rest);
+        return 0;
+      case 'worker':
+        await workerCommand(rest);
         return 0;
       case 'dedup':
         await dedupCommand(rest);

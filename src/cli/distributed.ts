@@ -1,0 +1,212 @@
+/**
+ * Beyond one machine (issue 17): `webgpu-knn worker` takes jobs from a BullMQ queue in Redis, and
+ * `dedup --distributed URL` cuts the self-join into block pairs (i <= j) run as the children of
+ * one reduce job (a FlowProducer flow). Jobs carry references (paths, row ranges), never vectors:
+ * workers share a file system with the CLI.
+ *
+ * - A tile job writes its candidate pairs to `<tiles dir>/<i>-<j>.pairs` (uint32 (a, b) pairs, then
+ *   the SHA-256 of those bytes) through a temporary file renamed into place; a job whose file is
+ *   already there with the right checksum is skipped, so a retried or re-run job is harmless.
+ * - The reduce reads the rows once, then each row block's pair files in (i, j) order through the
+ *   very PairConfirmation and writeDedupOutputs of the single-process dedup: the same output bytes.
+ *
+ * BullMQ settings (see README, "Distributed dedup"):
+ * - lockDuration 60 s (--lock-ms): a job's lock, renewed every lockDuration / 2 while the worker's
+ *   event loop turns. A worker that dies (SIGKILL, lost machine) stops renewing; after the lock
+ *   expires the next stalled check (stalledInterval = lockDuration) moves the job back to wait and
+ *   another worker runs it. Tiles should take well under lockDuration between event-loop turns.
+ * - maxStalledCount 3: a job that stalls more often (a tile that kills its workers) fails.
+ * - attempts 3, exponential backoff from 1 s: a tile that throws (a transient file-system error) is
+ *   retried; then the job fails and the dedup command fails with its error.
+ * - removeOnComplete / removeOnFail by age (1 day / 7 days): Redis does not grow without bound and
+ *   failed jobs stay for inspection a while.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { FlowProducer, Job, QueueEvents, Worker } from 'bullmq';
+import type { Backend } from '../backend.js';
+import { createBackend } from '../create-backend.js';
+import { writeAtomically } from '../io/stream-writer.js';
+import { openVectors } from '../io/vector-reader.js';
+import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../jobs/dedup.js';
+import { sortTilePairs } from '../pairs.js';
+import { writeDedupOutputs } from './commands.js';
+import { Progress } from './progress.js';
+
+export const QUEUE = 'webgpu-knn';
+const DEFAULT_LOCK_MS = 60_000;
+const JOB_OPTS = {
+  attempts: 3,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: { age: 24 * 3600 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+interface DedupJob {
+  input: string;
+  metric: DedupMetric;
+  threshold: number;
+  d: number;
+  n: number;
+  /** Row block starts, and n at the end. */
+  starts: number[];
+  tiles: string;
+}
+interface TileJob extends DedupJob {
+  i: number;
+  j: number;
+}
+interface ReduceJob extends DedupJob {
+  out: string;
+  clusters?: string;
+}
+
+function connection(url: string) {
+  return { url, maxRetriesPerRequest: null };
+}
+
+function tileFile(job: DedupJob, i: number, j: number): string {
+  return join(job.tiles, `${i}-${j}.pairs`);
+}
+
+/** The pairs of a tile file whose checksum holds, or null (missing or damaged). */
+function readTile(path: string): Uint32Array | null {
+  if (!existsSync(path)) return null;
+  const buf = readFileSync(path);
+  if (buf.length < 32 || (buf.length - 32) % 8 !== 0) return null;
+  const body = buf.subarray(0, buf.length - 32);
+  if (!createHash('sha256').update(body).digest().equals(buf.subarray(buf.length - 32))) return null;
+  return new Uint32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length));
+}
+
+/** Rows [r0, r1) of a vector file. */
+async function readRows(input: string, r0: number, r1: number): Promise<Float32Array> {
+  const file = await openVectors(input);
+  const d = file.dim;
+  const out = new Float32Array((r1 - r0) * d);
+  for await (const b of file.blocks()) {
+    const lo = Math.max(r0, b.start);
+    const hi = Math.min(r1, b.start + b.rows);
+    if (lo < hi) out.set(b.data.subarray((lo - b.start) * d, (hi - b.start) * d), (lo - r0) * d);
+    if (b.start + b.rows >= r1) break;
+  }
+  return out;
+}
+
+async function runTile(backend: Backend, job: TileJob): Promise<number> {
+  const path = tileFile(job, job.i, job.j);
+  const done = readTile(path);
+  if (done) return done.length / 2; // a re-run: the result is already there
+  const { starts, i, j } = job;
+  const xi = await readRows(job.input, starts[i], starts[i + 1]);
+  const xj = i === j ? null : await readRows(job.input, starts[j], starts[j + 1]);
+  const pairs = await blockPairCandidates(backend, job.d, job.metric, job.threshold, xi, starts[i], xj, starts[j]);
+  const body = new Uint8Array(pairs.buffer, pairs.byteOffset, pairs.byteLength);
+  const sum = createHash('sha256').update(body).digest();
+  writeAtomically(path, Buffer.concat([body, sum]));
+  return pairs.length / 2;
+}
+
+async function runReduce(job: ReduceJob): Promise<{ pairs: number; candidates: number; clusters: number; drop: number }> {
+  const { starts, n, d } = job;
+  const file = await openVectors(job.input);
+  const r = await writeDedupOutputs(job.out, job.clusters, async (sink) => {
+    const exact = new PairConfirmation(n, d, job.metric, job.threshold, sink);
+    for await (const b of file.blocks()) exact.addRows(b.data, b.rows, b.start);
+    const blocks = starts.length - 1;
+    for (let i = 0; i < blocks; i++) {
+      const parts: Uint32Array[] = [];
+      for (let j = i; j < blocks; j++) {
+        const t = readTile(tileFile(job, i, j));
+        if (!t) throw new Error(`tile ${i}-${j} of ${job.tiles} is missing or damaged`);
+        parts.push(t);
+      }
+      const all = new Uint32Array(parts.reduce((s, p) => s + p.length, 0));
+      parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
+      exact.confirm(sortTilePairs(all, starts[i], starts[i + 1] - starts[i], false), starts[i + 1]);
+      // Let the worker renew its lock between row blocks.
+      await new Promise((res) => setImmediate(res));
+    }
+    return { ...exact.groups.result(), pairs: exact.pairs, candidates: exact.candidates };
+  });
+  rmSync(job.tiles, { recursive: true, force: true });
+  return { pairs: r.pairs, candidates: r.candidates, clusters: r.clusters.length, drop: r.drop.length };
+}
+
+/** `webgpu-knn worker`: runs until SIGTERM / SIGINT, then finishes its current jobs and exits. */
+export async function runWorker(url: string, choice: 'auto' | 'webgpu' | 'cpu', concurrency: number, lockMs = DEFAULT_LOCK_MS): Promise<void> {
+  const backend = await createBackend({ backend: choice });
+  process.stderr.write(`worker: backend ${backend.description}; queue ${QUEUE} at ${url}\n`);
+  const worker = new Worker(
+    QUEUE,
+    async (job: Job) => (job.name === 'dedup-reduce' ? runReduce(job.data as ReduceJob) : runTile(backend, job.data as TileJob)),
+    { connection: connection(url), concurrency, lockDuration: lockMs, stalledInterval: lockMs, maxStalledCount: 3 },
+  );
+  worker.on('failed', (job, err) => process.stderr.write(`worker: job ${job?.name} ${job?.id} failed: ${err.message}\n`));
+  await new Promise<void>((res) => {
+    const stop = () => res();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  await worker.close();
+  backend.dispose();
+}
+
+/** `dedup --distributed URL`: enqueues the flow and waits for its reduce, with progress on stderr. */
+export async function distributedDedup(
+  url: string,
+  opts: { input: string; metric: DedupMetric; threshold: number; out: string; clusters?: string; tileRows: number },
+): Promise<void> {
+  const input = resolve(opts.input);
+  const out = resolve(opts.out);
+  const file = await openVectors(input);
+  const n = file.rows;
+  const starts: number[] = [];
+  for (let r = 0; r < n; r += opts.tileRows) starts.push(r);
+  starts.push(n);
+  const st = statSync(input);
+  // Tile files of one (input, settings): a re-run of the same dedup reuses finished tiles.
+  const key = createHash('sha256').update(JSON.stringify([input, st.size, st.mtimeMs, opts.metric, opts.threshold, opts.tileRows])).digest('hex').slice(0, 12);
+  const tiles = join(dirname(out), `.${basename(out)}.webgpu-knn-tiles-${key}`);
+  mkdirSync(tiles, { recursive: true });
+  const base: DedupJob = { input, metric: opts.metric, threshold: opts.threshold, d: file.dim, n, starts, tiles };
+  const children = [];
+  for (let i = 0; i + 1 < starts.length; i++) {
+    for (let j = i; j + 1 < starts.length; j++) children.push({ name: 'self-join-tile', queueName: QUEUE, data: { ...base, i, j }, opts: JOB_OPTS });
+  }
+  const conn = connection(url);
+  const flow = new FlowProducer({ connection: conn });
+  const events = new QueueEvents(QUEUE, { connection: conn });
+  const t0 = performance.now();
+  try {
+    await events.waitUntilReady();
+    const reduce: ReduceJob = { ...base, out: resolve(opts.out), clusters: opts.clusters === undefined ? undefined : resolve(opts.clusters) };
+    const { job } = await flow.add({ name: 'dedup-reduce', queueName: QUEUE, data: reduce, opts: JOB_OPTS, children });
+    const p = new Progress('dedup (distributed)');
+    const total = children.length;
+    const timer = setInterval(() => {
+      void (async () => {
+        const c = await job.getDependenciesCount();
+        const values = await job.getChildrenValues<number>();
+        const cands = Object.values(values).reduce((s, v) => s + v, 0);
+        const done = c.processed ?? 0;
+        const secs = (performance.now() - t0) / 1000;
+        const eta = done > 0 && done < total ? `, ETA ${((secs * (total - done)) / done).toFixed(0)} s` : '';
+        p.update(done, total, `tiles; ${cands} candidate pairs so far${eta}`);
+      })().catch(() => {});
+    }, 1000);
+    try {
+      const r = (await job.waitUntilFinished(events)) as { pairs: number; candidates: number; clusters: number; drop: number };
+      process.stderr.write(
+        `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters} clusters; ${r.drop} ids to drop; ` +
+          `${total} tiles; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${opts.out}${opts.clusters ? ` and ${opts.clusters}` : ''}\n`,
+      );
+    } finally {
+      clearInterval(timer);
+    }
+  } finally {
+    await flow.close();
+    await events.close();
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * dedup --distributed on a loopback Redis with three CPU workers: the same bytes as dedup, also
+ * when one worker is SIGKILLed mid-run. Without redis-server the suite skips with the reason,
+ * unless WEBGPU_REQUIRED=1 (CI): then it fails.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WEBGPU_REQUIRED } from '../helpers/gpu.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'dist/cli/main.js');
+
+function redisMissing(): string | null {
+  try {
+    execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'setup', '--check'], { stdio: 'pipe' });
+    return null;
+  } catch {
+    const reason = `no redis-server (${process.env.WEBGPU_KNN_REDIS_SERVER ?? 'redis-server'}); run scripts/redis.sh setup`;
+    if (WEBGPU_REQUIRED) throw new Error(`WEBGPU_REQUIRED=1 but ${reason}`);
+    console.warn(`[distributed] skipping distributed suite: ${reason}`);
+    return reason;
+  }
+}
+
+/** n rows of d floats as .fvecs, with planted near-duplicates. */
+function corpus(path: string, n: number, d: number): void {
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) - 0.5;
+  const x = new Float32Array(n * d).map(rnd);
+  for (let r = 0; r < n; r += 37) {
+    const src = (r * 7919) % n;
+    for (let t = 0; t < d; t++) x[r * d + t] = x[src * d + t] + 0.001 * rnd();
+  }
+  const buf = Buffer.alloc(n * (4 + 4 * d));
+  for (let r = 0; r < n; r++) {
+    buf.writeInt32LE(d, r * (4 + 4 * d));
+    for (let t = 0; t < d; t++) buf.writeFloatLE(x[r * d + t], r * (4 + 4 * d) + 4 + 4 * t);
+  }
+  writeFileSync(path, buf);
+}
+
+const missing = redisMissing();
+
+describe.skipIf(missing !== null)('dedup --distributed', () => {
+  let dir = '';
+  let url = '';
+  let redisPid = 0;
+  const workers: ChildProcess[] = [];
+  const startWorker = () => {
+    const w = spawn('node', [CLI, 'worker', '--redis', url, '--backend', 'cpu', '--lock-ms', '1000'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    workers.push(w);
+    return w;
+  };
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-dist-'));
+    const [u, pid] = execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'start'], { encoding: 'utf8' }).trim().split(' ');
+    url = u;
+    redisPid = Number(pid);
+    corpus(join(dir, 'x.fvecs'), 3000, 16);
+    execFileSync('node', [CLI, 'dedup', '--input', join(dir, 'x.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, 'one.csv'), '--clusters', join(dir, 'one.json'), '--backend', 'cpu'], { stdio: 'pipe' });
+    for (let k = 0; k < 3; k++) startWorker();
+  });
+
+  afterAll(() => {
+    for (const w of workers) if (w.pid && w.exitCode === null && w.signalCode === null) process.kill(w.pid, 'SIGTERM');
+    if (redisPid) process.kill(redisPid);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const run = (name: string, onStart?: () => void) =>
+    new Promise<void>((res, rej) => {
+      const c = spawn('node', [CLI, 'dedup', '--input', join(dir, 'x.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, `${name}.csv`), '--clusters', join(dir, `${name}.json`), '--distributed', url, '--tile-rows', '500'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      c.stderr.on('data', (b) => (err += b));
+      onStart?.();
+      c.on('exit', (code) => (code === 0 ? res() : rej(new Error(`exit ${code}: ${err}`))));
+    });
+
+  it('writes the same CSV and clusters as dedup (21 block pairs, three workers)', async () => {
+    await run('dist');
+    const one = readFileSync(join(dir, 'one.csv'), 'utf8');
+    expect(one.split('\n').length).toBeGreaterThan(50);
+    expect(readFileSync(join(dir, 'dist.csv'), 'utf8')).toBe(one);
+    expect(readFileSync(join(dir, 'dist.json'), 'utf8')).toBe(readFileSync(join(dir, 'one.json'), 'utf8'));
+  }, 120_000);
+
+  it('still does when a worker is SIGKILLed mid-run', async () => {
+    await run('killed', () => setTimeout(() => workers[0].kill('SIGKILL'), 300));
+    expect(readFileSync(join(dir, 'killed.csv'), 'utf8')).toBe(readFileSync(join(dir, 'one.csv'), 'utf8'));
+    expect(readFileSync(join(dir, 'killed.json'), 'utf8')).toBe(readFileSync(join(dir, 'one.json'), 'utf8'));
+  }, 120_000);
+});
+
+describe('without redis-server', () => {
+  it('the check fails, with the reason', () => {
+    expect(() => execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'setup', '--check'], { env: { ...process.env, WEBGPU_KNN_REDIS_SERVER: '/nonexistent/redis-server' }, stdio: 'pipe' })).toThrow(/no \/nonexistent\/redis-server/);
+  });
+});
