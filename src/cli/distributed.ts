@@ -143,6 +143,9 @@ export async function runWorker(url: string, choice: 'auto' | 'webgpu' | 'cpu', 
     async (job: Job) => (job.name === 'dedup-reduce' ? runReduce(job.data as ReduceJob) : runTile(backend, job.data as TileJob)),
     { connection: connection(url), concurrency, lockDuration: lockMs, stalledInterval: lockMs, maxStalledCount: 3 },
   );
+  // One line per job taken and finished: what an operator (and the kill test) reads to see which worker held which job.
+  worker.on('active', (job) => process.stderr.write(`worker: job ${job.name} ${job.id} started\n`));
+  worker.on('completed', (job) => process.stderr.write(`worker: job ${job.name} ${job.id} completed\n`));
   worker.on('failed', (job, err) => process.stderr.write(`worker: job ${job?.name} ${job?.id} failed: ${err.message}\n`));
   await new Promise<void>((res) => {
     const stop = () => res();

@@ -49,9 +49,13 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
   let url = '';
   let redisPid = 0;
   const workers: ChildProcess[] = [];
+  /** Each worker's stderr so far: its "job NAME ID started / completed" lines. */
+  const logs: string[] = [];
   const startWorker = () => {
     const w = spawn('node', [CLI, 'worker', '--redis', url, '--backend', 'cpu', '--lock-ms', '1000'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    workers.push(w);
+    const k = workers.push(w) - 1;
+    logs[k] = '';
+    w.stderr!.on('data', (b) => (logs[k] += b));
     return w;
   };
 
@@ -60,7 +64,8 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
     const [u, pid] = execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'start'], { encoding: 'utf8' }).trim().split(' ');
     url = u;
     redisPid = Number(pid);
-    corpus(join(dir, 'x.fvecs'), 3000, 16);
+    // d = 1024 makes a tile take a good part of a second on the CPU backend, so the kill below lands inside one.
+    corpus(join(dir, 'x.fvecs'), 3000, 1024);
     execFileSync('node', [CLI, 'dedup', '--input', join(dir, 'x.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, 'one.csv'), '--clusters', join(dir, 'one.json'), '--backend', 'cpu'], { stdio: 'pipe' });
     for (let k = 0; k < 3; k++) startWorker();
   });
@@ -88,8 +93,22 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
     expect(readFileSync(join(dir, 'dist.json'), 'utf8')).toBe(readFileSync(join(dir, 'one.json'), 'utf8'));
   }, 120_000);
 
-  it('still does when a worker is SIGKILLed mid-run', async () => {
-    await run('killed', () => setTimeout(() => workers[0].kill('SIGKILL'), 300));
+  it('still does when a worker is SIGKILLed while it holds a tile, which another worker then runs', async () => {
+    // Kill worker 0 the moment it reports taking a tile of this run.
+    const from = logs[0].length;
+    let killed = '';
+    const watch = (): void => {
+      const m = /job self-join-tile (\S+) started/.exec(logs[0].slice(from));
+      if (m && !killed) {
+        killed = m[1];
+        workers[0].kill('SIGKILL');
+      }
+    };
+    workers[0].stderr!.on('data', watch);
+    await run('killed');
+    expect(killed, 'worker 0 took a tile').not.toBe('');
+    expect(logs[0], 'the killed worker never finished its tile').not.toContain(`job self-join-tile ${killed} completed`);
+    expect(logs.slice(1).join(''), 'another worker ran the tile again').toContain(`job self-join-tile ${killed} completed`);
     expect(readFileSync(join(dir, 'killed.csv'), 'utf8')).toBe(readFileSync(join(dir, 'one.csv'), 'utf8'));
     expect(readFileSync(join(dir, 'killed.json'), 'utf8')).toBe(readFileSync(join(dir, 'one.json'), 'utf8'));
   }, 120_000);
