@@ -42,3 +42,31 @@ export function clusteredFloats(n: number, d: number, clusters: number, seed: nu
   }
   return out;
 }
+
+/**
+ * A random orthogonal n x n matrix (row-major, float64), from `seed`: Gaussian entries (Box-Muller
+ * on `rng`) orthonormalised row by row by modified Gram-Schmidt, as Faiss's RandomRotationMatrix
+ * orthonormalises a Gaussian matrix. LSHr's rotation and PCAR's both come from here.
+ */
+export function randomOrthogonal(n: number, seed: number): Float64Array {
+  const r = rng(seed);
+  const gauss = (): number => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+  const m = Float64Array.from({ length: n * n }, gauss);
+  for (let i = 0; i < n; i++) {
+    const a = i * n;
+    for (let pass = 0; pass < 2; pass++) {
+      // Twice ("twice is enough"): one pass leaves rounding errors that a second removes.
+      for (let k = 0; k < i; k++) {
+        const b = k * n;
+        let dot = 0;
+        for (let j = 0; j < n; j++) dot += m[a + j] * m[b + j];
+        for (let j = 0; j < n; j++) m[a + j] -= dot * m[b + j];
+      }
+    }
+    let norm = 0;
+    for (let j = 0; j < n; j++) norm += m[a + j] * m[a + j];
+    norm = Math.sqrt(norm);
+    for (let j = 0; j < n; j++) m[a + j] /= norm;
+  }
+  return m;
+}

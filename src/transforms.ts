@@ -19,7 +19,7 @@
  * two outputs is the cosine of the prefixes or projections, as Matryoshka models are used.
  */
 import { sampleRows } from './kmeans.js';
-import { rng } from './random.js';
+import { randomOrthogonal, rng } from './random.js';
 import type { Metric } from './types.js';
 import { InvalidArgumentError, normalizeRows } from './types.js';
 import type { VectorSource } from './vector-source.js';
@@ -107,7 +107,7 @@ export class Transform {
     if (n < 1) throw new InvalidArgumentError(`${transformName(spec)} needs at least one training vector; got none`);
     const { values, vectors } = symmetricEigen(covariance(sample, n, d), d);
     let axes = vectors.subarray(0, spec.p * d);
-    if (spec.kind === 'PCAR') axes = matMul(randomRotation(spec.p, seed), axes, spec.p, spec.p, d);
+    if (spec.kind === 'PCAR') axes = matMul(randomOrthogonal(spec.p, seed), axes, spec.p, spec.p, d);
     return new Transform(spec, d, Float32Array.from(axes), Float32Array.from(values.subarray(0, spec.p)));
   }
 
@@ -138,19 +138,11 @@ export class Transform {
     const a = this.matrix;
     // Prefix<d> is the identity (re-normalising a normalised row could move its last bits).
     if (!a && p === d) return x;
-    const out = new Float32Array(n * p);
-    for (let r = 0; r < n; r++) {
-      const xo = r * d;
-      if (!a) {
-        out.set(x.subarray(xo, xo + p), r * p);
-        continue;
-      }
-      for (let i = 0; i < p; i++) {
-        const ao = i * d;
-        let s = 0;
-        for (let j = 0; j < d; j++) s += a[ao + j] * x[xo + j];
-        out[r * p + i] = s;
-      }
+    let out: Float32Array;
+    if (a) out = projectRows(a, x, n, d, p);
+    else {
+      out = new Float32Array(n * p);
+      for (let r = 0; r < n; r++) out.set(x.subarray(r * d, r * d + p), r * p);
     }
     return metric === 'cosine' ? normalizeRows(out, p) : out;
   }
@@ -391,36 +383,6 @@ function tql2(W: Float64Array, d: Float64Array, e: Float64Array, n: number): voi
   }
 }
 
-/**
- * A random orthogonal p x p matrix (row-major), seeded: Gaussian entries (Box-Muller over the
- * project's rng), rows orthonormalised by modified Gram-Schmidt (a QR of a Gaussian matrix, as
- * Faiss's RandomRotationMatrix).
- */
-export function randomRotation(p: number, seed: number): Float64Array {
-  const random = rng(seed ^ 0x5bd1e995);
-  const m = new Float64Array(p * p);
-  for (let i = 0; i < m.length; i += 2) {
-    const u = 1 - random();
-    const t = 2 * Math.PI * random();
-    const rad = Math.sqrt(-2 * Math.log(u));
-    m[i] = rad * Math.cos(t);
-    if (i + 1 < m.length) m[i + 1] = rad * Math.sin(t);
-  }
-  for (let i = 0; i < p; i++) {
-    const ri = i * p;
-    for (let k = 0; k < i; k++) {
-      let dot = 0;
-      for (let j = 0; j < p; j++) dot += m[ri + j] * m[k * p + j];
-      for (let j = 0; j < p; j++) m[ri + j] -= dot * m[k * p + j];
-    }
-    let s = 0;
-    for (let j = 0; j < p; j++) s += m[ri + j] * m[ri + j];
-    const inv = 1 / Math.sqrt(s);
-    for (let j = 0; j < p; j++) m[ri + j] *= inv;
-  }
-  return m;
-}
-
 /** a (r x k) times b (k x c), row-major, float64. */
 function matMul(a: Float64Array, b: Float64Array, r: number, k: number, c: number): Float64Array {
   const out = new Float64Array(r * c);
@@ -432,4 +394,48 @@ function matMul(a: Float64Array, b: Float64Array, r: number, k: number, c: numbe
     }
   }
   return out;
+}
+
+/**
+ * y = M x for `n` rows of `x` (`n * d`), M row-major p x d: each output a float64 sum in dimension
+ * order, rounded once to float32. Four rows a pass share each load of M's row (about 1.6x one row a
+ * pass here). PCA's projection and LSHr's rotation (p = d) both run here.
+ */
+export function projectRows(M: Float32Array, x: Float32Array, n: number, d: number, p: number): Float32Array {
+  const y = new Float32Array(n * p);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const a0 = i * d;
+    const a1 = a0 + d;
+    const a2 = a1 + d;
+    const a3 = a2 + d;
+    for (let j = 0; j < p; j++) {
+      const b = j * d;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let t = 0; t < d; t++) {
+        const m = M[b + t];
+        s0 += m * x[a0 + t];
+        s1 += m * x[a1 + t];
+        s2 += m * x[a2 + t];
+        s3 += m * x[a3 + t];
+      }
+      y[i * p + j] = s0;
+      y[(i + 1) * p + j] = s1;
+      y[(i + 2) * p + j] = s2;
+      y[(i + 3) * p + j] = s3;
+    }
+  }
+  for (; i < n; i++) {
+    const a = i * d;
+    for (let j = 0; j < p; j++) {
+      const b = j * d;
+      let s = 0;
+      for (let t = 0; t < d; t++) s += M[b + t] * x[a + t];
+      y[i * p + j] = s;
+    }
+  }
+  return y;
 }

@@ -17,7 +17,8 @@
  * `LSH` and `LSHr` need no training (the rotation comes from a fixed seed, as Faiss's); `LSHt` and
  * `LSHrt` train their thresholds on a seeded sample of at most LSH_TRAIN_ROWS rows.
  */
-import { rng } from '../random.js';
+import { randomOrthogonal } from '../random.js';
+import { projectRows } from '../transforms.js';
 import { InvalidArgumentError, checkDim } from '../types.js';
 
 /** Most training rows the thresholds' medians are taken over (a seeded sample: a median of 16,384 values is within about 0.01 standard deviations of the whole set's). */
@@ -47,7 +48,7 @@ export class Lsh {
     this.d = checkDim(d);
     this.codeSize = Math.ceil(d / 8);
     this.codeWords = Math.ceil(d / 32);
-    this.rotation = rotate ? (rotation ?? randomRotation(d, ROTATION_SEED)) : null;
+    this.rotation = rotate ? (rotation ?? Float32Array.from(randomOrthogonal(d, ROTATION_SEED))) : null;
     this.thresholds = thresholds;
   }
 
@@ -80,7 +81,7 @@ export class Lsh {
   toCodeSpace(x: Float32Array, n: number): Float32Array {
     const R = this.rotation;
     if (!R) return x;
-    return rotateRows(R, x, n, this.d);
+    return projectRows(R, x, n, this.d, this.d);
   }
 
   /** The codes of `n` rows (`n * d`) as u32 words, `codeWords` a row: bit j set where y_j > t_j. */
@@ -136,78 +137,7 @@ export class Lsh {
   }
 }
 
-/**
- * y = R x for `n` rows of `x` (R row-major d x d): each output a float64 sum in dimension order,
- * rounded once. Four rows a pass share each load of R's row (about 3x one row a pass here).
- */
-export function rotateRows(R: Float32Array, x: Float32Array, n: number, d: number): Float32Array {
-  const y = new Float32Array(n * d);
-  let i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const a0 = i * d;
-    const a1 = a0 + d;
-    const a2 = a1 + d;
-    const a3 = a2 + d;
-    for (let j = 0; j < d; j++) {
-      const b = j * d;
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
-      for (let t = 0; t < d; t++) {
-        const r = R[b + t];
-        s0 += r * x[a0 + t];
-        s1 += r * x[a1 + t];
-        s2 += r * x[a2 + t];
-        s3 += r * x[a3 + t];
-      }
-      y[a0 + j] = s0;
-      y[a1 + j] = s1;
-      y[a2 + j] = s2;
-      y[a3 + j] = s3;
-    }
-  }
-  for (; i < n; i++) {
-    const a = i * d;
-    for (let j = 0; j < d; j++) {
-      const b = j * d;
-      let s = 0;
-      for (let t = 0; t < d; t++) s += R[b + t] * x[a + t];
-      y[a + j] = s;
-    }
-  }
-  return y;
-}
-
 /** Floats of an LSH's saved tables: d thresholds, and d * d for a rotation. */
 export function lshTableFloats(rotate: boolean, d: number): number {
   return d + (rotate ? d * d : 0);
-}
-
-/**
- * A random orthogonal d x d matrix (row-major), from `seed`: Gaussian entries (Box-Muller on the
- * project's seeded generator) orthonormalised row by row by modified Gram-Schmidt in float64, as
- * Faiss's RandomRotationMatrix orthonormalises a Gaussian matrix.
- */
-export function randomRotation(d: number, seed: number): Float32Array {
-  const r = rng(seed);
-  const gauss = (): number => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
-  const m = Float64Array.from({ length: d * d }, gauss);
-  for (let i = 0; i < d; i++) {
-    const a = i * d;
-    for (let pass = 0; pass < 2; pass++) {
-      // Twice ("twice is enough"): one pass leaves rounding errors that a second removes.
-      for (let k = 0; k < i; k++) {
-        const b = k * d;
-        let dot = 0;
-        for (let j = 0; j < d; j++) dot += m[a + j] * m[b + j];
-        for (let j = 0; j < d; j++) m[a + j] -= dot * m[b + j];
-      }
-    }
-    let norm = 0;
-    for (let j = 0; j < d; j++) norm += m[a + j] * m[a + j];
-    norm = Math.sqrt(norm);
-    for (let j = 0; j < d; j++) m[a + j] /= norm;
-  }
-  return Float32Array.from(m);
 }

@@ -10,7 +10,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
-import { Lsh, randomRotation } from '../../src/codecs/lsh.js';
+import { Lsh } from '../../src/codecs/lsh.js';
+import { randomOrthogonal } from '../../src/random.js';
 import { indexFactory, parseIndexType, describeIndexType } from '../../src/factory.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
 import { loadIndex } from '../../src/io/load-index.js';
@@ -118,7 +119,7 @@ describe('LSH codes', () => {
   });
 
   it('rotates by an orthogonal matrix (R R^T = I) that depends only on its seed', () => {
-    const R = randomRotation(17, 3);
+    const R = randomOrthogonal(17, 3);
     for (let i = 0; i < 17; i++) {
       for (let j = 0; j < 17; j++) {
         let s = 0;
@@ -126,8 +127,8 @@ describe('LSH codes', () => {
         expect(Math.abs(s - (i === j ? 1 : 0))).toBeLessThan(1e-6);
       }
     }
-    expect(randomRotation(17, 3)).toEqual(R);
-    expect(randomRotation(17, 4)).not.toEqual(R);
+    expect(randomOrthogonal(17, 3)).toEqual(R);
+    expect(randomOrthogonal(17, 4)).not.toEqual(R);
   });
 });
 

@@ -14,7 +14,8 @@ import type { Backend } from '../../src/backend.js';
 import { describeIndexType, indexFactory, parseIndexType } from '../../src/factory.js';
 import { loadIndex } from '../../src/io/load-index.js';
 import { clusteredFloats, randomFloats, rng } from '../../src/random.js';
-import { Transform, randomRotation, symmetricEigen } from '../../src/transforms.js';
+import { randomOrthogonal } from '../../src/random.js';
+import { Transform, symmetricEigen } from '../../src/transforms.js';
 import { type Metric, type SearchResult, normalizeRows } from '../../src/types.js';
 import type { VectorIndex } from '../../src/vector-index.js';
 import { bruteForce, expectEqual } from '../helpers/reconstructed.js';
@@ -186,7 +187,7 @@ describe('transforms before Flat: Prefix<p>, PCA<p>, PCAR<p>', () => {
     const dd = 8;
     const m = 20000;
     const sd = [5, 4, 3, 2, 1, 0.5, 0.25, 0.1];
-    const q = randomRotation(dd, 7); // the planted axes: q's rows
+    const q = randomOrthogonal(dd, 7); // the planted axes: q's rows
     const r = rng(8);
     const x = new Float32Array(m * dd);
     for (let i = 0; i < m; i++) {
