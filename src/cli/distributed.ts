@@ -80,18 +80,21 @@ function readTile(path: string): Uint32Array | null {
   return new Uint32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length));
 }
 
-/** Rows [r0, r1) of a vector file. */
-async function readRows(input: string, r0: number, r1: number): Promise<Float32Array> {
+/** Rows [r0, r1) of a vector file for each range, read in one pass that stops after the last range. */
+async function readRanges(input: string, ranges: [number, number][]): Promise<Float32Array[]> {
   const file = await openVectors(input);
   const d = file.dim;
-  const out = new Float32Array((r1 - r0) * d);
+  const outs = ranges.map(([r0, r1]) => new Float32Array((r1 - r0) * d));
+  const end = Math.max(...ranges.map(([, r1]) => r1));
   for await (const b of file.blocks()) {
-    const lo = Math.max(r0, b.start);
-    const hi = Math.min(r1, b.start + b.rows);
-    if (lo < hi) out.set(b.data.subarray((lo - b.start) * d, (hi - b.start) * d), (lo - r0) * d);
-    if (b.start + b.rows >= r1) break;
+    ranges.forEach(([r0, r1], k) => {
+      const lo = Math.max(r0, b.start);
+      const hi = Math.min(r1, b.start + b.rows);
+      if (lo < hi) outs[k].set(b.data.subarray((lo - b.start) * d, (hi - b.start) * d), (lo - r0) * d);
+    });
+    if (b.start + b.rows >= end) break;
   }
-  return out;
+  return outs;
 }
 
 async function runTile(backend: Backend, job: TileJob): Promise<number> {
@@ -99,8 +102,8 @@ async function runTile(backend: Backend, job: TileJob): Promise<number> {
   const done = readTile(path);
   if (done) return done.length / 2; // a re-run: the result is already there
   const { starts, i, j } = job;
-  const xi = await readRows(job.input, starts[i], starts[i + 1]);
-  const xj = i === j ? null : await readRows(job.input, starts[j], starts[j + 1]);
+  // One pass over the file for both blocks (block j's rows lie beyond block i's).
+  const [xi, xj = null] = await readRanges(job.input, i === j ? [[starts[i], starts[i + 1]]] : [[starts[i], starts[i + 1]], [starts[j], starts[j + 1]]]);
   const pairs = await blockPairCandidates(backend, job.d, job.metric, job.threshold, xi, starts[i], xj, starts[j]);
   const body = new Uint8Array(pairs.buffer, pairs.byteOffset, pairs.byteLength);
   const sum = createHash('sha256').update(body).digest();
