@@ -137,13 +137,23 @@ async function runReduce(job: ReduceJob): Promise<{ pairs: number; candidates: n
   return { pairs: r.pairs, candidates: r.candidates, clusters: r.clusters.length, drop: r.drop.length };
 }
 
+/** What a worker does with each job name (the data is the job's, as its producer wrote it). */
+const JOB_HANDLERS: Record<string, (backend: Backend, data: unknown) => Promise<unknown>> = {
+  'self-join-tile': (backend, data) => runTile(backend, data as TileJob),
+  'dedup-reduce': (_, data) => runReduce(data as ReduceJob),
+};
+
 /** `webgpu-knn worker`: runs until SIGTERM / SIGINT, then finishes its current jobs and exits. */
 export async function runWorker(url: string, choice: 'auto' | 'webgpu' | 'cpu', concurrency: number, lockMs = DEFAULT_LOCK_MS): Promise<void> {
   const backend = await createBackend({ backend: choice });
   process.stderr.write(`worker: backend ${backend.description}; queue ${QUEUE} at ${url}\n`);
   const worker = new Worker(
     QUEUE,
-    async (job: Job) => (job.name === 'dedup-reduce' ? runReduce(job.data as ReduceJob) : runTile(backend, job.data as TileJob)),
+    async (job: Job) => {
+      const handler = JOB_HANDLERS[job.name];
+      if (!handler) throw new Error(`unknown job ${job.name}: is this worker older than the command that queued it?`);
+      return handler(backend, job.data as unknown);
+    },
     { connection: connection(url), concurrency, lockDuration: lockMs, stalledInterval: lockMs, maxStalledCount: 3 },
   );
   // One line per job taken and finished: what an operator (and the kill test) reads to see which worker held which job.
