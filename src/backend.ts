@@ -90,6 +90,12 @@ export interface SelfJoinOptions {
   onPairs: (block: Uint32Array, rowsDone: number) => void;
   /** Most candidate pairs in all (a non-negative integer or Infinity). */
   maxCandidates?: number;
+  /**
+   * Only the pairs (i, j) with i < split <= j: the join of rows [0, split) with rows [split,
+   * ntotal), two blocks held in one store (a distributed dedup's block pair). Default (or 0):
+   * every pair.
+   */
+  split?: number;
 }
 
 export class Backend {

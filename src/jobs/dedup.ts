@@ -146,9 +146,9 @@ function joinArgs(metric: DedupMetric, threshold: number, d: number): ['ip' | 'l
 /**
  * The candidate pairs (a, b), a < b, between rows [i0, i0 + ni) (`xi`) and rows [j0, j0 + nj)
  * (`xj`) of a corpus, sorted by (a, b), in corpus row numbers: one block pair of a distributed
- * self-join (i0 == j0: the block with itself). The same join, margin and preparation as dedup, so
- * the candidates are a superset of the exact pairs that PairConfirmation keeps. For i0 != j0 both
- * blocks go into one store and the pairs within a block are dropped.
+ * self-join (`xj` null: the block with itself). The same join, margin and preparation as dedup, so
+ * the candidates are a superset of the exact pairs that PairConfirmation keeps. Two blocks go into
+ * one store, joined across the split between them only (no pair within a block is scored).
  */
 export async function blockPairCandidates(
   backend: Backend,
@@ -170,19 +170,17 @@ export async function blockPairCandidates(
     for (const x of xj ? [xi, xj] : [xi]) await store.add(metric === 'cosine' ? normalizeRows(x, d) : x, x.length / d);
     await backend.selfJoinCandidates(store, ...joinArgs(metric, threshold, d), {
       onPairs: (block) => {
-        const kept = new Uint32Array(block.length);
-        let m = 0;
-        for (let p = 0; p < block.length; p += 2) {
-          const a = block[p];
-          const b = block[p + 1];
-          if (xj && !(a < ni && b >= ni)) continue; // within one block: another job's pair
-          kept[m++] = a + i0;
-          kept[m++] = xj ? b - ni + j0 : b + i0;
+        // Store rows to corpus rows: [0, ni) is block i, [ni, ni + nj) block j.
+        const kept = block.slice();
+        for (let p = 0; p < kept.length; p += 2) {
+          kept[p] += i0;
+          kept[p + 1] += xj ? j0 - ni : i0;
         }
-        out.push(kept.subarray(0, m));
-        total += m;
+        out.push(kept);
+        total += kept.length;
       },
       maxCandidates: Infinity,
+      split: xj ? ni : 0,
     });
   } finally {
     store.dispose();

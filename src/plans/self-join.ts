@@ -1,8 +1,8 @@
 /**
  * The self-join's candidate pairs (see Backend.selfJoinCandidates), written once for every device:
  *
- *   for each chunk A, for each row tile of A (in row order):
- *     for each chunk B >= A, each column tile right of the diagonal:
+ *   for each chunk A, for each row tile of A (in row order; with a split, rows below it only):
+ *     for each chunk B >= A, each column tile right of the diagonal (and of the split):
  *       gemm-scores      -> scores[rows x tileCols]
  *       pairs-threshold  -> append (i, j) with i < j whose score passes, counted atomically
  *     read the count; if the pairs did not fit, re-run the tile with room for all of them (or, past
@@ -14,6 +14,7 @@ import type { SelfJoinOptions } from '../backend.js';
 import type { Device } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
+import { InvalidArgumentError } from '../types.js';
 import { PairTiles } from './pair-tiles.js';
 import { scoreTiles } from './tiling.js';
 
@@ -26,6 +27,8 @@ export async function selfJoinCandidates(
   options: SelfJoinOptions,
 ): Promise<number> {
   const ntotal = base.ntotal;
+  const split = options.split ?? 0;
+  if (!Number.isInteger(split) || split < 0 || split > ntotal) throw new InvalidArgumentError(`split must be an integer in [0, ${ntotal}]; got ${split}`);
   const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
   const { tileCols, queryTile } = scoreTiles(device, ntotal, ntotal, base.chunkRows);
   const scores = device.buffer('scores', queryTile * tileCols * 4);
@@ -36,12 +39,15 @@ export async function selfJoinCandidates(
     const starts = base.chunkStarts();
     for (let a = 0; a < base.chunks.length; a++) {
       const A = base.chunks[a];
-      await tiles.run(A.rows, queryTile, {
+      // With a split, only the rows below it are joined (with the columns from it on).
+      const rowsA = split > 0 ? Math.min(A.rows, split - starts[a]) : A.rows;
+      if (rowsA <= 0) break;
+      await tiles.run(rowsA, queryTile, {
         record: (r0, rows, count, pairs, capacity) => {
           const q0 = starts[a] + r0;
           for (let b = a; b < base.chunks.length; b++) {
             const B = base.chunks[b];
-            for (let col0 = 0; col0 < B.rows; col0 += tileCols) {
+            for (let col0 = Math.max(0, split - starts[b]); col0 < B.rows; col0 += tileCols) {
               const cols = Math.min(tileCols, B.rows - col0);
               if (starts[b] + col0 + cols <= q0 + 1) continue; // entirely left of the diagonal
               device.dispatch({ kernel: 'gemm-scores', metric, xq: A.xb, xb: B.xb, xnorm: B.xnorm, scores, q0: r0, rows, col0, cols, dpad: base.dpad, ldc: tileCols });

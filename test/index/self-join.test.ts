@@ -100,6 +100,35 @@ describe('selfJoinCandidates streams sorted row-tile blocks', () => {
   }
 });
 
+describe('selfJoinCandidates with a split joins the rows below it with the rows from it on', () => {
+  // Splits inside a chunk of the tiny tiles (250 rows), at its edge, and through the identical block.
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: exactly the pairs (i, j) with i < split <= j, in order`, async () => {
+      for (const split of [1, 64, 230, 250, 251, 499, 500]) {
+        const store = backend!.createBaseStore(d);
+        await store.add(x, n);
+        const got: number[] = [];
+        const total = await backend!.selfJoinCandidates(store, 'l2', 1, dedupMargin(d), { onPairs: (b) => got.push(...b), split });
+        store.dispose();
+        const expected: number[] = [];
+        for (let p = 0; p < want.length; p += 2) if (want[p] < split && want[p + 1] >= split) expected.push(want[p], want[p + 1]);
+        // Through the identical rows 199 .. 259 (31 below 230 times 30 from it on), and (0, 499), (5, 320).
+        if (split === 230) expect(expected.length / 2).toBe(31 * 30 + 2);
+        expect(got, `split ${split}`).toEqual(expected);
+        expect(total).toBe(expected.length / 2);
+      }
+    });
+  }
+
+  it('a split outside [0, ntotal] is refused', async () => {
+    const backend = cpuBackend();
+    const store = backend.createBaseStore(d);
+    await store.add(x, n);
+    await expect(backend.selfJoinCandidates(store, 'l2', 1, dedupMargin(d), { onPairs: () => {}, split: 501 })).rejects.toThrow('split must be an integer in [0, 500]; got 501');
+    store.dispose();
+  });
+});
+
 describe('a self-join tile with more pairs than one binding holds', () => {
   // 200 identical rows (19,900 pairs) with a binding of 400 pairs: the tiles of 4 rows (790 pairs)
   // are halved until they fit; one row alone (199 pairs) always fits.
