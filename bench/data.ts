@@ -128,3 +128,28 @@ export function loadMiniLm(nq: number | undefined): BenchData {
   const c = loadFioriCorpus();
   return asSelfQueries({ name: 'minilm', xb: c.x, n: c.n, d: c.d, xq: new Float32Array(0), nq: 0, groundTruth: null }, nq);
 }
+
+/**
+ * `planted`: n rows of d, generated: sqrt(n) blobs (centres uniform in [-1, 1], spread 0.5, so rows
+ * of one blob sit near cosine 0.84), of which a `fraction` are replaced by near-copies of other
+ * rows: the source plus noise of relative size eps, uniform in [0.01, 0.3] (cosine to the source
+ * 1 / sqrt(1 + eps^2): 0.958 .. 0.99995), so some planted pairs fall on either side of a
+ * threshold like 0.97. Copies of copies make chains. Seeded.
+ */
+export function plantedDuplicates(n: number, d: number, seed: number, fraction = 0.05): Float32Array {
+  const x = clusteredFloats(n, d, Math.max(1, Math.round(Math.sqrt(n))), seed, 0.5);
+  let s = seed * 2654435761 + 1;
+  const r = (): number => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const copies = Math.floor(n * fraction);
+  for (let c = 0; c < copies; c++) {
+    const row = Math.floor(r() * n);
+    const src = Math.floor(r() * n);
+    if (row === src) continue;
+    let norm = 0;
+    for (let t = 0; t < d; t++) norm += x[src * d + t] ** 2;
+    // Uniform noise of variance 1/3 per coordinate, scaled to a norm of eps * ||source||.
+    const scale = (0.01 + 0.29 * r()) * Math.sqrt(norm / d) * Math.sqrt(3);
+    for (let t = 0; t < d; t++) x[row * d + t] = x[src * d + t] + (2 * r() - 1) * scale;
+  }
+  return x;
+}

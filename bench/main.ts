@@ -1,15 +1,17 @@
 /**
  * Benchmark entry: `npm run bench -- <case> [options]` or `webgpu-knn bench <case> [options]`.
- * Cases: compare, quantize, flat, kmeans, ivf, scheduler, dedup, filters, remove. Never run by the test runner.
+ * Cases: compare, quantize, flat, kmeans, ivf, scheduler, dedup, clustered-dedup, filters, remove. Never run by the test runner.
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
+import { readVectors } from 'webgpu-knn';
 import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
 import { readCompareRun, writeCompareReport } from './compare-report.js';
-import { asSelfQueries, DATA_SETS, type DataSet, loadBenchData, loadFileData, loadMiniLm, loadSelfData } from './data.js';
+import { asSelfQueries, DATA_SETS, DEBIAN_FASHION_MNIST, type DataSet, loadBenchData, loadFileData, loadMiniLm, loadSelfData, plantedDuplicates } from './data.js';
 import { FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, type IndexString, parseIndexString } from './index-strings.js';
 import { runDedupBench } from './dedup.js';
+import { runClusteredDedupBench } from './clustered-dedup.js';
 import { runFlatBench } from './flat.js';
 import { runFilterBench, runRemoveBench } from './filters.js';
 import { runIvfBench } from './ivf.js';
@@ -20,6 +22,7 @@ import { readQuantizeRun, writeQuantizeReport } from './quantize-report.js';
 import { runSchedulerBench } from './scheduler.js';
 
 const QUANTIZE_DATA = [...DATA_SETS, 'minilm'] as const;
+const CLUSTERED_DEDUP_DATA = ['minilm', 'fashion-mnist', 'planted'] as const;
 
 const COMMON = `  --backend B      both | webgpu | cpu (default both)
   --seed S         data and training seed (default 1)
@@ -124,6 +127,25 @@ options:
   --threshold T    cosine >= T, or squared L2 <= T
   --verify V       yes | no: run the brute force (default yes)
 ${COMMON}`,
+  'clustered-dedup': `usage: webgpu-knn bench clustered-dedup --data SET --metric cosine|l2 --threshold T [options]
+
+Clustered dedup (dedup --partitions C --overlap M) against the exact dedup on the same data and
+backend: per (C, M) the pairs found, pair recall against the exact pairs (precision is checked to
+be 1: a pair the exact dedup lacks fails the run), the share of row pairs scored, the largest
+partition, seconds and speed-up. One JSON line per configuration, then a table.
+
+options:
+  --data SET       minilm (778 x 384 real text embeddings) | fashion-mnist (Debian's 60,000 x 784
+                   train images) | planted (generated blobs with planted near-copies: --n, --d)
+  --input FILE     instead of --data: any vector file the CLI reads
+  --n N            planted: rows (default 200000)
+  --d D            planted: dimension (default 128)
+  --metric M       cosine | l2
+  --threshold T    cosine >= T, or squared L2 <= T
+  --grid CxM[,..]  partitions x overlap configurations (default 16x1,16x2,64x1,64x2,64x3)
+  --backend B      webgpu | cpu (default webgpu)
+  --seed S         k-means and data seed (default 1)
+  -h, --help       this text`,
   compare: `usage: webgpu-knn bench compare [options]
 
 One run that compares, on one data set: Flat and IVF-Flat (an nprobe sweep) on each backend, or
@@ -432,7 +454,7 @@ export async function benchMain(argv: string[]): Promise<void> {
   const warmup = v.warmup === '0' ? 0 : positiveInt('warmup', v.warmup, 1);
   const repeats = positiveInt('repeats', v.repeats, 3);
   const dataSet = (v.data ?? 'clustered') as DataSet;
-  const sets: readonly string[] = kase === 'quantize' ? QUANTIZE_DATA : DATA_SETS;
+  const sets: readonly string[] = kase === 'quantize' ? QUANTIZE_DATA : kase === 'clustered-dedup' ? CLUSTERED_DEDUP_DATA : DATA_SETS;
   if (v.data !== undefined && !sets.includes(v.data)) {
     throw new UsageError(`--data must be one of ${sets.join(', ')}; got ${v.data}`);
   }
@@ -497,6 +519,38 @@ export async function benchMain(argv: string[]): Promise<void> {
     const threshold = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v.threshold ?? '') ? Number(v.threshold) : NaN;
     if (v.threshold === undefined || !Number.isFinite(threshold)) throw new UsageError(`--threshold must be a number; got ${v.threshold}`);
     await runDedupBench({ input: v.input, metric, threshold, backends, verify: (v.verify ?? 'yes') !== 'no', log });
+  } else if (kase === 'clustered-dedup') {
+    const one = v.backend ?? 'webgpu';
+    if (one !== 'webgpu' && one !== 'cpu') throw new UsageError(`--backend must be webgpu or cpu; got ${one}`);
+    const metric = v.metric;
+    if (metric !== 'cosine' && metric !== 'l2') throw new UsageError(`--metric must be cosine or l2; got ${metric}`);
+    const threshold = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v.threshold ?? '') ? Number(v.threshold) : NaN;
+    if (v.threshold === undefined || !Number.isFinite(threshold)) throw new UsageError(`--threshold must be a number; got ${v.threshold}`);
+    const grid = (v.grid ?? '16x1,16x2,64x1,64x2,64x3').split(',').map((g) => {
+      const m = /^(\d+)x(\d+)$/.exec(g);
+      if (!m || Number(m[1]) < 1 || Number(m[2]) < 1 || Number(m[2]) > Number(m[1])) throw new UsageError(`--grid entries must be CxM with 1 <= M <= C; got ${g}`);
+      return [Number(m[1]), Number(m[2])] as [number, number];
+    });
+    if ((v.data === undefined) === (v.input === undefined)) throw new UsageError('give one of --data or --input');
+    let name: string;
+    let x: Float32Array;
+    let n: number;
+    let d: number;
+    if (v.data === 'planted') {
+      n = positiveInt('n', v.n, 200_000);
+      d = positiveInt('d', v.d, 128);
+      x = plantedDuplicates(n, d, seed);
+      name = `planted(${n} x ${d})`;
+    } else if (v.data === 'minilm') {
+      ({ xb: x, n, d } = loadMiniLm(1));
+      name = 'minilm';
+    } else {
+      const path = v.input ?? `${DEBIAN_FASHION_MNIST}/train-images-idx3-ubyte.gz`;
+      const f = await readVectors(path);
+      ({ data: x, n, d } = f);
+      name = v.input ?? 'fashion-mnist';
+    }
+    await runClusteredDedupBench({ name, x, n, d, metric, threshold, grid, backend: one, seed, log });
   } else if (kase === 'scheduler') {
     const delay = v['max-delay'] === undefined ? 2 : /^\+?(\d+\.?\d*|\.\d+)$/.test(v['max-delay']) ? Number(v['max-delay']) : NaN;
     if (!(delay >= 0)) throw new UsageError(`--max-delay must be a number >= 0; got ${v['max-delay']}`);

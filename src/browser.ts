@@ -27,6 +27,8 @@ export { arraySource } from './vector-source.js';
 export type { RowProgress, VectorSource } from './vector-source.js';
 export { dedup, dedupMargin, groupPairs } from './jobs/dedup.js';
 export type { DedupMetric, DedupOptions, DedupProgress, DedupResult } from './jobs/dedup.js';
+export { clusteredDedup } from './jobs/clustered-dedup.js';
+export type { ClusteredDedupOptions, ClusteredDedupResult } from './jobs/clustered-dedup.js';
 export { knnGraph } from './jobs/knn-graph.js';
 export type { KnnGraphOptions } from './jobs/knn-graph.js';
 export type { SearchParams, TrainOptions, VectorIndex } from './vector-index.js';

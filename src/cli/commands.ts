@@ -19,6 +19,7 @@ import { type VectorReader, openVectors } from '../io/vector-reader.js';
 import { type DedupMetric, type DedupResult, dedup } from '../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
 import { knnGraph } from '../jobs/knn-graph.js';
+import { clusteredDedup } from '../jobs/clustered-dedup.js';
 import type { Metric, RangeSearchResult } from '../types.js';
 import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
@@ -155,6 +156,11 @@ options:
                     the same --metric) within the threshold, by a range search of the index
                     (exact for Flat; IVF scans the nprobe lists it was saved with); pairs in i
                     order, each row's best first. No --clusters.
+  --partitions C    approximate (SemDeDup): k-means into C partitions, each row into its --overlap
+                    nearest, the exact join inside each partition only; every pair found is a
+                    true pair, but a pair whose rows share no partition is missed (see README,
+                    "Clustered dedup", for measured recall). About overlap^2 / C of the work
+  --overlap M       with --partitions: partitions per row, in [1, C] (default 1); more finds more
   --distributed URL run the self-join on 'webgpu-knn worker' processes through the BullMQ queue in
                     Redis at URL (redis://HOST:PORT): block pairs of --tile-rows rows as jobs, then
                     one reduce job; the same output as without it. Paths must be on a file system
@@ -595,8 +601,19 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const choice = backendChoice(v);
   const against = text(v, 'against');
   checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input], ['--against', against]));
+  for (const flag of ['partitions', 'overlap', 'distributed', 'tile-rows']) {
+    if (against !== undefined && v[flag] !== undefined) throw new UsageError(`--${flag} applies to a dedup within one input; it does not combine with --against`);
+  }
   if (against !== undefined) return dedupAgainst(against, input, metric, threshold, maxCandidates, out, clusters, choice);
   const distributed = text(v, 'distributed');
+  const partitions = text(v, 'partitions');
+  const overlap = text(v, 'overlap');
+  if (overlap !== undefined && partitions === undefined) throw new UsageError('--overlap applies with --partitions only');
+  if (partitions !== undefined) {
+    if (distributed !== undefined) throw new UsageError('--partitions runs in one process; it does not combine with --distributed');
+    const C = intFlag('partitions', partitions, 1, 2 ** 31 - 1);
+    return clusteredDedupCommand(input, metric as DedupMetric, threshold, maxCandidates, out, clusters, choice, C, intFlag('overlap', overlap, 1, C, 1));
+  }
   if (distributed !== undefined) {
     const tileRows = intFlag('tile-rows', text(v, 'tile-rows'), 1, 2 ** 31 - 1, 65536);
     return distributedDedup(distributed, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows });
@@ -617,6 +634,48 @@ export async function dedupCommand(argv: string[]): Promise<void> {
     );
     process.stderr.write(
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
+        `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
+    );
+  } finally {
+    backend.dispose();
+  }
+}
+
+/** dedup --partitions C --overlap M: clustered (approximate) dedup in this process. */
+async function clusteredDedupCommand(
+  input: string,
+  metric: DedupMetric,
+  threshold: number,
+  maxCandidates: number,
+  out: string,
+  clusters: string | undefined,
+  choice: 'auto' | 'webgpu' | 'cpu',
+  partitions: number,
+  overlap: number,
+): Promise<void> {
+  const file = await openVectors(input);
+  if (partitions > Math.max(1, file.rows)) throw new UsageError(`--partitions must be an integer in [1, ${Math.max(1, file.rows)}] (the rows of ${input}); got ${partitions}`);
+  const backend = await openBackend(choice);
+  try {
+    const t0 = performance.now();
+    const p = new Progress('joining partitions');
+    let confirm: Progress | null = null;
+    const r = await writeDedupOutputs(out, clusters, (onPairs) =>
+      clusteredDedup(backend, reporting(file, 'reading'), file.dim, {
+        metric,
+        threshold,
+        maxCandidates,
+        onPairs,
+        partitions,
+        overlap,
+        onPartition: (done, total, candidates) => p.update(done, total, `partitions; ${candidates} candidate pairs so far`),
+        onProgress: (e) => (confirm ??= new Progress('confirming')).update(e.rowsDone, e.n, `${e.candidates} candidates checked`),
+      }),
+    );
+    const largest = r.partitionRows.reduce((a, b) => Math.max(a, b), 0);
+    process.stderr.write(
+      `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
+        `${partitions} partitions x overlap ${overlap} (largest ${largest} rows; ${(100 * r.scoredFraction).toFixed(2)}% of the pairs scored); ` +
         `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
     );
   } finally {

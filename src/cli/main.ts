@@ -29,7 +29,8 @@ commands:
   worker       takes 'dedup --distributed' jobs from Redis (BullMQ) until SIGTERM
   knn-graph    every vector's k nearest others (or every query's), streamed to a file
   info         the WebGPU adapter, its limits, and the backend 'auto' picks
-  bench        benchmarks: compare, quantize, flat, kmeans, ivf, scheduler, dedup
+  bench        benchmarks: compare, quantize, flat, kmeans, ivf, scheduler, dedup,
+               clustered-dedup
                ('webgpu-knn bench <case> --help')
 
 'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure (a missing,

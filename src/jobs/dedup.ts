@@ -92,6 +92,32 @@ export function dedupMargin(d: number): number {
  * on the device for the join).
  */
 export async function dedup(backend: Backend, x: Float32Array | VectorSource, d: number, options: DedupOptions): Promise<DedupResult> {
+  const { n, metric, threshold, maxCandidates, kept, exact } = startDedup(x, d, options);
+
+  const store = backend.createBaseStore(d, { hostCopy: false });
+  try {
+    const blocks = x instanceof Float32Array ? [{ data: x, rows: n, start: 0 }] : checkedBlocks(x, 'vectors', metric !== 'cosine', (b) => b);
+    await store.reserve(n);
+    for await (const b of blocks) {
+      exact.addRows(b.data, b.rows, b.start);
+      await store.add(metric === 'cosine' ? normalizeRows(b.data, d) : b.data, b.rows);
+    }
+    await backend.selfJoinCandidates(store, ...joinArgs(metric, threshold, d), {
+      onPairs: (block, rowsDone) => exact.confirm(block, rowsDone),
+      maxCandidates,
+    });
+  } finally {
+    store.dispose();
+  }
+
+  return finishDedup(kept, exact);
+}
+
+/**
+ * What every dedup does first: the input and options checked, and the exact check set up with
+ * its sink (the caller's onPairs, or `kept` for the result).
+ */
+export function startDedup(x: Float32Array | VectorSource, d: number, options: DedupOptions) {
   checkDim(d);
   let n: number;
   if (x instanceof Float32Array) n = checkVectors(x, d, 'vectors', true, options.metric !== 'cosine');
@@ -116,30 +142,18 @@ export async function dedup(backend: Backend, x: Float32Array | VectorSource, d:
   // Where the confirmed pairs of each block go: the caller, or the result.
   const sink = options.onPairs ?? ((i: Uint32Array, j: Uint32Array, score: Float64Array) => kept.append(i, j, score));
   const exact = new PairConfirmation(n, d, metric, threshold, sink, options.onProgress);
+  return { n, metric, threshold, maxCandidates, kept, exact };
+}
 
-  const store = backend.createBaseStore(d, { hostCopy: false });
-  try {
-    const blocks = x instanceof Float32Array ? [{ data: x, rows: n, start: 0 }] : checkedBlocks(x, 'vectors', metric !== 'cosine', (b) => b);
-    await store.reserve(n);
-    for await (const b of blocks) {
-      exact.addRows(b.data, b.rows, b.start);
-      await store.add(metric === 'cosine' ? normalizeRows(b.data, d) : b.data, b.rows);
-    }
-    await backend.selfJoinCandidates(store, ...joinArgs(metric, threshold, d), {
-      onPairs: (block, rowsDone) => exact.confirm(block, rowsDone),
-      maxCandidates,
-    });
-  } finally {
-    store.dispose();
-  }
-
+/** The result of a dedup whose candidates `exact` has confirmed. */
+export function finishDedup(kept: PairChunks, exact: PairConfirmation): DedupResult {
   const { i, j, score } = kept.finish();
   const { clusters, drop } = exact.groups.result();
   return { pairs: exact.pairs, i, j, score, clusters, drop, candidates: exact.candidates };
 }
 
 /** The self-join's kernel metric, limit and margin for a dedup threshold. */
-function joinArgs(metric: DedupMetric, threshold: number, d: number): ['ip' | 'l2', number, number] {
+export function joinArgs(metric: DedupMetric, threshold: number, d: number): ['ip' | 'l2', number, number] {
   return [metric === 'cosine' ? 'ip' : 'l2', metric === 'cosine' ? -threshold : threshold, dedupMargin(d)];
 }
 
@@ -318,7 +332,7 @@ const EMPTY_F64 = new Float64Array(0);
  * Confirmed pairs in fixed-size typed chunks: no copying as they grow, one join at the end. More
  * than `max` pairs is an InvalidArgumentError (`n`: the rows, for its message).
  */
-class PairChunks {
+export class PairChunks {
   static readonly CHUNK = 1 << 20;
   private is: Uint32Array[] = [];
   private js: Uint32Array[] = [];

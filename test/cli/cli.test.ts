@@ -85,6 +85,26 @@ describe('webgpu-knn CLI', () => {
     });
   }
 
+  it('dedup --partitions C --overlap C writes the exact dedup\'s bytes; usage errors name the flag', () => {
+    expect(cli('dedup', '--input', 'x.fvecs', '--metric', 'cosine', '--threshold', '0.99', '--out', 'exact.csv', '--clusters', 'exact.json', '--backend', 'cpu').code).toBe(0);
+    const r = cli('dedup', '--input', 'x.fvecs', '--metric', 'cosine', '--threshold', '0.99', '--out', 'part.csv', '--clusters', 'part.json', '--partitions', '5', '--overlap', '5', '--backend', 'cpu');
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toMatch(/5 partitions x overlap 5 \(largest 300 rows; 500\.00% of the pairs scored\)/);
+    expect(readFileSync(join(dir, 'part.csv'), 'utf8')).toBe(readFileSync(join(dir, 'exact.csv'), 'utf8'));
+    expect(readFileSync(join(dir, 'part.json'), 'utf8')).toBe(readFileSync(join(dir, 'exact.json'), 'utf8'));
+    expect(readFileSync(join(dir, 'exact.csv'), 'utf8').split('\n').length).toBeGreaterThan(21);
+    const bad = (args: string[], msg: RegExp) => {
+      const b = cli('dedup', '--input', 'x.fvecs', '--metric', 'l2', '--threshold', '0', '--out', 'p.csv', '--backend', 'cpu', ...args);
+      expect(b.code).toBe(2);
+      expect(b.err).toMatch(msg);
+    };
+    bad(['--overlap', '2'], /--overlap applies with --partitions only/);
+    bad(['--partitions', '4', '--overlap', '5'], /--overlap must be an integer in \[1, 4\]; got 5/);
+    bad(['--partitions', '301'], /--partitions must be an integer in \[1, 300\] \(the rows of x\.fvecs\); got 301/);
+    bad(['--partitions', '4', '--distributed', 'redis://127.0.0.1:1'], /--partitions runs in one process/);
+    bad(['--partitions', '4', '--against', 'flat.idx'], /--partitions applies to a dedup within one input/);
+  });
+
   it('dedup writes JSON Lines too', () => {
     expect(cli('dedup', '--input', 'x.fvecs', '--metric', 'cosine', '--threshold', '0.9999', '--out', 'pairs.jsonl', '--backend', 'cpu').code).toBe(0);
     const first = JSON.parse(readFileSync(join(dir, 'pairs.jsonl'), 'utf8').split('\n')[0]);
