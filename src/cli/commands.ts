@@ -151,6 +151,8 @@ options:
   --max-candidates N  fail (exit 1, nothing written) when the threshold lets through more than N
                     candidate pairs (default ${DEFAULT_MAX_CANDIDATES}): a threshold too loose.
                     Pairs are written as they are confirmed, so their number is not bounded.
+                    With --distributed: a tile over N fails at once, and the total is checked
+                    before the reduce writes anything
   --against INDEX   instead of pairs within the input: every (new row i, corpus id j) with i a row of
                     the input and j the id of a vector of INDEX (from 'webgpu-knn build', with
                     the same --metric) within the threshold, by a range search of the index
@@ -616,7 +618,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   }
   if (distributed !== undefined) {
     const tileRows = intFlag('tile-rows', text(v, 'tile-rows'), 1, 2 ** 31 - 1, 65536);
-    return distributedDedup(distributed, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows });
+    return distributedDedup(distributed, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows, maxCandidates });
   }
   const file = await openVectors(input);
   const backend = await openBackend(choice);

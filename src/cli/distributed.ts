@@ -24,13 +24,14 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { FlowProducer, Job, QueueEvents, Worker } from 'bullmq';
+import { FlowProducer, Job, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
 import type { Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
 import { writeAtomically } from '../io/stream-writer.js';
 import { openVectors } from '../io/vector-reader.js';
 import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../jobs/dedup.js';
 import { sortTilePairs } from '../pairs.js';
+import { InvalidArgumentError } from '../types.js';
 import { writeDedupOutputs } from './commands.js';
 import { Progress } from './progress.js';
 
@@ -52,6 +53,8 @@ interface DedupJob {
   /** Row block starts, and n at the end. */
   starts: number[];
   tiles: string;
+  /** --max-candidates: the bound on candidate pairs, per tile and in all (null: none). */
+  maxCandidates: number | null;
 }
 interface TileJob extends DedupJob {
   i: number;
@@ -104,7 +107,15 @@ async function runTile(backend: Backend, job: TileJob): Promise<number> {
   const { starts, i, j } = job;
   // One pass over the file for both blocks (block j's rows lie beyond block i's).
   const [xi, xj = null] = await readRanges(job.input, i === j ? [[starts[i], starts[i + 1]]] : [[starts[i], starts[i + 1]], [starts[j], starts[j + 1]]]);
-  const pairs = await blockPairCandidates(backend, job.d, job.metric, job.threshold, xi, starts[i], xj, starts[j]);
+  const max = job.maxCandidates ?? Infinity;
+  let pairs: Uint32Array;
+  try {
+    pairs = await blockPairCandidates(backend, job.d, job.metric, job.threshold, xi, starts[i], xj, starts[j], max);
+  } catch (err) {
+    // Not retried: the same tile would let the same candidates through.
+    if (err instanceof InvalidArgumentError) throw new UnrecoverableError(tooMany(job, ` in tile ${i}-${j} alone`));
+    throw err;
+  }
   const body = new Uint8Array(pairs.buffer, pairs.byteOffset, pairs.byteLength);
   const sum = createHash('sha256').update(body).digest();
   writeAtomically(path, Buffer.concat([body, sum]));
@@ -113,11 +124,15 @@ async function runTile(backend: Backend, job: TileJob): Promise<number> {
 
 async function runReduce(job: ReduceJob): Promise<{ pairs: number; candidates: number; clusters: number; drop: number }> {
   const { starts, n, d } = job;
+  // The bound in all, checked from the tiles' sizes before anything is written.
+  const blocks = starts.length - 1;
+  let candidates = 0;
+  for (let i = 0; i < blocks; i++) for (let j = i; j < blocks; j++) candidates += existsSync(tileFile(job, i, j)) ? (statSync(tileFile(job, i, j)).size - 32) / 8 : 0;
+  if (candidates > (job.maxCandidates ?? Infinity)) throw new UnrecoverableError(tooMany(job, ` in all (${candidates})`));
   const file = await openVectors(job.input);
   const r = await writeDedupOutputs(job.out, job.clusters, async (sink) => {
     const exact = new PairConfirmation(n, d, job.metric, job.threshold, sink);
     for await (const b of file.blocks()) exact.addRows(b.data, b.rows, b.start);
-    const blocks = starts.length - 1;
     for (let i = 0; i < blocks; i++) {
       const parts: Uint32Array[] = [];
       for (let j = i; j < blocks; j++) {
@@ -135,6 +150,10 @@ async function runReduce(job: ReduceJob): Promise<{ pairs: number; candidates: n
   });
   rmSync(job.tiles, { recursive: true, force: true });
   return { pairs: r.pairs, candidates: r.candidates, clusters: r.clusters.length, drop: r.drop.length };
+}
+
+function tooMany(job: DedupJob, where: string): string {
+  return `the threshold lets through more than ${job.maxCandidates} candidate pairs${where}; use a stricter threshold or raise --max-candidates`;
 }
 
 /** What a worker does with each job name (the data is the job's, as its producer wrote it). */
@@ -172,7 +191,7 @@ export async function runWorker(url: string, choice: 'auto' | 'webgpu' | 'cpu', 
 /** `dedup --distributed URL`: enqueues the flow and waits for its reduce, with progress on stderr. */
 export async function distributedDedup(
   url: string,
-  opts: { input: string; metric: DedupMetric; threshold: number; out: string; clusters?: string; tileRows: number },
+  opts: { input: string; metric: DedupMetric; threshold: number; out: string; clusters?: string; tileRows: number; maxCandidates: number },
 ): Promise<void> {
   const input = resolve(opts.input);
   const out = resolve(opts.out);
@@ -186,10 +205,11 @@ export async function distributedDedup(
   const key = createHash('sha256').update(JSON.stringify([input, st.size, st.mtimeMs, opts.metric, opts.threshold, opts.tileRows])).digest('hex').slice(0, 12);
   const tiles = join(dirname(out), `.${basename(out)}.webgpu-knn-tiles-${key}`);
   mkdirSync(tiles, { recursive: true });
-  const base: DedupJob = { input, metric: opts.metric, threshold: opts.threshold, d: file.dim, n, starts, tiles };
+  const maxCandidates = Number.isFinite(opts.maxCandidates) ? opts.maxCandidates : null;
+  const base: DedupJob = { input, metric: opts.metric, threshold: opts.threshold, d: file.dim, n, starts, tiles, maxCandidates };
   const children = [];
   for (let i = 0; i + 1 < starts.length; i++) {
-    for (let j = i; j + 1 < starts.length; j++) children.push({ name: 'self-join-tile', queueName: QUEUE, data: { ...base, i, j }, opts: JOB_OPTS });
+    for (let j = i; j + 1 < starts.length; j++) children.push({ name: 'self-join-tile', queueName: QUEUE, data: { ...base, i, j }, opts: { ...JOB_OPTS, failParentOnFailure: true } });
   }
   const conn = connection(url);
   const flow = new FlowProducer({ connection: conn });
@@ -198,7 +218,12 @@ export async function distributedDedup(
   try {
     await events.waitUntilReady();
     const reduce: ReduceJob = { ...base, out: resolve(opts.out), clusters: opts.clusters === undefined ? undefined : resolve(opts.clusters) };
-    const { job } = await flow.add({ name: 'dedup-reduce', queueName: QUEUE, data: reduce, opts: JOB_OPTS, children });
+    // A tile that fails for good fails the reduce (failParentOnFailure); its reason is the one to report.
+    const failures = new Map<string, string>();
+    events.on('failed', ({ jobId, failedReason }) => void failures.set(jobId, failedReason));
+    const tree = await flow.add({ name: 'dedup-reduce', queueName: QUEUE, data: reduce, opts: JOB_OPTS, children });
+    const { job } = tree;
+    const childIds = (tree.children ?? []).map((c) => c.job.id);
     const p = new Progress('dedup (distributed)');
     const total = children.length;
     const timer = setInterval(() => {
@@ -213,7 +238,12 @@ export async function distributedDedup(
       })().catch(() => {});
     }, 1000);
     try {
-      const r = (await job.waitUntilFinished(events)) as { pairs: number; candidates: number; clusters: number; drop: number };
+      const r = (await job.waitUntilFinished(events).catch(async (err: Error) => {
+        // Tiles not yet started would only be wasted work now.
+        await job.removeUnprocessedChildren().catch(() => {});
+        const tile = childIds.find((id) => id !== undefined && failures.has(id));
+        throw new Error(tile !== undefined ? failures.get(tile) : err.message);
+      })) as { pairs: number; candidates: number; clusters: number; drop: number };
       process.stderr.write(
         `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters} clusters; ${r.drop} ids to drop; ` +
           `${total} tiles; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${opts.out}${opts.clusters ? ` and ${opts.clusters}` : ''}\n`,

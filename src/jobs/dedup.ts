@@ -173,6 +173,7 @@ export async function blockPairCandidates(
   i0: number,
   xj: Float32Array | null,
   j0: number,
+  maxCandidates = Infinity,
 ): Promise<Uint32Array> {
   const ni = xi.length / d;
   const nj = xj ? xj.length / d : 0;
@@ -193,7 +194,7 @@ export async function blockPairCandidates(
         out.push(kept);
         total += kept.length;
       },
-      maxCandidates: Infinity,
+      maxCandidates,
       split: xj ? ni : 0,
     });
   } finally {

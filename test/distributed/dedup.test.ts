@@ -3,8 +3,8 @@
  * when one worker is SIGKILLed mid-run. Without redis-server the suite skips with the reason,
  * unless WEBGPU_REQUIRED=1 (CI): then it fails.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,6 +48,8 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
   let dir = '';
   let url = '';
   let redisPid = 0;
+  /** The single-process dedup's stderr: its count of candidates. */
+  let single = '';
   const workers: ChildProcess[] = [];
   /** Each worker's stderr so far: its "job NAME ID started / completed" lines. */
   const logs: string[] = [];
@@ -66,7 +68,7 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
     redisPid = Number(pid);
     // d = 1024 makes a tile take a good part of a second on the CPU backend, so the kill below lands inside one.
     corpus(join(dir, 'x.fvecs'), 3000, 1024);
-    execFileSync('node', [CLI, 'dedup', '--input', join(dir, 'x.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, 'one.csv'), '--clusters', join(dir, 'one.json'), '--backend', 'cpu'], { stdio: 'pipe' });
+    single = spawnSync('node', [CLI, 'dedup', '--input', join(dir, 'x.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, 'one.csv'), '--clusters', join(dir, 'one.json'), '--backend', 'cpu'], { encoding: 'utf8' }).stderr;
     for (let k = 0; k < 3; k++) startWorker();
   });
 
@@ -76,12 +78,11 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const run = (name: string, onStart?: () => void) =>
+  const run = (name: string, ...extra: string[]) =>
     new Promise<void>((res, rej) => {
-      const c = spawn('node', [CLI, 'dedup', '--input', join(dir, 'x.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, `${name}.csv`), '--clusters', join(dir, `${name}.json`), '--distributed', url, '--tile-rows', '500'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const c = spawn('node', [CLI, 'dedup', '--input', join(dir, 'x.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, `${name}.csv`), '--clusters', join(dir, `${name}.json`), '--distributed', url, '--tile-rows', '500', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
       c.stderr.on('data', (b) => (err += b));
-      onStart?.();
       c.on('exit', (code) => (code === 0 ? res() : rej(new Error(`exit ${code}: ${err}`))));
     });
 
@@ -111,6 +112,17 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
     expect(logs.slice(1).join(''), 'another worker ran the tile again').toContain(`job self-join-tile ${killed} completed`);
     expect(readFileSync(join(dir, 'killed.csv'), 'utf8')).toBe(readFileSync(join(dir, 'one.csv'), 'utf8'));
     expect(readFileSync(join(dir, 'killed.json'), 'utf8')).toBe(readFileSync(join(dir, 'one.json'), 'utf8'));
+  }, 120_000);
+
+  it('--max-candidates: too many candidates fail the run with the bound, and nothing is written', async () => {
+    const candidates = Number(/\((\d+) candidates checked\)/.exec(single)![1]);
+    expect(candidates).toBeGreaterThan(20);
+    await expect(run('bounded', '--max-candidates', '20')).rejects.toThrow(/exit 1: [^]*the threshold lets through more than 20 candidate pairs (in tile \d+-\d+ alone|in all \(\d+\)); use a stricter threshold or raise --max-candidates/);
+    expect(existsSync(join(dir, 'bounded.csv'))).toBe(false);
+    expect(existsSync(join(dir, 'bounded.json'))).toBe(false);
+    // The bound met exactly is no failure.
+    await run('exactly', '--max-candidates', String(candidates));
+    expect(readFileSync(join(dir, 'exactly.csv'), 'utf8')).toBe(readFileSync(join(dir, 'one.csv'), 'utf8'));
   }, 120_000);
 });
 
