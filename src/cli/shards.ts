@@ -318,6 +318,7 @@ async function withShard<T>(backend: Backend, shard: ShardRef, fn: (index: Vecto
     const old = cached;
     if (old && old.users === 0) void old.index.then((i) => i.dispose(), () => {});
     else if (old) old.stale = true;
+    process.stderr.write(`loading shard ${shard.path}\n`);
     const index = verifyShard(shard).then(() => loadIndex(backend, shard.path, { hostCopy: true }));
     cached = { key, index, users: 0, stale: false };
   }
@@ -509,9 +510,10 @@ async function runFlow(url: string, label: string, parent: { name: string; data:
 /** The search plan as search-shard children of one search-merge job, on the workers at `url`. */
 async function runSearchFlow(url: string, plan: SearchMergeJob): Promise<void> {
   mkdirSync(plan.tiles, { recursive: true });
+  // Shard by shard: consecutive jobs of one shard, so that a worker mostly finds its shard loaded.
   const children: { name: string; data: object }[] = [];
-  for (let block = 0; block + 1 < plan.starts.length; block++) {
-    for (let shard = 0; shard < plan.shards.length; shard++) children.push({ name: 'search-shard', data: { ...plan, block, shard } satisfies SearchShardJob });
+  for (let shard = 0; shard < plan.shards.length; shard++) {
+    for (let block = 0; block + 1 < plan.starts.length; block++) children.push({ name: 'search-shard', data: { ...plan, block, shard } satisfies SearchShardJob });
   }
   await runFlow(url, 'search (distributed)', { name: 'search-merge', data: plan }, children);
 }

@@ -1,7 +1,7 @@
 /**
  * Sharded indexes through the CLI, on the CPU backend (no Redis): `build --shards 3` + `search
  * --index MANIFEST` writes the very bytes `build` + `search` write, for Flat (l2, cosine, caller
- * ids, a filter) and IVF (same nprobe, and an overriding --nprobe); `knn-graph --index MANIFEST`
+ * ids, a filter, --kfactor) and IVF (same nprobe, and an overriding --nprobe); `knn-graph --index MANIFEST`
  * writes the bytes of `knn-graph`; and the refusals: a changed shard file, S above the rows, a
  * type that cannot be sharded, a manifest name without .json.
  */
@@ -20,9 +20,10 @@ const cli = (...args: string[]) => {
   const r = spawnSync(process.execPath, [join(root, 'dist/cli/main.js'), ...args, '--backend', 'cpu'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
   return { code: r.status, err: r.stderr };
 };
-const ok = (...args: string[]): void => {
+const ok = (...args: string[]): string => {
   const r = cli(...args);
   expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(0);
+  return r.err;
 };
 const bytes = (name: string): Buffer => readFileSync(join(dir, name));
 
@@ -69,6 +70,7 @@ describe('build --shards + search --index MANIFEST', () => {
     { name: 'Flat cosine', input: 'floats', build: ['--type', 'Flat', '--metric', 'cosine'], search: [] },
     { name: 'Flat l2, caller ids', input: 'ints', build: ['--ids', 'ids.txt'], search: [] },
     { name: 'Flat l2, --filter-ids', input: 'ints', build: [], search: ['--filter-ids', 'allowed.txt'] },
+    { name: 'Flat l2, --kfactor 2', input: 'ints', build: [], search: ['--kfactor', '2'] },
     { name: 'IVF16,Flat l2, nprobe 3', input: 'ints', build: ['--type', 'IVF16,Flat', '--nprobe', '3'], search: [] },
     { name: 'IVF16,Flat cosine, --nprobe 5 at search', input: 'floats', build: ['--type', 'IVF16,Flat', '--metric', 'cosine', '--nprobe', '2'], search: ['--nprobe', '5'] },
   ];
@@ -79,7 +81,8 @@ describe('build --shards + search --index MANIFEST', () => {
       const q = `q-${c.input}.fvecs`;
       ok('search', '--index', `one-${i}.idx`, '--queries', q, '--k', '20', '--out', `one-${i}.npy`, '--distances', `one-${i}-d.npy`, ...c.search);
       // Query blocks of 150 rows: 3 blocks x 3 shards, merged block by block.
-      ok('search', '--index', `sh-${i}.json`, '--queries', q, '--k', '20', '--out', `sh-${i}.npy`, '--distances', `sh-${i}-d.npy`, '--query-rows', '150', ...c.search);
+      const log = ok('search', '--index', `sh-${i}.json`, '--queries', q, '--k', '20', '--out', `sh-${i}.npy`, '--distances', `sh-${i}-d.npy`, '--query-rows', '150', ...c.search);
+      expect(log.match(/loading shard /g)?.length, 'each shard loaded once for its 3 query blocks').toBe(3);
       expect(bytes(`sh-${i}.npy`).equals(bytes(`one-${i}.npy`))).toBe(true);
       expect(bytes(`sh-${i}-d.npy`).equals(bytes(`one-${i}-d.npy`))).toBe(true);
       const manifest = JSON.parse(bytes(`sh-${i}.json`).toString()) as { shards: { rows: number; firstRow: number }[]; ntotal: number };
@@ -99,7 +102,7 @@ describe('build --shards + search --index MANIFEST', () => {
   });
 
   it('IVF shards share the unsharded centroids: --nprobe 16 (all lists) equals Flat', () => {
-    ok('search', '--index', 'sh-4.json', '--queries', 'q-ints.fvecs', '--k', '20', '--out', 'all.npy', '--nprobe', '16');
+    ok('search', '--index', 'sh-5.json', '--queries', 'q-ints.fvecs', '--k', '20', '--out', 'all.npy', '--nprobe', '16');
     expect(bytes('all.npy').equals(bytes('one-0.npy'))).toBe(true);
   });
 
@@ -109,7 +112,7 @@ describe('build --shards + search --index MANIFEST', () => {
     expect(bytes('g-sh.csv').toString()).toBe(bytes('g-one.csv').toString());
     expect(bytes('g-sh-d.csv').toString()).toBe(bytes('g-one-d.csv').toString());
     ok('knn-graph', '--input', 'ints.fvecs', '--type', 'IVF16,Flat', '--nprobe', '3', '--k', '10', '--out', 'gi-one.npy');
-    ok('knn-graph', '--index', 'sh-4.json', '--nprobe', '3', '--k', '10', '--out', 'gi-sh.npy');
+    ok('knn-graph', '--index', 'sh-5.json', '--nprobe', '3', '--k', '10', '--out', 'gi-sh.npy');
     expect(bytes('gi-sh.npy').equals(bytes('gi-one.npy'))).toBe(true);
     // Built with --ids: the graph of its own vectors cannot drop each row's id.
     const r = cli('knn-graph', '--index', 'sh-2.json', '--k', '10', '--out', 'g-ids.npy');
