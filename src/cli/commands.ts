@@ -765,10 +765,10 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   checkTypeFor(settings.type, file);
   const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
   if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
+  const shards = url === undefined ? undefined : shardsOf(text(v, 'shards'), file.rows, 3);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
-  if (url !== undefined) {
+  if (url !== undefined && shards !== undefined) {
     try {
-      const shards = shardsOf(text(v, 'shards'), file.rows, 3);
       return await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v) });
     } finally {
       backend.dispose();
