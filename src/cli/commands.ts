@@ -24,6 +24,8 @@ import type { Metric, RangeSearchResult } from '../types.js';
 import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
 import { distributedDedup, runWorker } from './distributed.js';
+import { DEFAULT_QUERY_ROWS, buildShards, checkShardable, checkShardOutputs, distributedKnnGraph, distributedSearchShards, manifestHeader, manifestInput, searchShards, shardsOf } from './shards.js';
+import { isManifestPath } from '../shards.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -69,6 +71,10 @@ options:
   --nprobe P        IVF: lists scanned per query, in [1, nlist], saved with the index (default 1)
   --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
                     list, as Faiss; all of them when there are fewer)
+  --shards S        split the rows into S contiguous shards (S in [1, rows]), each an index file
+                    NAME.shard-<s>.idx beside --out, which is then their manifest NAME.json;
+                    trained once (IVF: the centroids of the unsharded build, shared); Flat and
+                    IVF<nlist>,Flat only (README, "Sharded indexes")
 ${BACKEND_OPT}
   -h, --help        this text
 ${FILES}
@@ -80,7 +86,9 @@ Searches a saved index; writes each query's k neighbour ids (the ids given to 'b
 row numbers of the indexed file), best first.
 
 options:
-  --index INDEX     an index file from 'webgpu-knn build'
+  --index INDEX     an index file from 'webgpu-knn build', or a shard manifest (.json) from
+                    'build --shards': shards searched in turn, their top-k merged (the same
+                    output as the unsharded index)
   --queries FILE    the query vectors
   --k K             neighbours per query (at most the backend's max k: 'webgpu-knn info')
   --out FILE        ${NEIGHBOUR_IDS}
@@ -92,6 +100,11 @@ options:
   --kfactor F       re-score the k x F best candidates exactly and keep k (a number >= 1, default
                     1): against the float32 rows of a ,RFlat index (Faiss's k_factor), else the
                     codes' reconstructions
+  --distributed URL with a manifest: the (query block, shard) searches run on 'webgpu-knn worker'
+                    processes through the BullMQ queue in Redis at URL, then one merge job; the
+                    same output as without it. Paths must be on a file system every worker
+                    sees. --backend is then the workers' own.
+  --query-rows Q    with a manifest: query rows per (query block, shard) search (default 65536)
 ${BACKEND_OPT}
   -h, --help        this text
 ${ID_FILES}
@@ -173,7 +186,8 @@ ${BACKEND_OPT}
 ${OUTPUTS}`,
   worker: `usage: webgpu-knn worker --redis URL [options]
 
-Takes jobs (dedup --distributed's block pairs and reduces) from the BullMQ queue in Redis at URL
+Takes jobs (dedup --distributed's block pairs and reduces; the shard builds, searches and
+merges of search and knn-graph --distributed) from the BullMQ queue in Redis at URL
 until SIGTERM or SIGINT, which let the current jobs finish. Run one per GPU, on any machine that
 sees the same file system. A worker that dies loses its job's lock; once it expires another worker
 runs the job again (see README, "Distributed dedup").
@@ -191,6 +205,9 @@ written block by block so that memory stays bounded.
 
 options:
   --input FILE      the vectors to index
+  --index MANIFEST  instead of --input, --type, --metric: the vectors of a sharded index (from
+                    'build --shards' without --ids; its input file, checked by size and mtime),
+                    searched shard by shard
   --queries FILE    optional: search these instead of the input itself
   --k K             neighbours per row (at most the backend's max k: 'webgpu-knn info')
   --out FILE        ${NEIGHBOUR_IDS}
@@ -201,6 +218,12 @@ options:
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default min(8, nlist))
   --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
                     list, as Faiss)
+  --distributed URL train here, build --shards shards and search them on 'webgpu-knn worker'
+                    processes through the BullMQ queue in Redis at URL (shards in a directory
+                    beside --out, removed at the end); the same output as without it. With
+                    --index: search that index's shards there.
+  --shards S        with --distributed: shards to build (default 3)
+  --query-rows Q    with --distributed or --index: query rows per job (default 65536)
 ${BACKEND_OPT}
   -h, --help        this text
 ${OUTPUTS}`,
@@ -352,15 +375,23 @@ export async function build(argv: string[]): Promise<void> {
   const idsPath = text(v, 'ids');
   const settings = indexSettingsOf(v, 1);
   const choice = backendChoice(v);
+  const shardsText = text(v, 'shards');
+  if (shardsText !== undefined) {
+    checkExt(out, ['.json'], '--out with --shards (the manifest)');
+    checkShardable(settings.type);
+  } else if (isManifestPath(out)) throw new UsageError(`--out ${out}: a .json index is a shard manifest; give --shards S, or a name not ending in .json`);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input], ['--ids', idsPath]));
   const file = await openVectors(input);
   checkTypeFor(settings.type, file);
+  const shards = shardsText === undefined ? undefined : shardsOf(shardsText, file.rows);
+  if (shards !== undefined) checkShardOutputs(out, shards, inputs(['--input', input], ['--ids', idsPath]));
   const ids = idsPath === undefined ? undefined : await readIdFile(idsPath, { unique: true });
   if (ids && ids.length !== file.rows) {
     throw new UsageError(`--ids ${idsPath} holds ${ids.length} ids; --input ${input} has ${file.rows} vectors (one id per vector expected)`);
   }
   const backend = await openBackend(choice);
   try {
+    if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath);
     const index = await buildIndex(backend, settings, file, false, ids);
     const p = new Progress('saving');
     await index.save(out, { onProgress: (done, total) => p.update(done, total) });
@@ -380,9 +411,24 @@ export async function search(argv: string[]): Promise<void> {
   const filterPath = text(v, 'filter-ids');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
-  const header = await readIndexHeader(indexPath);
+  const sharded = isManifestPath(indexPath);
+  const header = sharded ? await manifestHeader(indexPath) : await readIndexHeader(indexPath);
   const queries = await openQueries(queriesPath, header);
   const params = await searchParamsOf(v, header, filterPath);
+  const url = text(v, 'distributed');
+  if (!sharded && (url !== undefined || v['query-rows'] !== undefined)) {
+    throw new UsageError(`--distributed and --query-rows search a sharded index (a .json manifest from 'build --shards'); --index ${indexPath} is one index file`);
+  }
+  if (sharded) {
+    const o = { manifest: indexPath, queries: queriesPath, k, out, dist, nprobe: params.nprobe, kFactor: params.kFactor, filter: filterPath, queryRows: queryRowsOf(v) };
+    if (url !== undefined) return distributedSearchShards(url, o);
+    const backend = await openBackend(choice, k);
+    try {
+      return await searchShards(backend, o);
+    } finally {
+      backend.dispose();
+    }
+  }
   const backend = await openBackend(choice, k);
   try {
     const index = await loadWithProgress(backend, indexPath, true);
@@ -766,21 +812,63 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   if (!v) return;
   const { out, dist } = neighbourOutputs(v);
   const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
+  const indexPath = text(v, 'index');
+  if (indexPath !== undefined) return knnGraphOfShards(v, indexPath, k, out, dist);
   const input = required(v, 'input');
   const queriesPath = text(v, 'queries');
   const settings = indexSettingsOf(v, 8);
   const choice = backendChoice(v);
+  const url = text(v, 'distributed');
+  if (url === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
+  if (url !== undefined) checkShardable(settings.type);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
   const file = await openVectors(input);
   checkTypeFor(settings.type, file);
   const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
   if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
+  const shards = url === undefined ? undefined : shardsOf(text(v, 'shards'), file.rows, 3);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
+  if (url !== undefined && shards !== undefined) {
+    try {
+      return await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v) });
+    } finally {
+      backend.dispose();
+    }
+  }
   try {
     const t0 = performance.now();
     const index = await buildIndex(backend, settings, file, true);
     await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph');
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
+  } finally {
+    backend.dispose();
+  }
+}
+
+/** --query-rows: query rows per (query block, shard) job of a sharded search. */
+function queryRowsOf(v: Values): number {
+  return intFlag('query-rows', text(v, 'query-rows'), 1, 2 ** 31 - 1, DEFAULT_QUERY_ROWS);
+}
+
+/** knn-graph --index MANIFEST: the graph of a sharded index's own vectors (or of --queries), here or with --distributed. */
+async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: string, dist: string | undefined): Promise<void> {
+  if (!isManifestPath(indexPath)) throw new UsageError(`knn-graph --index takes a shard manifest (.json, from 'build --shards'); got ${indexPath}`);
+  for (const flag of ['input', 'type', 'metric', 'train-sample', 'shards']) {
+    if (v[flag] !== undefined) throw new UsageError(`--${flag} does not apply with --index (the index is built already)`);
+  }
+  const queriesPath = text(v, 'queries');
+  const choice = backendChoice(v);
+  checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath]));
+  const header = await manifestHeader(indexPath);
+  const queries = queriesPath ?? manifestInput(indexPath);
+  await openQueries(queries, header);
+  const { nprobe } = await searchParamsOf(v, header, undefined);
+  const o = { manifest: indexPath, queries, k, out, dist, nprobe, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
+  const url = text(v, 'distributed');
+  if (url !== undefined) return distributedSearchShards(url, o);
+  const backend = await openBackend(choice, k, o.excludeSelf ? 1 : 0);
+  try {
+    await searchShards(backend, o);
   } finally {
     backend.dispose();
   }

@@ -33,11 +33,12 @@ import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../jobs
 import { sortTilePairs } from '../pairs.js';
 import { InvalidArgumentError } from '../types.js';
 import { writeDedupOutputs } from './commands.js';
+import { type BuildManifestJob, type BuildShardJob, type SearchMergeJob, type SearchShardJob, runBuildManifest, runBuildShard, runSearchMerge, runSearchShard } from './shards.js';
 import { Progress } from './progress.js';
 
 export const QUEUE = 'webgpu-knn';
 const DEFAULT_LOCK_MS = 60_000;
-const JOB_OPTS = {
+export const JOB_OPTS = {
   attempts: 3,
   backoff: { type: 'exponential', delay: 1000 },
   removeOnComplete: { age: 24 * 3600 },
@@ -65,7 +66,7 @@ interface ReduceJob extends DedupJob {
   clusters?: string;
 }
 
-function connection(url: string) {
+export function connection(url: string) {
   return { url, maxRetriesPerRequest: null };
 }
 
@@ -160,6 +161,10 @@ function tooMany(job: DedupJob, where: string): string {
 const JOB_HANDLERS: Record<string, (backend: Backend, data: unknown) => Promise<unknown>> = {
   'self-join-tile': (backend, data) => runTile(backend, data as TileJob),
   'dedup-reduce': (_, data) => runReduce(data as ReduceJob),
+  'build-shard': (backend, data) => runBuildShard(backend, data as BuildShardJob),
+  'build-manifest': (_, data) => runBuildManifest(data as BuildManifestJob),
+  'search-shard': (backend, data) => runSearchShard(backend, data as SearchShardJob),
+  'search-merge': (_, data) => runSearchMerge(data as SearchMergeJob),
 };
 
 /** `webgpu-knn worker`: runs until SIGTERM / SIGINT, then finishes its current jobs and exits. */

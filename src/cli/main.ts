@@ -26,7 +26,8 @@ commands:
   remove       deletes vectors by id from an index file
   range-search index file + queries + radius -> every neighbour within the radius
   dedup        every near-duplicate pair in a vector file (cosine or squared L2 threshold)
-  worker       takes 'dedup --distributed' jobs from Redis (BullMQ) until SIGTERM
+  worker       takes 'dedup --distributed' and sharded search / knn-graph jobs from Redis (BullMQ)
+               until SIGTERM
   knn-graph    every vector's k nearest others (or every query's), streamed to a file
   info         the WebGPU adapter, its limits, and the backend 'auto' picks
   bench        benchmarks: compare, quantize, flat, kmeans, ivf, scheduler, dedup,

@@ -50,23 +50,29 @@ export async function knnGraph(index: VectorIndex, options: KnnGraphOptions): Pr
 
   async function searchBlock(xq: Float32Array, start: number, rows: number): Promise<void> {
     const r = await index.search(xq, kk, options.params);
-    let labels = r.labels;
-    let distances = r.distances;
-    if (excludeSelf) {
-      labels = new Float64Array(rows * k);
-      distances = new Float32Array(rows * k);
-      for (let i = 0; i < rows; i++) {
-        // Skip the row's own id; if ties pushed it out of the k + 1, the last one is left out instead.
-        let o = 0;
-        for (let j = 0; j < kk && o < k; j++) {
-          if (r.labels[i * kk + j] === start + i) continue;
-          labels[i * k + o] = r.labels[i * kk + j];
-          distances[i * k + o] = r.distances[i * kk + j];
-          o++;
-        }
-      }
-    }
+    const { labels, distances } = excludeSelf ? dropSelf(r.labels, r.distances, rows, k, start) : r;
     await options.onBlock(start, rows, labels, distances);
     options.onProgress?.(start + rows, nq);
   }
+}
+
+/**
+ * Rows [start, start + rows) searched for k + 1 neighbours of the index's own vectors (row i has id
+ * start + i): each row's k neighbours without its own id, or, where ties pushed it out of the
+ * k + 1, without the last. The sharded kNN graph (src/cli/shards.ts) drops them the same way.
+ */
+export function dropSelf(labelsIn: ArrayLike<number>, distancesIn: Float32Array, rows: number, k: number, start: number): { labels: Float64Array; distances: Float32Array } {
+  const kk = k + 1;
+  const labels = new Float64Array(rows * k);
+  const distances = new Float32Array(rows * k);
+  for (let i = 0; i < rows; i++) {
+    let o = 0;
+    for (let j = 0; j < kk && o < k; j++) {
+      if (labelsIn[i * kk + j] === start + i) continue;
+      labels[i * k + o] = labelsIn[i * kk + j];
+      distances[i * k + o] = distancesIn[i * kk + j];
+      o++;
+    }
+  }
+  return { labels, distances };
 }

@@ -1,0 +1,587 @@
+/**
+ * Sharded indexes on the command line and in workers (issue 17; the manifest and the merge are in
+ * src/shards.ts):
+ *
+ * - `build --shards S`: the index is trained once and saved empty (the "trained" file: IVF
+ *   centroids, nprobe), then each shard is that index loaded again, given its rows [r0, r1) with
+ *   their global ids, and saved; the manifest is written last.
+ * - `search --index MANIFEST`: a plan of (query block, shard) jobs, each searching its shard for
+ *   its query rows and writing a checksummed result file (labels float64, distances float32, then
+ *   the SHA-256 of those bytes) into a tiles directory next to --out, then one merge writing the
+ *   outputs. Without --distributed the very same job functions run here, shard by shard (each
+ *   shard loaded once); with it they are BullMQ jobs (a flow: `search-shard` children, a
+ *   `search-merge` parent) run by `webgpu-knn worker`.
+ * - `knn-graph --distributed`: `build-shard` jobs (children of `build-manifest`) build the shards
+ *   of the input in a temporary directory next to --out; then the search plan of the input
+ *   against them, searching k + 1 and dropping each row's own id as knn-graph does.
+ *
+ * A result file already there with the right checksum is not computed again (a retried job, or a
+ * re-run of the same search after a failure); a build-shard job always builds (its save replaces
+ * the file atomically), so a retried one is harmless too.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { FlowProducer, QueueEvents } from 'bullmq';
+import type { Backend } from '../backend.js';
+import { createIndex, describeIndexType } from '../factory.js';
+import { readIdFile } from '../io/id-file.js';
+import { type IndexFileHeader, readIndexHeader } from '../io/index-file.js';
+import { loadIndex } from '../io/load-index.js';
+import { VectorStreamWriter, commitOutputs, writeAtomically } from '../io/stream-writer.js';
+import { type VectorReader, openVectors } from '../io/vector-reader.js';
+import { dropSelf, knnGraph } from '../jobs/knn-graph.js';
+import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardEntry, type ShardManifest, type ShardResult, mergeTopK, parseManifest, shardRanges, shardableType } from '../shards.js';
+import type { IndexType } from '../factory.js';
+import { InvalidArgumentError, type Metric } from '../types.js';
+import type { VectorIndex } from '../vector-index.js';
+import type { VectorSource } from '../vector-source.js';
+import { JOB_OPTS, QUEUE, connection } from './distributed.js';
+import { UsageError, intFlag } from './flags.js';
+import { type PathFlag, checkOutputs } from './paths.js';
+import { Progress } from './progress.js';
+
+/** Query rows per search-shard job (--query-rows). */
+export const DEFAULT_QUERY_ROWS = 65536;
+
+/** The index settings build and knn-graph share (as commands.ts reads them). */
+export interface ShardSettings {
+  type: IndexType;
+  metric: Metric;
+  nprobe: number | undefined;
+  trainSample: number | undefined;
+}
+
+// ---------------------------------------------------------------- files
+
+/** Shard s of the manifest at `manifest`: `<manifest name without .json>.shard-<s>.idx`, beside it. */
+export function shardPath(manifest: string, s: number): string {
+  return join(dirname(manifest), `${basename(manifest).replace(/\.json$/i, '')}.shard-${s}.idx`);
+}
+
+async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** A shard file's size and SHA-256, as the manifest records them. */
+async function fileFacts(path: string): Promise<{ bytes: number; sha256: string }> {
+  return { bytes: statSync(path).size, sha256: await sha256File(path) };
+}
+
+/** A shard file of the plan: its absolute path and what the manifest says of it. */
+interface ShardRef {
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** Throws (naming the file) unless the shard file is there with the manifest's size and SHA-256. */
+async function verifyShard(shard: ShardRef): Promise<void> {
+  let bytes: number;
+  try {
+    bytes = statSync(shard.path).size;
+  } catch {
+    throw new InvalidArgumentError(`shard file ${shard.path} is missing`);
+  }
+  if (bytes !== shard.bytes) throw new InvalidArgumentError(`shard file ${shard.path} has ${bytes} bytes; the manifest says ${shard.bytes}: it changed since the manifest was written`);
+  const sha = await sha256File(shard.path);
+  if (sha !== shard.sha256) throw new InvalidArgumentError(`shard file ${shard.path} has SHA-256 ${sha}; the manifest says ${shard.sha256}: it changed since the manifest was written`);
+}
+
+/** The manifest at `path`, checked, and its shards' absolute paths. */
+export function readManifest(path: string): { manifest: ShardManifest; shards: ShardRef[] } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new InvalidArgumentError(`${path}: cannot read the shard manifest: ${(err as Error).message}`);
+  }
+  const manifest = parseManifest(text, path);
+  const shards = manifest.shards.map((s) => ({ path: resolve(dirname(path), s.file), bytes: s.bytes, sha256: s.sha256 }));
+  return { manifest, shards };
+}
+
+/** The header of a manifest's first shard (its type, nlist and dim, for checking flags), checked against the manifest. */
+export async function manifestHeader(path: string): Promise<IndexFileHeader> {
+  const { manifest, shards } = readManifest(path);
+  const header = await readIndexHeader(shards[0].path);
+  if (header.dim !== manifest.dim || header.metric !== manifest.metric) {
+    throw new InvalidArgumentError(`shard file ${shards[0].path} holds a ${header.metric} index of dim ${header.dim}; the manifest ${path} says ${manifest.metric}, dim ${manifest.dim}`);
+  }
+  return header;
+}
+
+/** Rows [r0, r1) of `file` as a source (each pass reads the file from its start and stops after r1). */
+function rowRange(file: VectorReader, r0: number, r1: number): VectorSource {
+  const d = file.dim;
+  return {
+    rows: r1 - r0,
+    dim: d,
+    async *blocks() {
+      for await (const b of file.blocks()) {
+        const lo = Math.max(r0, b.start);
+        const hi = Math.min(r1, b.start + b.rows);
+        if (lo < hi) yield { data: b.data.subarray((lo - b.start) * d, (hi - b.start) * d), rows: hi - lo };
+        if (b.start + b.rows >= r1) break;
+      }
+    },
+  };
+}
+
+/** Rows [r0, r1) of the vector file at `path`, as one array. */
+async function readRows(path: string, r0: number, r1: number): Promise<Float32Array> {
+  const file = await openVectors(path);
+  const out = new Float32Array((r1 - r0) * file.dim);
+  let at = 0;
+  for await (const b of rowRange(file, r0, r1).blocks()) {
+    out.set(b.data, at);
+    at += b.data.length;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- build
+
+/** --shards S for `rows` rows: an integer in [1, rows] (every shard holds at least one row). */
+export function shardsOf(text: string | undefined, rows: number, fallback?: number): number {
+  if (rows < 1) throw new UsageError('--shards: the input has no rows to shard');
+  return intFlag('shards', text, 1, rows, fallback === undefined ? undefined : Math.min(fallback, rows));
+}
+
+/** A usage error unless `type` can be sharded (see shardableType). */
+export function checkShardable(type: IndexType): void {
+  try {
+    shardableType(type);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+export interface BuildShardJob {
+  /** The trained, empty index every shard starts from. */
+  trained: string;
+  input: string;
+  r0: number;
+  r1: number;
+  /** The caller's ids for every row of the input (the shard takes rows r0..r1 of them); absent: the row numbers. */
+  ids?: string;
+  out: string;
+}
+
+/** Everything in a manifest but the shards' sizes and checksums, which build-manifest reads from the files. */
+export interface BuildManifestJob {
+  manifest: string;
+  draft: Omit<ShardManifest, 'shards'>;
+  shards: { file: string; firstRow: number; rows: number }[];
+}
+
+/** Adds rows [r0, r1) of the input, with their global ids, to the trained index, and saves it as the shard. */
+export async function runBuildShard(backend: Backend, job: BuildShardJob): Promise<{ bytes: number; sha256: string }> {
+  const index = await loadIndex(backend, job.trained, { hostCopy: false });
+  try {
+    const file = await openVectors(job.input);
+    const { r0, r1 } = job;
+    const ids = job.ids === undefined ? BigInt64Array.from({ length: r1 - r0 }, (_, i) => BigInt(r0 + i)) : (await readIdFile(job.ids, { unique: true })).slice(r0, r1);
+    await index.addFrom(rowRange(file, r0, r1), { ids });
+    await index.save(job.out);
+  } finally {
+    await index.dispose();
+  }
+  return fileFacts(job.out);
+}
+
+/** Writes the manifest (atomically, last) from the shard files as they are now. */
+export async function runBuildManifest(job: BuildManifestJob): Promise<{ shards: number }> {
+  const dir = dirname(job.manifest);
+  const shards: ShardEntry[] = [];
+  for (const s of job.shards) shards.push({ ...s, ...(await fileFacts(join(dir, s.file))) });
+  const manifest: ShardManifest = { ...job.draft, shards };
+  writeAtomically(job.manifest, `${JSON.stringify(manifest, null, 2)}\n`);
+  return { shards: shards.length };
+}
+
+/**
+ * Trains an index of `s` on all of `file` (IVF: the seeded sample an unsharded build takes) and
+ * saves it empty to `trained`; returns the build-shard and build-manifest jobs of its S shards.
+ */
+async function trainShards(
+  backend: Backend,
+  s: ShardSettings,
+  file: VectorReader,
+  shards: number,
+  manifest: string,
+  trained: string,
+  ids: string | undefined,
+): Promise<{ children: BuildShardJob[]; parent: BuildManifestJob }> {
+  const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy: false, nprobe: s.nprobe });
+  try {
+    if (s.type.type === 'IVF') {
+      const p = new Progress('training');
+      await index.train(file, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
+    }
+    await index.save(trained);
+  } finally {
+    await index.dispose();
+  }
+  const ranges = shardRanges(file.rows, shards);
+  const st = statSync(file.path);
+  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, i) }));
+  const draft: Omit<ShardManifest, 'shards'> = {
+    format: MANIFEST_FORMAT,
+    version: MANIFEST_VERSION,
+    dim: file.dim,
+    metric: s.metric,
+    type: describeIndexType(s.type),
+    nprobe: s.type.type === 'IVF' ? s.nprobe ?? 1 : null,
+    ntotal: file.rows,
+    rowIds: ids === undefined,
+    input: { path: resolve(file.path), bytes: st.size, mtimeMs: st.mtimeMs },
+  };
+  const parent = { manifest, draft, shards: children.map((c) => ({ file: basename(c.out), firstRow: c.r0, rows: c.r1 - c.r0 })) };
+  return { children, parent };
+}
+
+/** `build --shards S`: the shards, one after another on `backend`, then the manifest `out`. */
+export async function buildShards(backend: Backend, s: ShardSettings, file: VectorReader, shards: number, out: string, ids: string | undefined): Promise<void> {
+  const manifest = resolve(out);
+  const trained = join(dirname(manifest), `.${basename(manifest)}.webgpu-knn-trained.idx`);
+  try {
+    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids));
+    const p = new Progress('building shards');
+    for (const [i, job] of children.entries()) {
+      await runBuildShard(backend, job);
+      p.update(i + 1, children.length, `shards (${job.r1} of ${file.rows} rows)`);
+    }
+    await runBuildManifest(parent);
+  } finally {
+    rmSync(trained, { force: true });
+  }
+  process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
+}
+
+// ---------------------------------------------------------------- search
+
+/** A search of a sharded index: what every search-shard and the search-merge job share. */
+interface SearchPlan {
+  shards: ShardRef[];
+  metric: Metric;
+  queries: string;
+  /** Query block starts, and nq at the end. */
+  starts: number[];
+  /** Neighbours searched per shard (k, or k + 1 for a graph of the index's own vectors). */
+  kk: number;
+  nprobe?: number;
+  kFactor?: number;
+  /** An id file: only these ids may be neighbours. */
+  filter?: string;
+  tiles: string;
+}
+export interface SearchShardJob extends SearchPlan {
+  block: number;
+  shard: number;
+}
+export interface SearchMergeJob extends SearchPlan {
+  out: string;
+  dist?: string;
+  k: number;
+  /** A graph of the index's own vectors: query row i is the vector of id i, dropped from its list. */
+  excludeSelf: boolean;
+}
+
+function tilePath(plan: SearchPlan, block: number, shard: number): string {
+  return join(plan.tiles, `${block}-${shard}.knn`);
+}
+
+/** The result file of `rows * kk` neighbours whose checksum holds, or null (missing or damaged). */
+function readResultTile(path: string, rows: number, kk: number): ShardResult | null {
+  if (!existsSync(path)) return null;
+  const buf = readFileSync(path);
+  const n = rows * kk;
+  if (buf.length !== n * 12 + 32) return null;
+  const body = buf.subarray(0, n * 12);
+  if (!createHash('sha256').update(body).digest().equals(buf.subarray(n * 12))) return null;
+  const bytes = body.buffer.slice(body.byteOffset, body.byteOffset + body.length);
+  return { labels: new Float64Array(bytes, 0, n), distances: new Float32Array(bytes, n * 8, n) };
+}
+
+/**
+ * The shard index this worker loaded last, kept while jobs of the same shard follow (keyed by
+ * path and SHA-256); one still in use by a concurrent job is disposed when that job is done.
+ */
+let cached: { key: string; index: Promise<VectorIndex>; users: number; stale: boolean } | null = null;
+
+async function withShard<T>(backend: Backend, shard: ShardRef, fn: (index: VectorIndex) => Promise<T>): Promise<T> {
+  const key = `${shard.path}\n${shard.sha256}`;
+  if (cached?.key !== key) {
+    const old = cached;
+    if (old && old.users === 0) void old.index.then((i) => i.dispose(), () => {});
+    else if (old) old.stale = true;
+    process.stderr.write(`loading shard ${shard.path}\n`);
+    const index = verifyShard(shard).then(() => loadIndex(backend, shard.path, { hostCopy: true }));
+    cached = { key, index, users: 0, stale: false };
+  }
+  const entry = cached;
+  entry.users++;
+  try {
+    return await fn(await entry.index);
+  } catch (err) {
+    if (cached === entry) cached = null; // a failed load is tried again by the next job
+    entry.stale = true;
+    throw err;
+  } finally {
+    entry.users--;
+    if (entry.stale && entry.users === 0) void entry.index.then((i) => i.dispose(), () => {});
+  }
+}
+
+/** Disposes the cached shard index (the end of a search run in this process). */
+export async function releaseShardCache(): Promise<void> {
+  const old = cached;
+  cached = null;
+  if (old && old.users === 0) await old.index.then((i) => i.dispose(), () => {});
+  else if (old) old.stale = true;
+}
+
+/** One (query block, shard) of a plan: the shard's kk best for the block's query rows, to a result file. */
+export async function runSearchShard(backend: Backend, job: SearchShardJob): Promise<number> {
+  const { starts, block, kk } = job;
+  const rows = starts[block + 1] - starts[block];
+  const path = tilePath(job, block, job.shard);
+  if (readResultTile(path, rows, kk)) return rows; // done before (a retried job, or a re-run)
+  const xq = await readRows(job.queries, starts[block], starts[block + 1]);
+  const filter = job.filter === undefined ? undefined : await readIdFile(job.filter);
+  const labels = new Float64Array(rows * kk);
+  const distances = new Float32Array(rows * kk);
+  await withShard(backend, job.shards[job.shard], (index) =>
+    knnGraph(index, {
+      k: kk,
+      queries: xq,
+      params: { nprobe: job.nprobe, kFactor: job.kFactor, filter },
+      onBlock: async (start, n, l, d) => {
+        labels.set(l, start * kk);
+        distances.set(d, start * kk);
+        // Let the worker renew its lock between blocks.
+        await new Promise((res) => setImmediate(res));
+      },
+    }),
+  );
+  const body = Buffer.concat([Buffer.from(labels.buffer), Buffer.from(distances.buffer)]);
+  writeAtomically(path, Buffer.concat([body, createHash('sha256').update(body).digest()]));
+  return rows;
+}
+
+/** Merges each query block's shard results, in block order, into the outputs (committed together), then removes the tiles. */
+export async function runSearchMerge(job: SearchMergeJob): Promise<{ rows: number }> {
+  const { starts, kk, k } = job;
+  const nq = starts[starts.length - 1];
+  const outputs: VectorStreamWriter[] = [];
+  try {
+    const ids = new VectorStreamWriter(job.out, nq, k, 'id');
+    outputs.push(ids);
+    if (job.dist !== undefined) outputs.push(new VectorStreamWriter(job.dist, nq, k, 'float'));
+    for (let b = 0; b + 1 < starts.length; b++) {
+      const rows = starts[b + 1] - starts[b];
+      const parts = job.shards.map((_, s) => {
+        const t = readResultTile(tilePath(job, b, s), rows, kk);
+        if (!t) throw new Error(`result ${b}-${s} of ${job.tiles} is missing or damaged`);
+        return t;
+      });
+      const merged = mergeTopK(parts, rows, kk, job.metric);
+      const r = job.excludeSelf ? dropSelf(merged.labels, merged.distances, rows, k, starts[b]) : merged;
+      ids.write(r.labels, rows);
+      outputs[1]?.write(r.distances, rows);
+      await new Promise((res) => setImmediate(res));
+    }
+  } catch (err) {
+    for (const o of outputs) o.abort();
+    throw err;
+  }
+  commitOutputs(outputs);
+  rmSync(job.tiles, { recursive: true, force: true });
+  return { rows: nq };
+}
+
+export interface ShardedSearch {
+  manifest: string;
+  queries: string;
+  k: number;
+  out: string;
+  dist?: string;
+  nprobe?: number;
+  kFactor?: number;
+  filter?: string;
+  queryRows: number;
+  /** A kNN graph of the index's own vectors (queries = the manifest's input): search k + 1, drop each row's id. */
+  excludeSelf?: boolean;
+}
+
+/** The plan of a search: query blocks, and a tiles directory keyed by everything that decides the results. */
+async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
+  const { manifest, shards } = readManifest(o.manifest);
+  const queries = resolve(o.queries);
+  const file = await openVectors(queries);
+  if (file.rows > 0 && file.dim !== manifest.dim) throw new UsageError(`the queries have dim ${file.dim}; the index has dim ${manifest.dim}`);
+  const starts: number[] = [];
+  for (let r = 0; r < file.rows; r += o.queryRows) starts.push(r);
+  starts.push(file.rows);
+  const facts = (p: string | undefined): unknown => (p === undefined ? null : [resolve(p), statSync(p).size, statSync(p).mtimeMs]);
+  const kk = o.excludeSelf ? o.k + 1 : o.k;
+  const key = createHash('sha256')
+    .update(JSON.stringify([shards, facts(queries), kk, o.nprobe, o.kFactor, facts(o.filter), o.queryRows]))
+    .digest('hex')
+    .slice(0, 12);
+  const out = resolve(o.out);
+  const tiles = join(dirname(out), `.${basename(out)}.webgpu-knn-tiles-${key}`);
+  return {
+    shards,
+    metric: manifest.metric,
+    queries,
+    starts,
+    kk,
+    nprobe: o.nprobe,
+    kFactor: o.kFactor,
+    filter: o.filter === undefined ? undefined : resolve(o.filter),
+    tiles,
+    out,
+    dist: o.dist === undefined ? undefined : resolve(o.dist),
+    k: o.k,
+    excludeSelf: o.excludeSelf ?? false,
+  };
+}
+
+/** `search --index MANIFEST` without --distributed: every job of the plan here, shard by shard (each loaded once), then the merge. */
+export async function searchShards(backend: Backend, o: ShardedSearch): Promise<void> {
+  const plan = await planSearch(o);
+  mkdirSync(plan.tiles, { recursive: true });
+  const blocks = plan.starts.length - 1;
+  const p = new Progress('search (sharded)');
+  try {
+    for (let shard = 0; shard < plan.shards.length; shard++) {
+      for (let block = 0; block < blocks; block++) {
+        await runSearchShard(backend, { ...plan, block, shard });
+        p.update(shard * blocks + block + 1, plan.shards.length * blocks, `(query block, shard) results`);
+      }
+    }
+  } finally {
+    await releaseShardCache();
+  }
+  await runSearchMerge(plan);
+  process.stderr.write(`wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k} (${plan.shards.length} shards)\n`);
+}
+
+/** Enqueues a flow (children, then `parent`) and waits for the parent, with progress (children done / total, ETA) on stderr. */
+async function runFlow(url: string, label: string, parent: { name: string; data: object }, children: { name: string; data: object }[]): Promise<unknown> {
+  const conn = connection(url);
+  const flow = new FlowProducer({ connection: conn });
+  const events = new QueueEvents(QUEUE, { connection: conn });
+  const t0 = performance.now();
+  try {
+    await events.waitUntilReady();
+    const { job } = await flow.add({
+      name: parent.name,
+      queueName: QUEUE,
+      data: parent.data,
+      opts: JOB_OPTS,
+      children: children.map((c) => ({ name: c.name, queueName: QUEUE, data: c.data, opts: JOB_OPTS })),
+    });
+    const p = new Progress(label);
+    const total = children.length;
+    const timer = setInterval(() => {
+      void (async () => {
+        const done = (await job.getDependenciesCount()).processed ?? 0;
+        const secs = (performance.now() - t0) / 1000;
+        const eta = done > 0 && done < total ? `, ETA ${((secs * (total - done)) / done).toFixed(0)} s` : '';
+        p.update(done, total, `${children[0]?.name ?? ''} jobs${eta}`);
+      })().catch(() => {});
+    }, 1000);
+    try {
+      return await job.waitUntilFinished(events);
+    } finally {
+      clearInterval(timer);
+    }
+  } finally {
+    await flow.close();
+    await events.close();
+  }
+}
+
+/** The search plan as search-shard children of one search-merge job, on the workers at `url`. */
+async function runSearchFlow(url: string, plan: SearchMergeJob): Promise<void> {
+  mkdirSync(plan.tiles, { recursive: true });
+  // Shard by shard: consecutive jobs of one shard, so that a worker mostly finds its shard loaded.
+  const children: { name: string; data: object }[] = [];
+  for (let shard = 0; shard < plan.shards.length; shard++) {
+    for (let block = 0; block + 1 < plan.starts.length; block++) children.push({ name: 'search-shard', data: { ...plan, block, shard } satisfies SearchShardJob });
+  }
+  await runFlow(url, 'search (distributed)', { name: 'search-merge', data: plan }, children);
+}
+
+/** `search --index MANIFEST --distributed URL`. */
+export async function distributedSearchShards(url: string, o: ShardedSearch): Promise<void> {
+  const t0 = performance.now();
+  const plan = await planSearch(o);
+  await runSearchFlow(url, plan);
+  const blocks = plan.starts.length - 1;
+  process.stderr.write(
+    `wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k}; ${blocks * plan.shards.length} (query block, shard) jobs; ${((performance.now() - t0) / 1000).toFixed(2)} s\n`,
+  );
+}
+
+/**
+ * `knn-graph --distributed URL` (without --index): trains here on `backend`, builds the shards of
+ * the input as build-shard jobs in a directory next to --out, searches the input against them
+ * (its own rows, or --queries), writes the outputs and removes the shards.
+ */
+export async function distributedKnnGraph(
+  url: string,
+  backend: Backend,
+  s: ShardSettings,
+  file: VectorReader,
+  o: { shards: number; k: number; out: string; dist?: string; queries?: string; queryRows: number },
+): Promise<void> {
+  const t0 = performance.now();
+  const out = resolve(o.out);
+  const st = statSync(file.path);
+  const key = createHash('sha256')
+    .update(JSON.stringify([resolve(file.path), st.size, st.mtimeMs, describeIndexType(s.type), s.metric, s.nprobe, s.trainSample, o.shards]))
+    .digest('hex')
+    .slice(0, 12);
+  const dir = join(dirname(out), `.${basename(out)}.webgpu-knn-shards-${key}`);
+  mkdirSync(dir, { recursive: true });
+  const manifest = join(dir, 'index.json');
+  const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined);
+  await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
+  await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, excludeSelf: o.queries === undefined });
+  rmSync(dir, { recursive: true, force: true });
+  process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all (${o.shards} shards)\n`);
+}
+
+/**
+ * The input a manifest was built from, for a kNN graph of the index's own vectors: refused unless
+ * its ids are the row numbers and the file is as it was (size and mtime).
+ */
+export function manifestInput(path: string): string {
+  const { manifest } = readManifest(path);
+  if (!manifest.rowIds) throw new UsageError(`${path} was built with --ids: a kNN graph of its own vectors needs row-number ids (build it without --ids), or give --queries`);
+  const { path: input, bytes, mtimeMs } = manifest.input;
+  let st;
+  try {
+    st = statSync(input);
+  } catch {
+    throw new InvalidArgumentError(`${path}: its input ${input} is missing; a kNN graph of the index's own vectors reads it`);
+  }
+  if (st.size !== bytes || st.mtimeMs !== mtimeMs) {
+    throw new InvalidArgumentError(`${path}: its input ${input} changed since the build (${st.size} bytes, mtime ${st.mtimeMs}; the manifest says ${bytes}, ${mtimeMs})`);
+  }
+  return input;
+}
+
+/** Refuses (usage error) shard files of the manifest `out` that are inputs; checks their directory. */
+export function checkShardOutputs(out: string, shards: number, inputs: PathFlag[]): void {
+  checkOutputs(
+    Array.from({ length: shards }, (_, s) => ({ flag: `--out (shard ${s})`, path: shardPath(out, s) })),
+    inputs,
+  );
+}

@@ -1,0 +1,155 @@
+/**
+ * Sharded indexes (issue 17): the rows of one input split into S contiguous ranges, each an index
+ * file of its own whose ids are the global row numbers (or the matching slice of the caller's
+ * ids), trained once and searched shard by shard, the per-shard top-k merged. This module is the
+ * part without files: the manifest that lists the shards, the row ranges, and the merge. The CLI
+ * and the worker jobs are in src/cli/shards.ts.
+ *
+ * Why a merge gives the unsharded answer: every search re-scores its candidates exactly and keeps
+ * the k best by (exact score, id) (src/rescore.ts); a shard's k best are the k best of its rows, so
+ * the k best of all rows are among the shards' lists, and merging them by (distance, id) puts them
+ * in the same order. Shards must share what was trained (IVF centroids), so that every row lands
+ * in the same list and every query probes the same lists as in one index. Types whose search ranks
+ * approximate scores (codecs, transforms) are not sharded: a shard's candidates by code score are
+ * not the unsharded candidates, so the merged answer would differ (see shardableType).
+ */
+import type { IndexType } from './factory.js';
+import { describeIndexType } from './factory.js';
+import type { Metric } from './types.js';
+import { InvalidArgumentError } from './types.js';
+
+export const MANIFEST_FORMAT = 'webgpu-knn-shards';
+export const MANIFEST_VERSION = 1;
+
+export interface ShardEntry {
+  /** The shard's index file, relative to the manifest's directory. */
+  file: string;
+  /** Its rows are rows [firstRow, firstRow + rows) of the input. */
+  firstRow: number;
+  rows: number;
+  /** The file's size in bytes and SHA-256 (hex), checked before the shard is used. */
+  bytes: number;
+  sha256: string;
+}
+
+export interface ShardManifest {
+  format: typeof MANIFEST_FORMAT;
+  version: number;
+  dim: number;
+  metric: Metric;
+  /** The factory string (describeIndexType's spelling). */
+  type: string;
+  /** IVF: lists scanned per query, as saved in every shard; null for Flat. */
+  nprobe: number | null;
+  ntotal: number;
+  /** Whether the ids are the input's row numbers (no --ids): what a kNN graph of the index itself needs. */
+  rowIds: boolean;
+  /** The input the shards were built from (absolute path, bytes, mtime in ms), for a kNN graph of the index's own vectors. */
+  input: { path: string; bytes: number; mtimeMs: number };
+  shards: ShardEntry[];
+}
+
+/** Whether a path names a manifest (a .json index) rather than one index file. */
+export function isManifestPath(path: string): boolean {
+  return path.toLowerCase().endsWith('.json');
+}
+
+/**
+ * Refuses a type whose sharded search would not equal the unsharded one: only float32 rows (Flat,
+ * IVF<nlist>,Flat) are re-scored against the rows the candidates were chosen by.
+ */
+export function shardableType(type: IndexType): void {
+  if (type.codec || type.transform || type.refine) {
+    throw new InvalidArgumentError(
+      `--type ${describeIndexType(type)} cannot be sharded: its candidates are chosen by approximate (coded or transformed) scores, so the shards' merged top-k would differ from one index's; shard Flat or IVF<nlist>,Flat`,
+    );
+  }
+}
+
+/** S contiguous ranges [start, end) of n rows, as equal as possible (the first n % S one row longer); 1 <= S <= n. */
+export function shardRanges(n: number, shards: number): [number, number][] {
+  if (!Number.isInteger(shards) || shards < 1 || shards > n) {
+    throw new InvalidArgumentError(`shards must be an integer in [1, ${n}] (the number of rows: every shard holds at least one); got ${shards}`);
+  }
+  const base = Math.floor(n / shards);
+  const longer = n % shards;
+  const out: [number, number][] = [];
+  let r = 0;
+  for (let s = 0; s < shards; s++) {
+    const rows = base + (s < longer ? 1 : 0);
+    out.push([r, r + rows]);
+    r += rows;
+  }
+  return out;
+}
+
+/** The manifest in `text` (from `path`), checked field by field; errors name the field and the value. */
+export function parseManifest(text: string, path: string): ShardManifest {
+  let m: Partial<ShardManifest>;
+  try {
+    m = JSON.parse(text) as Partial<ShardManifest>;
+  } catch (err) {
+    throw new InvalidArgumentError(`${path}: not a shard manifest (not JSON: ${(err as Error).message})`);
+  }
+  const bad = (field: string, value: unknown, expected: string): InvalidArgumentError =>
+    new InvalidArgumentError(`${path}: bad shard manifest: ${field} is ${JSON.stringify(value)}; expected ${expected}`);
+  const count = (v: unknown, min: number): boolean => Number.isInteger(v) && (v as number) >= min;
+  if (m?.format !== MANIFEST_FORMAT) throw bad('format', m?.format, `"${MANIFEST_FORMAT}"`);
+  if (m.version !== MANIFEST_VERSION) throw bad('version', m.version, `${MANIFEST_VERSION}`);
+  if (!count(m.dim, 1)) throw bad('dim', m.dim, 'an integer >= 1');
+  if (!['l2', 'ip', 'cosine'].includes(m.metric as string)) throw bad('metric', m.metric, 'l2, ip or cosine');
+  if (typeof m.type !== 'string') throw bad('type', m.type, 'a factory string');
+  if (m.nprobe !== null && !count(m.nprobe, 1)) throw bad('nprobe', m.nprobe, 'null or an integer >= 1');
+  if (!count(m.ntotal, 1)) throw bad('ntotal', m.ntotal, 'an integer >= 1');
+  if (typeof m.rowIds !== 'boolean') throw bad('rowIds', m.rowIds, 'true or false');
+  const input = m.input;
+  if (typeof input?.path !== 'string' || !count(input.bytes, 0) || typeof input.mtimeMs !== 'number') throw bad('input', input, '{ path, bytes, mtimeMs }');
+  if (!Array.isArray(m.shards) || m.shards.length < 1) throw bad('shards', m.shards, 'a list of at least one shard');
+  let next = 0;
+  m.shards.forEach((s, i) => {
+    if (typeof s?.file !== 'string' || s.file === '') throw bad(`shards[${i}].file`, s?.file, 'a file name');
+    if (s.firstRow !== next) throw bad(`shards[${i}].firstRow`, s.firstRow, `${next} (shards are contiguous, in row order)`);
+    if (!count(s.rows, 1)) throw bad(`shards[${i}].rows`, s.rows, 'an integer >= 1');
+    if (!count(s.bytes, 1)) throw bad(`shards[${i}].bytes`, s.bytes, 'an integer >= 1');
+    if (typeof s.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(s.sha256)) throw bad(`shards[${i}].sha256`, s.sha256, '64 hex digits');
+    next += s.rows;
+  });
+  if (next !== m.ntotal) throw bad('ntotal', m.ntotal, `${next} (the shards' rows together)`);
+  return m as ShardManifest;
+}
+
+/** One shard's top-k of `rows` queries: `rows * k` labels (ids, -1 = none) and distances, each row best first. */
+export interface ShardResult {
+  labels: Float64Array;
+  distances: Float32Array;
+}
+
+/**
+ * The k best of each row over the shards' lists (each `rows * k`, best first), as one index would
+ * give them: by distance (l2 ascending; ip and cosine descending), equal distances by the smaller
+ * id, padding (-1, +Infinity for l2, -Infinity for ip and cosine) last.
+ */
+export function mergeTopK(parts: ShardResult[], rows: number, k: number, metric: Metric): ShardResult {
+  const labels = new Float64Array(rows * k).fill(-1);
+  const distances = new Float32Array(rows * k).fill(metric === 'l2' ? Infinity : -Infinity);
+  const sign = metric === 'l2' ? 1 : -1;
+  const label: number[] = [];
+  const dist: number[] = [];
+  const order: number[] = [];
+  for (let r = 0; r < rows; r++) {
+    label.length = dist.length = order.length = 0;
+    for (const p of parts) {
+      for (let j = r * k; j < (r + 1) * k && p.labels[j] >= 0; j++) {
+        order.push(label.length);
+        label.push(p.labels[j]);
+        dist.push(sign * p.distances[j]);
+      }
+    }
+    order.sort((a, b) => dist[a] - dist[b] || label[a] - label[b]);
+    for (let j = 0; j < Math.min(k, order.length); j++) {
+      labels[r * k + j] = label[order[j]];
+      distances[r * k + j] = sign * dist[order[j]];
+    }
+  }
+  return { labels, distances };
+}

@@ -1,0 +1,113 @@
+/**
+ * Sharded search and kNN graph on a loopback Redis with three CPU workers: `search --index
+ * MANIFEST --distributed` writes the bytes of the unsharded search (Flat and IVF), and
+ * `knn-graph --distributed` the bytes of `knn-graph`. Without redis-server the suite skips with
+ * the reason, unless WEBGPU_REQUIRED=1 (CI): then it fails.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeVectors } from '../../src/io/vectors.js';
+import { randomSmallInts } from '../../src/random.js';
+import { WEBGPU_REQUIRED } from '../helpers/gpu.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'dist/cli/main.js');
+
+function redisMissing(): string | null {
+  try {
+    execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'setup', '--check'], { stdio: 'pipe' });
+    return null;
+  } catch {
+    const reason = `no redis-server (${process.env.WEBGPU_KNN_REDIS_SERVER ?? 'redis-server'}); run scripts/redis.sh setup`;
+    if (WEBGPU_REQUIRED) throw new Error(`WEBGPU_REQUIRED=1 but ${reason}`);
+    console.warn(`[distributed] skipping sharded suite: ${reason}`);
+    return reason;
+  }
+}
+
+const missing = redisMissing();
+
+describe.skipIf(missing !== null)('sharded search and knn-graph --distributed', () => {
+  let dir = '';
+  let url = '';
+  let redisPid = 0;
+  const workers: ChildProcess[] = [];
+  const logs: string[] = [];
+  const cli = (...args: string[]) =>
+    new Promise<string>((res, rej) => {
+      const c = spawn('node', [CLI, ...args], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      c.stderr.on('data', (b) => (err += b));
+      c.on('exit', (code) => (code === 0 ? res(err) : rej(new Error(`${args.join(' ')}: exit ${code}: ${err}`))));
+    });
+  const bytes = (name: string): Buffer => readFileSync(join(dir, name));
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-dist-shards-'));
+    const [u, pid] = execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'start'], { encoding: 'utf8' }).trim().split(' ');
+    url = u;
+    redisPid = Number(pid);
+    // Small integers: many neighbours at equal distance across shards (see test/cli/shards.test.ts).
+    const n = 2400;
+    const d = 8;
+    const x = randomSmallInts(n * d, 9, 7);
+    for (let r = 0; r < n; r += 100) x.copyWithin(r * d, ((r + 1200) % n) * d, ((r + 1200) % n + 1) * d);
+    writeVectors(join(dir, 'x.fvecs'), x, n, d);
+    writeVectors(join(dir, 'q.fvecs'), x.subarray(0, 500 * d), 500, d);
+    for (let k = 0; k < 3; k++) {
+      const w = spawn('node', [CLI, 'worker', '--redis', url, '--backend', 'cpu'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      logs[k] = '';
+      w.stderr!.on('data', (b) => (logs[k] += b));
+      workers.push(w);
+    }
+    await Promise.all([
+      cli('build', '--input', 'x.fvecs', '--out', 'flat.idx', '--backend', 'cpu'),
+      cli('build', '--input', 'x.fvecs', '--out', 'flat.json', '--shards', '3', '--backend', 'cpu'),
+      cli('build', '--input', 'x.fvecs', '--out', 'ivf.idx', '--type', 'IVF12,Flat', '--nprobe', '3', '--backend', 'cpu'),
+      cli('build', '--input', 'x.fvecs', '--out', 'ivf.json', '--shards', '3', '--type', 'IVF12,Flat', '--nprobe', '3', '--backend', 'cpu'),
+    ]);
+  }, 60_000);
+
+  afterAll(() => {
+    for (const w of workers) if (w.pid && w.exitCode === null && w.signalCode === null) process.kill(w.pid, 'SIGTERM');
+    if (redisPid) process.kill(redisPid);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const type of ['flat', 'ivf']) {
+    it(`search --index MANIFEST --distributed writes the unsharded search's bytes (${type})`, async () => {
+      await cli('search', '--index', `${type}.idx`, '--queries', 'q.fvecs', '--k', '15', '--out', `${type}-one.npy`, '--distances', `${type}-one-d.npy`, '--backend', 'cpu');
+      // 200-row query blocks: 3 blocks x 3 shards = 9 search-shard jobs.
+      await cli('search', '--index', `${type}.json`, '--queries', 'q.fvecs', '--k', '15', '--out', `${type}-dist.npy`, '--distances', `${type}-dist-d.npy`, '--distributed', url, '--query-rows', '200');
+      expect(bytes(`${type}-dist.npy`).equals(bytes(`${type}-one.npy`))).toBe(true);
+      expect(bytes(`${type}-dist-d.npy`).equals(bytes(`${type}-one-d.npy`))).toBe(true);
+      expect(readdirSync(dir).filter((f) => f.includes('webgpu-knn-tiles')), 'the merge removed its tiles').toEqual([]);
+    }, 60_000);
+  }
+
+  it('the workers ran the search-shard jobs between them, and the merge', () => {
+    const all = logs.join('');
+    expect(all.match(/job search-shard \S+ completed/g)?.length).toBe(18);
+    expect(all.match(/job search-merge \S+ completed/g)?.length).toBe(2);
+    expect(logs.filter((l) => /job search-shard \S+ completed/.test(l)).length, 'more than one worker took search-shard jobs').toBeGreaterThan(1);
+  });
+
+  it('knn-graph --distributed writes the bytes of knn-graph (IVF, 4 shards), and removes its shards', async () => {
+    await cli('knn-graph', '--input', 'x.fvecs', '--type', 'IVF12,Flat', '--nprobe', '4', '--k', '10', '--out', 'g-one.npy', '--distances', 'g-one-d.npy', '--backend', 'cpu');
+    await cli('knn-graph', '--input', 'x.fvecs', '--type', 'IVF12,Flat', '--nprobe', '4', '--k', '10', '--out', 'g-dist.npy', '--distances', 'g-dist-d.npy', '--distributed', url, '--shards', '4', '--query-rows', '800', '--backend', 'cpu');
+    expect(bytes('g-dist.npy').equals(bytes('g-one.npy'))).toBe(true);
+    expect(bytes('g-dist-d.npy').equals(bytes('g-one-d.npy'))).toBe(true);
+    expect(logs.join('').match(/job build-shard \S+ completed/g)?.length).toBe(4);
+    expect(readdirSync(dir).filter((f) => f.startsWith('.g-dist')), 'shards and tiles removed').toEqual([]);
+    expect(existsSync(join(dir, 'g-dist.npy'))).toBe(true);
+  }, 60_000);
+
+  it('knn-graph --index MANIFEST --distributed writes the bytes of knn-graph (Flat)', async () => {
+    await cli('knn-graph', '--input', 'x.fvecs', '--k', '5', '--out', 'gf-one.csv', '--backend', 'cpu');
+    await cli('knn-graph', '--index', 'flat.json', '--k', '5', '--out', 'gf-dist.csv', '--distributed', url);
+    expect(bytes('gf-dist.csv').toString()).toBe(bytes('gf-one.csv').toString());
+  }, 60_000);
+});
