@@ -55,6 +55,7 @@ export function rescore(
 ): SlotResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
+  const scores = new Float64Array(nq * k).fill(Infinity);
   // Per row: the candidates' minimised float64 scores and ids, then their order.
   const keys = new Float64Array(kc);
   const ids = new Int32Array(kc);
@@ -77,9 +78,10 @@ export function rescore(
       const o = order[i];
       labels[r * k + i] = ids[o];
       distances[r * k + i] = reportedScore(metric, keys[o]);
+      scores[r * k + i] = keys[o];
     }
   }
-  return { distances, labels };
+  return { distances, labels, scores };
 }
 
 /**

@@ -122,34 +122,31 @@ export function parseManifest(text: string, path: string): ShardManifest {
 export interface ShardResult {
   labels: Float64Array;
   distances: Float32Array;
+  /** The float64 scores they were ordered by (SearchResult.scores; +Infinity for padding). */
+  scores: Float64Array;
 }
 
 /**
  * The k best of each row over the shards' lists (each `rows * k`, best first), as one index would
- * give them: by distance (l2 ascending; ip and cosine descending), equal distances by the smaller
- * id, padding (-1, +Infinity for l2, -Infinity for ip and cosine) last.
+ * give them: by the exact float64 score (as the re-score orders them: two distances equal in
+ * float32 may differ there), equal scores by the smaller id, padding (-1, +Infinity for l2,
+ * -Infinity for ip and cosine) last.
  */
 export function mergeTopK(parts: ShardResult[], rows: number, k: number, metric: Metric): ShardResult {
   const labels = new Float64Array(rows * k).fill(-1);
   const distances = new Float32Array(rows * k).fill(metric === 'l2' ? Infinity : -Infinity);
-  const sign = metric === 'l2' ? 1 : -1;
-  const label: number[] = [];
-  const dist: number[] = [];
-  const order: number[] = [];
+  const scores = new Float64Array(rows * k).fill(Infinity);
+  const from: [ShardResult, number][] = [];
   for (let r = 0; r < rows; r++) {
-    label.length = dist.length = order.length = 0;
-    for (const p of parts) {
-      for (let j = r * k; j < (r + 1) * k && p.labels[j] >= 0; j++) {
-        order.push(label.length);
-        label.push(p.labels[j]);
-        dist.push(sign * p.distances[j]);
-      }
-    }
-    order.sort((a, b) => dist[a] - dist[b] || label[a] - label[b]);
-    for (let j = 0; j < Math.min(k, order.length); j++) {
-      labels[r * k + j] = label[order[j]];
-      distances[r * k + j] = sign * dist[order[j]];
+    from.length = 0;
+    for (const p of parts) for (let j = r * k; j < (r + 1) * k && p.labels[j] >= 0; j++) from.push([p, j]);
+    from.sort(([p, i], [q, j]) => p.scores[i] - q.scores[j] || p.labels[i] - q.labels[j]);
+    for (let j = 0; j < Math.min(k, from.length); j++) {
+      const [p, i] = from[j];
+      labels[r * k + j] = p.labels[i];
+      distances[r * k + j] = p.distances[i];
+      scores[r * k + j] = p.scores[i];
     }
   }
-  return { labels, distances };
+  return { labels, distances, scores };
 }

@@ -22,6 +22,13 @@ export const METRICS: readonly Metric[] = ['l2', 'ip', 'cosine'];
 export interface SearchResult {
   distances: Float32Array;
   labels: Float64Array;
+  /**
+   * With `exactScores`: the float64 scores the results were ordered by, `nq * k` (minimised: l2 the
+   * squared distance, ip minus the inner product, cosine the cosine distance; +Infinity for
+   * padding). Results of several indexes merged by (score, id) are in the order one index holding
+   * all their rows gives (distances alone can tie where these do not).
+   */
+  scores?: Float64Array;
 }
 
 /**
@@ -32,6 +39,8 @@ export interface SearchResult {
 export interface SlotResult {
   distances: Float32Array;
   labels: Int32Array;
+  /** The exact re-score's float64 scores (see SearchResult.scores), where it ran. */
+  scores?: Float64Array;
 }
 
 /**

@@ -44,6 +44,8 @@ export interface SearchParams {
   filterMode?: 'auto' | 'pre' | 'post';
   /** Filled with the time spent uploading, computing, reading back and re-scoring. */
   timings?: SearchTimings;
+  /** Also return the float64 scores the results were ordered by (SearchResult.scores): what a merge of shards orders by. */
+  exactScores?: boolean;
   /**
    * Range search only: most candidates in all (default 50,000,000, as dedup's); more fail with an
    * InvalidArgumentError before they are held (a radius too loose for the corpus).
@@ -298,7 +300,9 @@ export abstract class IndexCore implements VectorIndex {
     const queries = prepareRows(this.metric, xq, this.dim);
     return this.queue.search(async () => {
       const res = filter === undefined ? await this.searchMasked(queries, nq, k, this.tombstones(), p) : await this.searchFiltered(queries, nq, k, filter, mode, p);
-      return { distances: res.distances, labels: this.ids.toIds(res.labels) };
+      const out: SearchResult = { distances: res.distances, labels: this.ids.toIds(res.labels) };
+      if (p.exactScores) out.scores = res.scores;
+      return out;
     });
   }
 
@@ -345,6 +349,7 @@ export abstract class IndexCore implements VectorIndex {
       short.forEach((r, i) => {
         res.labels.set(pre.labels.subarray(i * k, (i + 1) * k), r * k);
         res.distances.set(pre.distances.subarray(i * k, (i + 1) * k), r * k);
+        if (res.scores && pre.scores) res.scores.set(pre.scores.subarray(i * k, (i + 1) * k), r * k);
       });
     }
     return res;

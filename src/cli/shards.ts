@@ -6,8 +6,8 @@
  *   centroids, nprobe), then each shard is that index loaded again, given its rows [r0, r1) with
  *   their global ids, and saved; the manifest is written last.
  * - `search --index MANIFEST`: a plan of (query block, shard) jobs, each searching its shard for
- *   its query rows and writing a checksummed result file (labels float64, distances float32, then
- *   the SHA-256 of those bytes) into a tiles directory next to --out, then one merge writing the
+ *   its query rows and writing a checksummed result file (labels float64, distances float32, the
+ *   exact scores float64 the merge orders by, then the SHA-256 of those bytes) into a tiles directory next to --out, then one merge writing the
  *   outputs. Without --distributed the very same job functions run here, shard by shard (each
  *   shard loaded once); with it they are BullMQ jobs (a flow: `search-shard` children, a
  *   `search-merge` parent) run by `webgpu-knn worker`.
@@ -30,7 +30,7 @@ import { type IndexFileHeader, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { VectorStreamWriter, commitOutputs, writeAtomically } from '../io/stream-writer.js';
 import { type VectorReader, openVectors } from '../io/vector-reader.js';
-import { dropSelf, knnGraph } from '../jobs/knn-graph.js';
+import { dropSelf } from '../jobs/knn-graph.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardEntry, type ShardManifest, type ShardResult, mergeTopK, parseManifest, shardRanges, shardableType } from '../shards.js';
 import type { IndexType } from '../factory.js';
 import { InvalidArgumentError, type Metric } from '../types.js';
@@ -290,6 +290,9 @@ export interface SearchMergeJob extends SearchPlan {
   excludeSelf: boolean;
 }
 
+/** Queries per search inside a search-shard job (knn-graph's block). */
+const QUERIES_PER_SEARCH = 4096;
+
 function tilePath(plan: SearchPlan, block: number, shard: number): string {
   return join(plan.tiles, `${block}-${shard}.knn`);
 }
@@ -299,11 +302,11 @@ function readResultTile(path: string, rows: number, kk: number): ShardResult | n
   if (!existsSync(path)) return null;
   const buf = readFileSync(path);
   const n = rows * kk;
-  if (buf.length !== n * 12 + 32) return null;
-  const body = buf.subarray(0, n * 12);
-  if (!createHash('sha256').update(body).digest().equals(buf.subarray(n * 12))) return null;
+  if (buf.length !== n * 20 + 32) return null;
+  const body = buf.subarray(0, n * 20);
+  if (!createHash('sha256').update(body).digest().equals(buf.subarray(n * 20))) return null;
   const bytes = body.buffer.slice(body.byteOffset, body.byteOffset + body.length);
-  return { labels: new Float64Array(bytes, 0, n), distances: new Float32Array(bytes, n * 8, n) };
+  return { labels: new Float64Array(bytes, 0, n), distances: new Float32Array(bytes, n * 8, n), scores: new Float64Array(bytes, n * 12, n) };
 }
 
 /**
@@ -354,20 +357,20 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
   const filter = job.filter === undefined ? undefined : await readIdFile(job.filter);
   const labels = new Float64Array(rows * kk);
   const distances = new Float32Array(rows * kk);
-  await withShard(backend, job.shards[job.shard], (index) =>
-    knnGraph(index, {
-      k: kk,
-      queries: xq,
-      params: { nprobe: job.nprobe, kFactor: job.kFactor, filter },
-      onBlock: async (start, n, l, d) => {
-        labels.set(l, start * kk);
-        distances.set(d, start * kk);
-        // Let the worker renew its lock between blocks.
-        await new Promise((res) => setImmediate(res));
-      },
-    }),
-  );
-  const body = Buffer.concat([Buffer.from(labels.buffer), Buffer.from(distances.buffer)]);
+  const scores = new Float64Array(rows * kk);
+  const d = rows > 0 ? xq.length / rows : 0;
+  await withShard(backend, job.shards[job.shard], async (index) => {
+    for (let r0 = 0; r0 < rows; r0 += QUERIES_PER_SEARCH) {
+      const n = Math.min(QUERIES_PER_SEARCH, rows - r0);
+      const r = await index.search(xq.subarray(r0 * d, (r0 + n) * d), kk, { nprobe: job.nprobe, kFactor: job.kFactor, filter, exactScores: true });
+      labels.set(r.labels, r0 * kk);
+      distances.set(r.distances, r0 * kk);
+      scores.set(r.scores!, r0 * kk);
+      // Let the worker renew its lock between searches.
+      await new Promise((res) => setImmediate(res));
+    }
+  });
+  const body = Buffer.concat([Buffer.from(labels.buffer), Buffer.from(distances.buffer), Buffer.from(scores.buffer)]);
   writeAtomically(path, Buffer.concat([body, createHash('sha256').update(body).digest()]));
   return rows;
 }
