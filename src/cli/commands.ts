@@ -75,6 +75,9 @@ options:
                     NAME.shard-<s>.idx beside --out, which is then their manifest NAME.json;
                     trained once (IVF: the centroids of the unsharded build, shared); Flat and
                     IVF<nlist>,Flat only (README, "Sharded indexes")
+  --distributed URL with --shards: train here, then build the shards as jobs on 'webgpu-knn
+                    worker' processes through the BullMQ queue in Redis at URL (paths on a file
+                    system every worker sees); the same files as without it
 ${BACKEND_OPT}
   -h, --help        this text
 ${FILES}
@@ -376,6 +379,8 @@ export async function build(argv: string[]): Promise<void> {
   const settings = indexSettingsOf(v, 1);
   const choice = backendChoice(v);
   const shardsText = text(v, 'shards');
+  const url = text(v, 'distributed');
+  if (url !== undefined && shardsText === undefined) throw new UsageError('--distributed builds the shards of --shards S on workers; give --shards');
   if (shardsText !== undefined) {
     checkExt(out, ['.json'], '--out with --shards (the manifest)');
     checkShardable(settings.type);
@@ -391,7 +396,7 @@ export async function build(argv: string[]): Promise<void> {
   }
   const backend = await openBackend(choice);
   try {
-    if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath);
+    if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath, url);
     const index = await buildIndex(backend, settings, file, false, ids);
     const p = new Progress('saving');
     await index.save(out, { onProgress: (done, total) => p.update(done, total) });

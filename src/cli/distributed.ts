@@ -1,7 +1,7 @@
 /**
- * Beyond one machine (issue 17): `webgpu-knn worker` takes jobs from a BullMQ queue in Redis, and
- * `dedup --distributed URL` cuts the self-join into block pairs (i <= j) run as the children of
- * one reduce job (a FlowProducer flow). Jobs carry references (paths, row ranges), never vectors:
+ * Beyond one machine (issue 17): `webgpu-knn worker` takes jobs of every kind (JOB_HANDLERS) from
+ * a BullMQ queue in Redis, and `dedup --distributed URL` cuts the self-join into block pairs
+ * (i <= j) run as the children of one reduce job (a FlowProducer flow). Jobs carry references (paths, row ranges), never vectors:
  * workers share a file system with the CLI.
  *
  * - A tile job writes its candidate pairs to `<tiles dir>/<i>-<j>.pairs` (uint32 (a, b) pairs, then
@@ -16,15 +16,13 @@
  *   expires the next stalled check (stalledInterval = lockDuration) moves the job back to wait and
  *   another worker runs it. Tiles should take well under lockDuration between event-loop turns.
  * - maxStalledCount 3: a job that stalls more often (a tile that kills its workers) fails.
- * - attempts 3, exponential backoff from 1 s: a tile that throws (a transient file-system error) is
- *   retried; then the job fails and the dedup command fails with its error.
- * - removeOnComplete / removeOnFail by age (1 day / 7 days): Redis does not grow without bound and
- *   failed jobs stay for inspection a while.
+ * - attempts, backoff, removal of finished jobs, and children failing their parent: src/cli/flow.ts,
+ *   shared with the sharded search and build (src/cli/shards.ts).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { FlowProducer, Job, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
 import { writeAtomically } from '../io/stream-writer.js';
@@ -34,16 +32,9 @@ import { sortTilePairs } from '../pairs.js';
 import { InvalidArgumentError } from '../types.js';
 import { writeDedupOutputs } from './commands.js';
 import { type BuildManifestJob, type BuildShardJob, type SearchMergeJob, type SearchShardJob, runBuildManifest, runBuildShard, runSearchMerge, runSearchShard } from './shards.js';
-import { Progress } from './progress.js';
+import { type FlowJob, QUEUE, connection, runFlow } from './flow.js';
 
-export const QUEUE = 'webgpu-knn';
 const DEFAULT_LOCK_MS = 60_000;
-export const JOB_OPTS = {
-  attempts: 3,
-  backoff: { type: 'exponential', delay: 1000 },
-  removeOnComplete: { age: 24 * 3600 },
-  removeOnFail: { age: 7 * 24 * 3600 },
-};
 
 interface DedupJob {
   input: string;
@@ -64,10 +55,6 @@ interface TileJob extends DedupJob {
 interface ReduceJob extends DedupJob {
   out: string;
   clusters?: string;
-}
-
-export function connection(url: string) {
-  return { url, maxRetriesPerRequest: null };
 }
 
 function tileFile(job: DedupJob, i: number, j: number): string {
@@ -212,52 +199,24 @@ export async function distributedDedup(
   mkdirSync(tiles, { recursive: true });
   const maxCandidates = Number.isFinite(opts.maxCandidates) ? opts.maxCandidates : null;
   const base: DedupJob = { input, metric: opts.metric, threshold: opts.threshold, d: file.dim, n, starts, tiles, maxCandidates };
-  const children = [];
+  const children: FlowJob[] = [];
   for (let i = 0; i + 1 < starts.length; i++) {
-    for (let j = i; j + 1 < starts.length; j++) children.push({ name: 'self-join-tile', queueName: QUEUE, data: { ...base, i, j }, opts: { ...JOB_OPTS, failParentOnFailure: true } });
+    for (let j = i; j + 1 < starts.length; j++) children.push({ name: 'self-join-tile', data: { ...base, i, j } satisfies TileJob });
   }
-  const conn = connection(url);
-  const flow = new FlowProducer({ connection: conn });
-  const events = new QueueEvents(QUEUE, { connection: conn });
+  const reduce: ReduceJob = { ...base, out, clusters: opts.clusters === undefined ? undefined : resolve(opts.clusters) };
   const t0 = performance.now();
-  try {
-    await events.waitUntilReady();
-    const reduce: ReduceJob = { ...base, out: resolve(opts.out), clusters: opts.clusters === undefined ? undefined : resolve(opts.clusters) };
-    // A tile that fails for good fails the reduce (failParentOnFailure); its reason is the one to report.
-    const failures = new Map<string, string>();
-    events.on('failed', ({ jobId, failedReason }) => void failures.set(jobId, failedReason));
-    const tree = await flow.add({ name: 'dedup-reduce', queueName: QUEUE, data: reduce, opts: JOB_OPTS, children });
-    const { job } = tree;
-    const childIds = (tree.children ?? []).map((c) => c.job.id);
-    const p = new Progress('dedup (distributed)');
-    const total = children.length;
-    const timer = setInterval(() => {
-      void (async () => {
-        const c = await job.getDependenciesCount();
-        const values = await job.getChildrenValues<number>();
-        const cands = Object.values(values).reduce((s, v) => s + v, 0);
-        const done = c.processed ?? 0;
-        const secs = (performance.now() - t0) / 1000;
-        const eta = done > 0 && done < total ? `, ETA ${((secs * (total - done)) / done).toFixed(0)} s` : '';
-        p.update(done, total, `tiles; ${cands} candidate pairs so far${eta}`);
-      })().catch(() => {});
-    }, 1000);
-    try {
-      const r = (await job.waitUntilFinished(events).catch(async (err: Error) => {
-        // Tiles not yet started would only be wasted work now.
-        await job.removeUnprocessedChildren().catch(() => {});
-        const tile = childIds.find((id) => id !== undefined && failures.has(id));
-        throw new Error(tile !== undefined ? failures.get(tile) : err.message);
-      })) as { pairs: number; candidates: number; clusters: number; drop: number };
-      process.stderr.write(
-        `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters} clusters; ${r.drop} ids to drop; ` +
-          `${total} tiles; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${opts.out}${opts.clusters ? ` and ${opts.clusters}` : ''}\n`,
-      );
-    } finally {
-      clearInterval(timer);
-    }
-  } finally {
-    await flow.close();
-    await events.close();
-  }
+  const candidatesSoFar = async (job: Job): Promise<string> => {
+    const values = await job.getChildrenValues<number>();
+    return `tiles; ${Object.values(values).reduce((s, v) => s + v, 0)} candidate pairs so far`;
+  };
+  const r = (await runFlow(url, 'dedup (distributed)', { name: 'dedup-reduce', data: reduce }, children, candidatesSoFar)) as {
+    pairs: number;
+    candidates: number;
+    clusters: number;
+    drop: number;
+  };
+  process.stderr.write(
+    `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters} clusters; ${r.drop} ids to drop; ` +
+      `${children.length} tiles; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${opts.out}${opts.clusters ? ` and ${opts.clusters}` : ''}\n`,
+  );
 }

@@ -22,7 +22,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { FlowProducer, QueueEvents } from 'bullmq';
 import type { Backend } from '../backend.js';
 import { createIndex, describeIndexType } from '../factory.js';
 import { readIdFile } from '../io/id-file.js';
@@ -36,7 +35,7 @@ import type { IndexType } from '../factory.js';
 import { InvalidArgumentError, type Metric } from '../types.js';
 import type { VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
-import { JOB_OPTS, QUEUE, connection } from './distributed.js';
+import { type FlowJob, runFlow } from './flow.js';
 import { UsageError, intFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -243,18 +242,33 @@ async function trainShards(
   return { children, parent };
 }
 
-/** `build --shards S`: the shards, one after another on `backend`, then the manifest `out`. */
-export async function buildShards(backend: Backend, s: ShardSettings, file: VectorReader, shards: number, out: string, ids: string | undefined): Promise<void> {
+/**
+ * `build --shards S`: trains on `backend`, then builds the shards one after another here, or with
+ * `url` as build-shard jobs (children of build-manifest) on the workers there; the manifest `out` last.
+ */
+export async function buildShards(
+  backend: Backend,
+  s: ShardSettings,
+  file: VectorReader,
+  shards: number,
+  out: string,
+  ids: string | undefined,
+  url?: string,
+): Promise<void> {
   const manifest = resolve(out);
   const trained = join(dirname(manifest), `.${basename(manifest)}.webgpu-knn-trained.idx`);
   try {
     const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids));
-    const p = new Progress('building shards');
-    for (const [i, job] of children.entries()) {
-      await runBuildShard(backend, job);
-      p.update(i + 1, children.length, `shards (${job.r1} of ${file.rows} rows)`);
+    if (url !== undefined) {
+      await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
+    } else {
+      const p = new Progress('building shards');
+      for (const [i, job] of children.entries()) {
+        await runBuildShard(backend, job);
+        p.update(i + 1, children.length, `shards (${job.r1} of ${file.rows} rows)`);
+      }
+      await runBuildManifest(parent);
     }
-    await runBuildManifest(parent);
   } finally {
     rmSync(trained, { force: true });
   }
@@ -474,47 +488,11 @@ export async function searchShards(backend: Backend, o: ShardedSearch): Promise<
   process.stderr.write(`wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k} (${plan.shards.length} shards)\n`);
 }
 
-/** Enqueues a flow (children, then `parent`) and waits for the parent, with progress (children done / total, ETA) on stderr. */
-async function runFlow(url: string, label: string, parent: { name: string; data: object }, children: { name: string; data: object }[]): Promise<unknown> {
-  const conn = connection(url);
-  const flow = new FlowProducer({ connection: conn });
-  const events = new QueueEvents(QUEUE, { connection: conn });
-  const t0 = performance.now();
-  try {
-    await events.waitUntilReady();
-    const { job } = await flow.add({
-      name: parent.name,
-      queueName: QUEUE,
-      data: parent.data,
-      opts: JOB_OPTS,
-      children: children.map((c) => ({ name: c.name, queueName: QUEUE, data: c.data, opts: JOB_OPTS })),
-    });
-    const p = new Progress(label);
-    const total = children.length;
-    const timer = setInterval(() => {
-      void (async () => {
-        const done = (await job.getDependenciesCount()).processed ?? 0;
-        const secs = (performance.now() - t0) / 1000;
-        const eta = done > 0 && done < total ? `, ETA ${((secs * (total - done)) / done).toFixed(0)} s` : '';
-        p.update(done, total, `${children[0]?.name ?? ''} jobs${eta}`);
-      })().catch(() => {});
-    }, 1000);
-    try {
-      return await job.waitUntilFinished(events);
-    } finally {
-      clearInterval(timer);
-    }
-  } finally {
-    await flow.close();
-    await events.close();
-  }
-}
-
 /** The search plan as search-shard children of one search-merge job, on the workers at `url`. */
 async function runSearchFlow(url: string, plan: SearchMergeJob): Promise<void> {
   mkdirSync(plan.tiles, { recursive: true });
   // Shard by shard: consecutive jobs of one shard, so that a worker mostly finds its shard loaded.
-  const children: { name: string; data: object }[] = [];
+  const children: FlowJob[] = [];
   for (let shard = 0; shard < plan.shards.length; shard++) {
     for (let block = 0; block + 1 < plan.starts.length; block++) children.push({ name: 'search-shard', data: { ...plan, block, shard } satisfies SearchShardJob });
   }

@@ -5,7 +5,7 @@
  * the reason, unless WEBGPU_REQUIRED=1 (CI): then it fails.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,7 +58,8 @@ describe.skipIf(missing !== null)('sharded search and knn-graph --distributed', 
     writeVectors(join(dir, 'x.fvecs'), x, n, d);
     writeVectors(join(dir, 'q.fvecs'), x.subarray(0, 500 * d), 500, d);
     for (let k = 0; k < 3; k++) {
-      const w = spawn('node', [CLI, 'worker', '--redis', url, '--backend', 'cpu'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      // A short lock, so that the job of the worker killed below is re-run within seconds.
+      const w = spawn('node', [CLI, 'worker', '--redis', url, '--backend', 'cpu', '--lock-ms', '1500'], { stdio: ['ignore', 'ignore', 'pipe'] });
       logs[k] = '';
       w.stderr!.on('data', (b) => (logs[k] += b));
       workers.push(w);
@@ -109,5 +110,46 @@ describe.skipIf(missing !== null)('sharded search and knn-graph --distributed', 
     await cli('knn-graph', '--input', 'x.fvecs', '--k', '5', '--out', 'gf-one.csv', '--backend', 'cpu');
     await cli('knn-graph', '--index', 'flat.json', '--k', '5', '--out', 'gf-dist.csv', '--distributed', url);
     expect(bytes('gf-dist.csv').toString()).toBe(bytes('gf-one.csv').toString());
+  }, 60_000);
+
+  it('build --shards --distributed writes the shard files of the local build (build-shard jobs)', async () => {
+    const before = (logs.join('').match(/job build-shard \S+ completed/g) ?? []).length;
+    await cli('build', '--input', 'x.fvecs', '--out', 'ivfd.json', '--shards', '3', '--type', 'IVF12,Flat', '--nprobe', '3', '--backend', 'cpu', '--distributed', url);
+    expect((logs.join('').match(/job build-shard \S+ completed/g) ?? []).length - before).toBe(3);
+    for (let s = 0; s < 3; s++) expect(bytes(`ivfd.shard-${s}.idx`).equals(bytes(`ivf.shard-${s}.idx`)), `shard ${s}`).toBe(true);
+    const manifest = JSON.parse(bytes('ivfd.json').toString());
+    const local = JSON.parse(bytes('ivf.json').toString());
+    expect(manifest.shards.map((e: { file: string }) => e.file)).toEqual(['ivfd.shard-0.idx', 'ivfd.shard-1.idx', 'ivfd.shard-2.idx']);
+    for (const e of [...manifest.shards, ...local.shards]) e.file = '';
+    expect(manifest).toEqual(local);
+    expect(readdirSync(dir).filter((f) => f.includes('trained')), 'the trained file is removed').toEqual([]);
+  }, 60_000);
+
+  it('a shard changed after its manifest fails the distributed search with the reason, nothing written', async () => {
+    const bad = bytes('ivfd.shard-1.idx');
+    bad[bad.length - 40] ^= 1;
+    writeFileSync(join(dir, 'ivfd.shard-1.idx'), bad);
+    await expect(cli('search', '--index', 'ivfd.json', '--queries', 'q.fvecs', '--k', '5', '--out', 'bad.npy', '--distributed', url)).rejects.toThrow(
+      /exit 1: [^]*shard file \S*ivfd\.shard-1\.idx has SHA-256 [0-9a-f]{64}; the manifest says [0-9a-f]{64}/,
+    );
+    expect(existsSync(join(dir, 'bad.npy'))).toBe(false);
+  }, 60_000);
+
+  it('a worker SIGKILLed while it holds a search-shard job: another runs it, the same bytes', async () => {
+    const from = logs[0].length;
+    let killed = '';
+    workers[0].stderr!.on('data', () => {
+      const m = /job search-shard (\S+) started/.exec(logs[0].slice(from));
+      if (m && !killed) {
+        killed = m[1];
+        workers[0].kill('SIGKILL');
+      }
+    });
+    // 50-row blocks: 30 jobs, so worker 0 surely takes one.
+    await cli('search', '--index', 'flat.json', '--queries', 'q.fvecs', '--k', '15', '--out', 'killed.npy', '--distances', 'killed-d.npy', '--distributed', url, '--query-rows', '50');
+    expect(killed, 'worker 0 took a job').not.toBe('');
+    expect(logs.slice(1).join(''), 'another worker ran it again').toContain(`job search-shard ${killed} completed`);
+    expect(bytes('killed.npy').equals(bytes('flat-one.npy'))).toBe(true);
+    expect(bytes('killed-d.npy').equals(bytes('flat-one-d.npy'))).toBe(true);
   }, 60_000);
 });
