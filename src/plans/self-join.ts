@@ -2,7 +2,7 @@
  * The self-join's candidate pairs (see Backend.selfJoinCandidates), written once for every device:
  *
  *   for each chunk A, for each row tile of A (in row order; with a split, rows below it only):
- *     for each chunk B >= A, each column tile right of the diagonal (and of the split):
+ *     for each chunk B >= A, column tiles from the tile's first row on (and from the split):
  *       gemm-scores      -> scores[rows x tileCols]
  *       pairs-threshold  -> append (i, j) with i < j whose score passes, counted atomically
  *     read the count; if the pairs did not fit, re-run the tile with room for all of them (or, past
@@ -47,9 +47,11 @@ export async function selfJoinCandidates(
           const q0 = starts[a] + r0;
           for (let b = a; b < base.chunks.length; b++) {
             const B = base.chunks[b];
-            for (let col0 = Math.max(0, split - starts[b]); col0 < B.rows; col0 += tileCols) {
+            // Columns from the first one right of this row tile's first row (and from the split):
+            // column tiles start there, not at multiples of tileCols, so a row tile scores its
+            // part of the triangle plus at most rows^2 / 2 below the diagonal, not up to rows x tileCols.
+            for (let col0 = Math.max(0, split - starts[b], q0 + 1 - starts[b]); col0 < B.rows; col0 += tileCols) {
               const cols = Math.min(tileCols, B.rows - col0);
-              if (starts[b] + col0 + cols <= q0 + 1) continue; // entirely left of the diagonal
               device.dispatch({ kernel: 'gemm-scores', metric, xq: A.xb, xb: B.xb, xnorm: B.xnorm, scores, q0: r0, rows, col0, cols, dpad: base.dpad, ldc: tileCols });
               device.dispatch({
                 kernel: 'pairs-threshold', metric, allPairs: false, scores, xnormQ: A.xnorm, xnormB: B.xnorm, count, pairs, rows, cols, ldc: tileCols,
