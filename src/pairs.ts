@@ -8,9 +8,14 @@ import { InvalidArgumentError } from './types.js';
 /** Default bound on the candidate pairs of one self-join (see dedup's maxCandidates). */
 export const DEFAULT_MAX_CANDIDATES = 50_000_000;
 
+/** A self-join's (or range search's) bound on candidate pairs crossed: bad input, told apart from other bad input. */
+export class TooManyCandidatesError extends InvalidArgumentError {
+  override name = 'TooManyCandidatesError';
+}
+
 /** The error a self-join throws when more than `max` candidate pairs pass, found in the rows from `row` on. */
-export function tooManyCandidates(max: number, row: number, n: number): InvalidArgumentError {
-  return new InvalidArgumentError(
+export function tooManyCandidates(max: number, row: number, n: number): TooManyCandidatesError {
+  return new TooManyCandidatesError(
     `the threshold lets through more than ${max} candidate pairs (at row ${row} of ${n}); use a stricter threshold or raise maxCandidates (the CLI's --max-candidates)`,
   );
 }

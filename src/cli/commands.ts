@@ -72,7 +72,8 @@ options:
   --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
                     list, as Faiss; all of them when there are fewer)
   --shards S        split the rows into S contiguous shards (S in [1, rows]), each an index file
-                    NAME.shard-<s>.idx beside --out, which is then their manifest NAME.json;
+                    NAME.BUILD.shard-<s>.idx beside --out, which is then their manifest NAME.json
+                    (a rebuild over it removes the old shards once the new manifest is written);
                     trained once (IVF: the centroids of the unsharded build, shared); Flat and
                     IVF<nlist>,Flat only (README, "Sharded indexes")
   --distributed URL with --shards: train here, then build the shards as jobs on 'webgpu-knn
@@ -177,7 +178,8 @@ options:
   --partitions C    approximate (SemDeDup): k-means into C partitions, each row into its --overlap
                     nearest, the exact join inside each partition only; every pair found is a
                     true pair, but a pair whose rows share no partition is missed (see README,
-                    "Clustered dedup", for measured recall). About overlap^2 / C of the work
+                    "Clustered dedup", for measured recall). About overlap^2 / C of the work;
+                    --max-candidates counts a pair once for each partition it is found in
   --overlap M       with --partitions: partitions per row, in [1, C] (default 1); more finds more
   --distributed URL run the self-join on 'webgpu-knn worker' processes through the BullMQ queue in
                     Redis at URL (redis://HOST:PORT): block pairs of --tile-rows rows as jobs, then
@@ -662,6 +664,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const partitions = text(v, 'partitions');
   const overlap = text(v, 'overlap');
   if (overlap !== undefined && partitions === undefined) throw new UsageError('--overlap applies with --partitions only');
+  if (v['tile-rows'] !== undefined && (distributed === undefined || partitions !== undefined)) throw new UsageError('--tile-rows applies with --distributed only');
   if (partitions !== undefined) {
     if (distributed !== undefined) throw new UsageError('--partitions runs in one process; it does not combine with --distributed');
     const C = intFlag('partitions', partitions, 1, 2 ** 31 - 1);

@@ -28,36 +28,41 @@ import { createBackend } from '../create-backend.js';
 import { writeAtomically } from '../io/stream-writer.js';
 import { openVectors } from '../io/vector-reader.js';
 import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../jobs/dedup.js';
-import { sortTilePairs } from '../pairs.js';
+import { TooManyCandidatesError, sortTilePairs } from '../pairs.js';
 import { InvalidArgumentError } from '../types.js';
+import { checkedBlocks } from '../vector-source.js';
 import { writeDedupOutputs } from './commands.js';
-import { type BuildManifestJob, type BuildShardJob, type SearchMergeJob, type SearchShardJob, runBuildManifest, runBuildShard, runSearchMerge, runSearchShard } from './shards.js';
+import { type BuildManifestJob, type BuildShardJob, type SearchMergeJob, type SearchShardJob, releaseShardCache, runBuildManifest, runBuildShard, runSearchMerge, runSearchShard } from './shards.js';
 import { type FlowJob, QUEUE, connection, runFlow } from './flow.js';
 
 const DEFAULT_LOCK_MS = 60_000;
 
-interface DedupJob {
+/** What every job of one distributed dedup shares. */
+interface DedupPlan {
   input: string;
   metric: DedupMetric;
   threshold: number;
   d: number;
-  n: number;
-  /** Row block starts, and n at the end. */
-  starts: number[];
   tiles: string;
   /** --max-candidates: the bound on candidate pairs, per tile and in all (null: none). */
   maxCandidates: number | null;
 }
-interface TileJob extends DedupJob {
+/** Block pair (i, j): rows [ri[0], ri[1]) against rows [rj[0], rj[1]) (i == j: the block with itself). Its own rows only, so that B^2 / 2 jobs do not each carry all B blocks. */
+interface TileJob extends DedupPlan {
   i: number;
   j: number;
+  ri: [number, number];
+  rj: [number, number];
 }
-interface ReduceJob extends DedupJob {
+interface ReduceJob extends DedupPlan {
+  n: number;
+  /** Row block starts, and n at the end. */
+  starts: number[];
   out: string;
   clusters?: string;
 }
 
-function tileFile(job: DedupJob, i: number, j: number): string {
+function tileFile(job: DedupPlan, i: number, j: number): string {
   return join(job.tiles, `${i}-${j}.pairs`);
 }
 
@@ -92,16 +97,15 @@ async function runTile(backend: Backend, job: TileJob): Promise<number> {
   const path = tileFile(job, job.i, job.j);
   const done = readTile(path);
   if (done) return done.length / 2; // a re-run: the result is already there
-  const { starts, i, j } = job;
+  const { ri, rj, i, j } = job;
   // One pass over the file for both blocks (block j's rows lie beyond block i's).
-  const [xi, xj = null] = await readRanges(job.input, i === j ? [[starts[i], starts[i + 1]]] : [[starts[i], starts[i + 1]], [starts[j], starts[j + 1]]]);
+  const [xi, xj = null] = await readRanges(job.input, i === j ? [ri] : [ri, rj]);
   const max = job.maxCandidates ?? Infinity;
   let pairs: Uint32Array;
   try {
-    pairs = await blockPairCandidates(backend, job.d, job.metric, job.threshold, xi, starts[i], xj, starts[j], max);
+    pairs = await blockPairCandidates(backend, job.d, job.metric, job.threshold, xi, ri[0], xj, rj[0], max);
   } catch (err) {
-    // Not retried: the same tile would let the same candidates through.
-    if (err instanceof InvalidArgumentError) throw new UnrecoverableError(tooMany(job, ` in tile ${i}-${j} alone`));
+    if (err instanceof TooManyCandidatesError) throw new UnrecoverableError(tooMany(job, ` in tile ${i}-${j} alone`));
     throw err;
   }
   const body = new Uint8Array(pairs.buffer, pairs.byteOffset, pairs.byteLength);
@@ -120,7 +124,8 @@ async function runReduce(job: ReduceJob): Promise<{ pairs: number; candidates: n
   const file = await openVectors(job.input);
   const r = await writeDedupOutputs(job.out, job.clusters, async (sink) => {
     const exact = new PairConfirmation(n, d, job.metric, job.threshold, sink);
-    for await (const b of file.blocks()) exact.addRows(b.data, b.rows, b.start);
+    // Checked as dedup checks its input (finite values; l2: norms in range): the same refusal.
+    for await (const b of checkedBlocks(file, 'vectors', job.metric !== 'cosine', (x) => x)) exact.addRows(b.data, b.rows, b.start);
     for (let i = 0; i < blocks; i++) {
       const parts: Uint32Array[] = [];
       for (let j = i; j < blocks; j++) {
@@ -136,11 +141,10 @@ async function runReduce(job: ReduceJob): Promise<{ pairs: number; candidates: n
     }
     return { ...exact.groups.result(), pairs: exact.pairs, candidates: exact.candidates };
   });
-  rmSync(job.tiles, { recursive: true, force: true });
   return { pairs: r.pairs, candidates: r.candidates, clusters: r.clusters.length, drop: r.drop.length };
 }
 
-function tooMany(job: DedupJob, where: string): string {
+function tooMany(job: DedupPlan, where: string): string {
   return `the threshold lets through more than ${job.maxCandidates} candidate pairs${where}; use a stricter threshold or raise --max-candidates`;
 }
 
@@ -162,8 +166,16 @@ export async function runWorker(url: string, choice: 'auto' | 'webgpu' | 'cpu', 
     QUEUE,
     async (job: Job) => {
       const handler = JOB_HANDLERS[job.name];
-      if (!handler) throw new Error(`unknown job ${job.name}: is this worker older than the command that queued it?`);
-      return handler(backend, job.data as unknown);
+      if (!handler) throw new UnrecoverableError(`unknown job ${job.name}: is this worker older than the command that queued it?`);
+      // A search's cached shard index is let go once other work comes (its memory is the device's).
+      if (job.name !== 'search-shard') await releaseShardCache();
+      try {
+        return await handler(backend, job.data as unknown);
+      } catch (err) {
+        // Bad input (a changed shard, a bad file) fails the same way again: no retries.
+        if (err instanceof InvalidArgumentError) throw new UnrecoverableError(err.message);
+        throw err;
+      }
     },
     { connection: connection(url), concurrency, lockDuration: lockMs, stalledInterval: lockMs, maxStalledCount: 3 },
   );
@@ -177,6 +189,7 @@ export async function runWorker(url: string, choice: 'auto' | 'webgpu' | 'cpu', 
     process.once('SIGINT', stop);
   });
   await worker.close();
+  await releaseShardCache();
   backend.dispose();
 }
 
@@ -198,12 +211,13 @@ export async function distributedDedup(
   const tiles = join(dirname(out), `.${basename(out)}.webgpu-knn-tiles-${key}`);
   mkdirSync(tiles, { recursive: true });
   const maxCandidates = Number.isFinite(opts.maxCandidates) ? opts.maxCandidates : null;
-  const base: DedupJob = { input, metric: opts.metric, threshold: opts.threshold, d: file.dim, n, starts, tiles, maxCandidates };
+  const base: DedupPlan = { input, metric: opts.metric, threshold: opts.threshold, d: file.dim, tiles, maxCandidates };
   const children: FlowJob[] = [];
+  const rows = (b: number): [number, number] => [starts[b], starts[b + 1]];
   for (let i = 0; i + 1 < starts.length; i++) {
-    for (let j = i; j + 1 < starts.length; j++) children.push({ name: 'self-join-tile', data: { ...base, i, j } satisfies TileJob });
+    for (let j = i; j + 1 < starts.length; j++) children.push({ name: 'self-join-tile', data: { ...base, i, j, ri: rows(i), rj: rows(j) } satisfies TileJob });
   }
-  const reduce: ReduceJob = { ...base, out, clusters: opts.clusters === undefined ? undefined : resolve(opts.clusters) };
+  const reduce: ReduceJob = { ...base, n, starts, out, clusters: opts.clusters === undefined ? undefined : resolve(opts.clusters) };
   const t0 = performance.now();
   const candidatesSoFar = async (job: Job): Promise<string> => {
     const values = await job.getChildrenValues<number>();
@@ -215,6 +229,8 @@ export async function distributedDedup(
     clusters: number;
     drop: number;
   };
+  // Removed here, once the reduce is recorded as done: a reduce re-run (its worker lost) still finds them.
+  rmSync(tiles, { recursive: true, force: true });
   process.stderr.write(
     `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters} clusters; ${r.drop} ids to drop; ` +
       `${children.length} tiles; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${opts.out}${opts.clusters ? ` and ${opts.clusters}` : ''}\n`,

@@ -19,7 +19,7 @@
  * re-run of the same search after a failure); a build-shard job always builds (its save replaces
  * the file atomically), so a retried one is harmless too.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Backend } from '../backend.js';
@@ -53,9 +53,22 @@ export interface ShardSettings {
 
 // ---------------------------------------------------------------- files
 
-/** Shard s of the manifest at `manifest`: `<manifest name without .json>.shard-<s>.idx`, beside it. */
-export function shardPath(manifest: string, s: number): string {
-  return join(dirname(manifest), `${basename(manifest).replace(/\.json$/i, '')}.shard-${s}.idx`);
+/**
+ * Shard s of build `build` of the manifest at `manifest`: `<manifest name without .json>.<build>.shard-<s>.idx`,
+ * beside it. Every build has its own names, so a rebuild over a manifest never touches the files
+ * the old manifest lists until the new manifest has replaced it.
+ */
+export function shardPath(manifest: string, build: string, s: number): string {
+  return join(dirname(manifest), `${basename(manifest).replace(/\.json$/i, '')}.${build}.shard-${s}.idx`);
+}
+
+/** The shard files the manifest at `path` lists now (none if there is none, or it is not a manifest). */
+function listedShards(path: string): string[] {
+  try {
+    return readManifest(path).shards.map((s) => s.path);
+  } catch {
+    return [];
+  }
 }
 
 async function sha256File(path: string): Promise<string> {
@@ -213,6 +226,7 @@ async function trainShards(
   manifest: string,
   trained: string,
   ids: string | undefined,
+  build: string,
 ): Promise<{ children: BuildShardJob[]; parent: BuildManifestJob }> {
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy: false, nprobe: s.nprobe });
   try {
@@ -226,7 +240,7 @@ async function trainShards(
   }
   const ranges = shardRanges(file.rows, shards);
   const st = statSync(file.path);
-  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, i) }));
+  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, build, i) }));
   const draft: Omit<ShardManifest, 'shards'> = {
     format: MANIFEST_FORMAT,
     version: MANIFEST_VERSION,
@@ -257,8 +271,11 @@ export async function buildShards(
 ): Promise<void> {
   const manifest = resolve(out);
   const trained = join(dirname(manifest), `.${basename(manifest)}.webgpu-knn-trained.idx`);
+  const build = newBuildId();
+  const previous = listedShards(manifest);
+  let done = false;
   try {
-    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids));
+    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids), build);
     if (url !== undefined) {
       await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
     } else {
@@ -269,10 +286,20 @@ export async function buildShards(
       }
       await runBuildManifest(parent);
     }
+    done = true;
   } finally {
     rmSync(trained, { force: true });
+    // After a failure: this build's shards go, the old manifest and its shards stay as they were.
+    // After success: the old manifest's shards go, now that nothing lists them.
+    const stale = done ? previous : Array.from({ length: shards }, (_, i) => shardPath(manifest, build, i));
+    for (const f of stale) rmSync(f, { force: true });
   }
-  process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
+  process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, build, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
+}
+
+/** 8 hex digits naming one build's shard files. */
+function newBuildId(): string {
+  return randomBytes(4).toString('hex');
 }
 
 // ---------------------------------------------------------------- search
@@ -389,7 +416,7 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
   return rows;
 }
 
-/** Merges each query block's shard results, in block order, into the outputs (committed together), then removes the tiles. */
+/** Merges each query block's shard results, in block order, into the outputs (committed together); the caller removes the tiles. */
 export async function runSearchMerge(job: SearchMergeJob): Promise<{ rows: number }> {
   const { starts, kk, k } = job;
   const nq = starts[starts.length - 1];
@@ -416,7 +443,6 @@ export async function runSearchMerge(job: SearchMergeJob): Promise<{ rows: numbe
     throw err;
   }
   commitOutputs(outputs);
-  rmSync(job.tiles, { recursive: true, force: true });
   return { rows: nq };
 }
 
@@ -485,6 +511,7 @@ export async function searchShards(backend: Backend, o: ShardedSearch): Promise<
     await releaseShardCache();
   }
   await runSearchMerge(plan);
+  rmSync(plan.tiles, { recursive: true, force: true });
   process.stderr.write(`wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k} (${plan.shards.length} shards)\n`);
 }
 
@@ -497,6 +524,8 @@ async function runSearchFlow(url: string, plan: SearchMergeJob): Promise<void> {
     for (let block = 0; block + 1 < plan.starts.length; block++) children.push({ name: 'search-shard', data: { ...plan, block, shard } satisfies SearchShardJob });
   }
   await runFlow(url, 'search (distributed)', { name: 'search-merge', data: plan }, children);
+  // Removed once the merge is recorded as done: a merge re-run (its worker lost) still finds them.
+  rmSync(plan.tiles, { recursive: true, force: true });
 }
 
 /** `search --index MANIFEST --distributed URL`. */
@@ -532,10 +561,14 @@ export async function distributedKnnGraph(
   const dir = join(dirname(out), `.${basename(out)}.webgpu-knn-shards-${key}`);
   mkdirSync(dir, { recursive: true });
   const manifest = join(dir, 'index.json');
-  const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined);
-  await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
-  await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, excludeSelf: o.queries === undefined });
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined, newBuildId());
+    await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
+    await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, excludeSelf: o.queries === undefined });
+  } finally {
+    // Shards of this run only (they are rebuilt by every run): not worth keeping after a failure.
+    rmSync(dir, { recursive: true, force: true });
+  }
   process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all (${o.shards} shards)\n`);
 }
 
@@ -559,10 +592,10 @@ export function manifestInput(path: string): string {
   return input;
 }
 
-/** Refuses (usage error) shard files of the manifest `out` that are inputs; checks their directory. */
+/** Refuses (usage error) a manifest `out` whose shards' directory is not writable. */
 export function checkShardOutputs(out: string, shards: number, inputs: PathFlag[]): void {
   checkOutputs(
-    Array.from({ length: shards }, (_, s) => ({ flag: `--out (shard ${s})`, path: shardPath(out, s) })),
+    Array.from({ length: shards }, (_, s) => ({ flag: `--out (shard ${s})`, path: shardPath(out, 'new', s) })),
     inputs,
   );
 }

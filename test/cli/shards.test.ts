@@ -6,7 +6,7 @@
  * type that cannot be sharded, a manifest name without .json.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -122,16 +122,29 @@ describe('build --shards + search --index MANIFEST', () => {
 
   it('refuses a shard file changed since the manifest, naming it (exit 1, nothing written)', () => {
     ok('build', '--input', 'ints.fvecs', '--out', 'bad.json', '--shards', '3');
-    const path = join(dir, 'bad.shard-1.idx');
-    const shard = bytes('bad.shard-1.idx');
+    const name = JSON.parse(bytes('bad.json').toString()).shards[1].file;
+    expect(name).toMatch(/^bad\.[0-9a-f]{8}\.shard-1\.idx$/);
+    const path = join(dir, name);
+    const shard = bytes(name);
     shard[shard.length - 100] ^= 1;
     writeFileSync(path, shard);
     const r = cli('search', '--index', 'bad.json', '--queries', 'q-ints.fvecs', '--k', '5', '--out', 'bad.npy');
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/shard file .*bad\.shard-1\.idx has SHA-256 [0-9a-f]{64}; the manifest says [0-9a-f]{64}/);
+    expect(r.err).toMatch(/shard file .*bad\.[0-9a-f]{8}\.shard-1\.idx has SHA-256 [0-9a-f]{64}; the manifest says [0-9a-f]{64}/);
     expect(() => bytes('bad.npy')).toThrow();
     writeFileSync(path, shard.subarray(0, 1000));
-    expect(cli('search', '--index', 'bad.json', '--queries', 'q-ints.fvecs', '--k', '5', '--out', 'bad.npy').err).toMatch(/bad\.shard-1\.idx has 1000 bytes; the manifest says/);
+    expect(cli('search', '--index', 'bad.json', '--queries', 'q-ints.fvecs', '--k', '5', '--out', 'bad.npy').err).toMatch(/bad\.[0-9a-f]{8}\.shard-1\.idx has 1000 bytes; the manifest says/);
+  });
+
+  it('a rebuild over a manifest replaces its shard files (new names) and removes the old ones once the new manifest is in place', () => {
+    ok('build', '--input', 'ints.fvecs', '--out', 're.json', '--shards', '3');
+    const first = JSON.parse(bytes('re.json').toString()).shards.map((e: { file: string }) => e.file);
+    ok('build', '--input', 'ints.fvecs', '--out', 're.json', '--shards', '2');
+    const second = JSON.parse(bytes('re.json').toString()).shards.map((e: { file: string }) => e.file);
+    expect(second).toHaveLength(2);
+    expect(second.some((f: string) => first.includes(f))).toBe(false);
+    expect(readdirSync(dir).filter((f) => f.startsWith('re.')).sort()).toEqual(['re.json', ...second].sort());
+    ok('search', '--index', 're.json', '--queries', 'q-ints.fvecs', '--k', '5', '--out', 're.npy');
   });
 
   it('refuses bad --shards, types that cannot be sharded and manifest names (exit 2)', () => {
