@@ -8,22 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WEBGPU_REQUIRED } from '../helpers/gpu.js';
+import { CLI, ROOT, redisMissing } from '../helpers/redis.js';
 
-const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'dist/cli/main.js');
-
-function redisMissing(): string | null {
-  try {
-    execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'setup', '--check'], { stdio: 'pipe' });
-    return null;
-  } catch {
-    const reason = `no redis-server (${process.env.WEBGPU_KNN_REDIS_SERVER ?? 'redis-server'}); run scripts/redis.sh setup`;
-    if (WEBGPU_REQUIRED) throw new Error(`WEBGPU_REQUIRED=1 but ${reason}`);
-    console.warn(`[distributed] skipping distributed suite: ${reason}`);
-    return reason;
-  }
-}
 
 /** n rows of d floats as .fvecs, with planted near-duplicates. */
 function corpus(path: string, n: number, d: number): void {
@@ -42,7 +28,7 @@ function corpus(path: string, n: number, d: number): void {
   writeFileSync(path, buf);
 }
 
-const missing = redisMissing();
+const missing = redisMissing('distributed suite');
 
 describe.skipIf(missing !== null)('dedup --distributed', () => {
   let dir = '';

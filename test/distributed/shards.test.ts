@@ -11,24 +11,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomSmallInts } from '../../src/random.js';
-import { WEBGPU_REQUIRED } from '../helpers/gpu.js';
+import { CLI, ROOT, redisMissing } from '../helpers/redis.js';
 
-const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'dist/cli/main.js');
 
-function redisMissing(): string | null {
-  try {
-    execFileSync('bash', [join(ROOT, 'scripts/redis.sh'), 'setup', '--check'], { stdio: 'pipe' });
-    return null;
-  } catch {
-    const reason = `no redis-server (${process.env.WEBGPU_KNN_REDIS_SERVER ?? 'redis-server'}); run scripts/redis.sh setup`;
-    if (WEBGPU_REQUIRED) throw new Error(`WEBGPU_REQUIRED=1 but ${reason}`);
-    console.warn(`[distributed] skipping sharded suite: ${reason}`);
-    return reason;
-  }
-}
-
-const missing = redisMissing();
+const missing = redisMissing('sharded suite');
 
 describe.skipIf(missing !== null)('sharded search and knn-graph --distributed', () => {
   let dir = '';
