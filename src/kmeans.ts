@@ -6,7 +6,7 @@
 import type { Backend } from './backend.js';
 import { rng } from './random.js';
 import { InvalidArgumentError, checkDim, checkVectors } from './types.js';
-import { type VectorSource, checkSource, checkedBlocks, gatherRows } from './vector-source.js';
+import { type VectorSource, checkSource, checkedBlocks, copyRows, gatherRows } from './vector-source.js';
 
 export type KMeansInit = 'random' | 'kmeans++';
 
@@ -122,13 +122,6 @@ export async function sampleRows(xt: Float32Array | VectorSource, d: number, m: 
   const pick = nAll > m ? Uint32Array.from(shuffledPrefix(nAll, m, random)).sort() : null;
   if (xt instanceof Float32Array) return pick ? copyRows(xt, d, pick) : xt;
   return gatherRows(checkedBlocks(xt, 'xt', true, (b) => b), d, nAll, pick);
-}
-
-/** The given rows of `x`, in the given order. */
-function copyRows(x: Float32Array, d: number, rows: ArrayLike<number>): Float32Array {
-  const out = new Float32Array(rows.length * d);
-  for (let i = 0; i < rows.length; i++) out.set(x.subarray(rows[i] * d, (rows[i] + 1) * d), i * d);
-  return out;
 }
 
 /**

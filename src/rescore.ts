@@ -52,10 +52,12 @@ export function rescore(
   rowAt: RowAt,
   /** Orders exact ties (default: the label itself); an index passes its slot -> id map. */
   tieKey: (label: number) => number = (label) => label,
+  /** Also return the float64 scores (SlotResult.scores). */
+  withScores = false,
 ): SlotResult {
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
-  const scores = new Float64Array(nq * k).fill(Infinity);
+  const scores = withScores ? new Float64Array(nq * k).fill(Infinity) : null;
   // Per row: the candidates' minimised float64 scores and ids, then their order.
   const keys = new Float64Array(kc);
   const ids = new Int32Array(kc);
@@ -78,10 +80,10 @@ export function rescore(
       const o = order[i];
       labels[r * k + i] = ids[o];
       distances[r * k + i] = reportedScore(metric, keys[o]);
-      scores[r * k + i] = keys[o];
+      if (scores) scores[r * k + i] = keys[o];
     }
   }
-  return { distances, labels, scores };
+  return scores ? { distances, labels, scores } : { distances, labels };
 }
 
 /**

@@ -310,12 +310,13 @@ export abstract class IndexCore implements VectorIndex {
   private async searchMasked(queries: Float32Array, nq: number, k: number, masks: Uint32Array[] | null, p: SearchParams): Promise<SlotResult> {
     const kc = candidatesFor(Math.ceil(k * (p.kFactor ?? 1)), this.backend.maxK);
     const cand = await this.candidates(queries, nq, kc, masks, p);
-    return this.rescored(queries, nq, cand, kc, k, p.timings);
+    return this.rescored(queries, nq, cand, kc, k, p);
   }
 
-  private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, timings?: SearchTimings): Promise<SlotResult> {
+  /** The candidates re-scored exactly; with `p.exactScores`, with the float64 scores too. */
+  private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, p: SearchParams): Promise<SlotResult> {
     const space = this.scoreQueries(queries, nq);
-    return timedRescore(timings, async () => rescore(this.scoreMetric, space.queries, nq, space.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey()));
+    return timedRescore(p.timings, async () => rescore(this.scoreMetric, space.queries, nq, space.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey(), p.exactScores));
   }
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
@@ -340,7 +341,7 @@ export abstract class IndexCore implements VectorIndex {
       // A full list may have cut allowed vectors: too few kept, and the row is searched again.
       if (full && kept < Math.min(k + RESCORE_MARGIN, allowed)) short.push(r);
     }
-    const res = await this.rescored(queries, nq, cand, kPost, k, p.timings);
+    const res = await this.rescored(queries, nq, cand, kPost, k, p);
     if (short.length > 0) {
       const d = this.dim;
       const again = new Float32Array(short.length * d);

@@ -95,6 +95,13 @@ export async function* checkedBlocks(
   if (start !== source.rows) throw new InvalidArgumentError(`${what}: the source said ${source.rows} rows and gave ${start}`);
 }
 
+/** The given rows of `x` (`d` floats each), in the given order, in one array. */
+export function copyRows(x: Float32Array, d: number, rows: ArrayLike<number>): Float32Array {
+  const out = new Float32Array(rows.length * d);
+  for (let i = 0; i < rows.length; i++) out.set(x.subarray(rows[i] * d, (rows[i] + 1) * d), i * d);
+  return out;
+}
+
 /** The rows `pick` (ascending) of `source` in one pass, or all of them (`pick` null), in one array. */
 export async function gatherRows(
   blocks: AsyncIterable<{ data: Float32Array; rows: number; start: number }>,

@@ -20,12 +20,11 @@
  *   shared with the sharded search and build (src/cli/shards.ts).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Backend } from '../backend.js';
 import { createBackend } from '../create-backend.js';
-import { writeAtomically } from '../io/stream-writer.js';
 import { openVectors } from '../io/vector-reader.js';
 import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../jobs/dedup.js';
 import { TooManyCandidatesError, sortTilePairs } from '../pairs.js';
@@ -34,6 +33,7 @@ import { checkedBlocks } from '../vector-source.js';
 import { writeDedupOutputs } from './commands.js';
 import { type BuildManifestJob, type BuildShardJob, type SearchMergeJob, type SearchShardJob, releaseShardCache, runBuildManifest, runBuildShard, runSearchMerge, runSearchShard } from './shards.js';
 import { type FlowJob, QUEUE, connection, runFlow } from './flow.js';
+import { readCheckedFile, readRowRanges, writeCheckedFile } from './job-files.js';
 
 const DEFAULT_LOCK_MS = 60_000;
 
@@ -68,29 +68,8 @@ function tileFile(job: DedupPlan, i: number, j: number): string {
 
 /** The pairs of a tile file whose checksum holds, or null (missing or damaged). */
 function readTile(path: string): Uint32Array | null {
-  if (!existsSync(path)) return null;
-  const buf = readFileSync(path);
-  if (buf.length < 32 || (buf.length - 32) % 8 !== 0) return null;
-  const body = buf.subarray(0, buf.length - 32);
-  if (!createHash('sha256').update(body).digest().equals(buf.subarray(buf.length - 32))) return null;
-  return new Uint32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length));
-}
-
-/** Rows [r0, r1) of a vector file for each range, read in one pass that stops after the last range. */
-async function readRanges(input: string, ranges: [number, number][]): Promise<Float32Array[]> {
-  const file = await openVectors(input);
-  const d = file.dim;
-  const outs = ranges.map(([r0, r1]) => new Float32Array((r1 - r0) * d));
-  const end = Math.max(...ranges.map(([, r1]) => r1));
-  for await (const b of file.blocks()) {
-    ranges.forEach(([r0, r1], k) => {
-      const lo = Math.max(r0, b.start);
-      const hi = Math.min(r1, b.start + b.rows);
-      if (lo < hi) outs[k].set(b.data.subarray((lo - b.start) * d, (hi - b.start) * d), (lo - r0) * d);
-    });
-    if (b.start + b.rows >= end) break;
-  }
-  return outs;
+  const body = readCheckedFile(path);
+  return body && body.byteLength % 8 === 0 ? new Uint32Array(body) : null;
 }
 
 async function runTile(backend: Backend, job: TileJob): Promise<number> {
@@ -99,7 +78,7 @@ async function runTile(backend: Backend, job: TileJob): Promise<number> {
   if (done) return done.length / 2; // a re-run: the result is already there
   const { ri, rj, i, j } = job;
   // One pass over the file for both blocks (block j's rows lie beyond block i's).
-  const [xi, xj = null] = await readRanges(job.input, i === j ? [ri] : [ri, rj]);
+  const [xi, xj = null] = await readRowRanges(job.input, i === j ? [ri] : [ri, rj]);
   const max = job.maxCandidates ?? Infinity;
   let pairs: Uint32Array;
   try {
@@ -108,9 +87,7 @@ async function runTile(backend: Backend, job: TileJob): Promise<number> {
     if (err instanceof TooManyCandidatesError) throw new UnrecoverableError(tooMany(job, ` in tile ${i}-${j} alone`));
     throw err;
   }
-  const body = new Uint8Array(pairs.buffer, pairs.byteOffset, pairs.byteLength);
-  const sum = createHash('sha256').update(body).digest();
-  writeAtomically(path, Buffer.concat([body, sum]));
+  writeCheckedFile(path, pairs);
   return pairs.length / 2;
 }
 

@@ -20,7 +20,7 @@
  * the file atomically), so a retried one is harmless too.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Backend } from '../backend.js';
 import { createIndex, describeIndexType } from '../factory.js';
@@ -34,8 +34,8 @@ import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardEntry, type ShardManifest,
 import type { IndexType } from '../factory.js';
 import { InvalidArgumentError, type Metric } from '../types.js';
 import type { VectorIndex } from '../vector-index.js';
-import type { VectorSource } from '../vector-source.js';
 import { type FlowJob, runFlow } from './flow.js';
+import { readCheckedFile, readRowRanges, rowRange, writeCheckedFile } from './job-files.js';
 import { UsageError, intFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -123,35 +123,6 @@ export async function manifestHeader(path: string): Promise<IndexFileHeader> {
     throw new InvalidArgumentError(`shard file ${shards[0].path} holds a ${header.metric} index of dim ${header.dim}; the manifest ${path} says ${manifest.metric}, dim ${manifest.dim}`);
   }
   return header;
-}
-
-/** Rows [r0, r1) of `file` as a source (each pass reads the file from its start and stops after r1). */
-function rowRange(file: VectorReader, r0: number, r1: number): VectorSource {
-  const d = file.dim;
-  return {
-    rows: r1 - r0,
-    dim: d,
-    async *blocks() {
-      for await (const b of file.blocks()) {
-        const lo = Math.max(r0, b.start);
-        const hi = Math.min(r1, b.start + b.rows);
-        if (lo < hi) yield { data: b.data.subarray((lo - b.start) * d, (hi - b.start) * d), rows: hi - lo };
-        if (b.start + b.rows >= r1) break;
-      }
-    },
-  };
-}
-
-/** Rows [r0, r1) of the vector file at `path`, as one array. */
-async function readRows(path: string, r0: number, r1: number): Promise<Float32Array> {
-  const file = await openVectors(path);
-  const out = new Float32Array((r1 - r0) * file.dim);
-  let at = 0;
-  for await (const b of rowRange(file, r0, r1).blocks()) {
-    out.set(b.data, at);
-    at += b.data.length;
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------- build
@@ -340,14 +311,10 @@ function tilePath(plan: SearchPlan, block: number, shard: number): string {
 
 /** The result file of `rows * kk` neighbours whose checksum holds, or null (missing or damaged). */
 function readResultTile(path: string, rows: number, kk: number): ShardResult | null {
-  if (!existsSync(path)) return null;
-  const buf = readFileSync(path);
   const n = rows * kk;
-  if (buf.length !== n * 20 + 32) return null;
-  const body = buf.subarray(0, n * 20);
-  if (!createHash('sha256').update(body).digest().equals(buf.subarray(n * 20))) return null;
-  const bytes = body.buffer.slice(body.byteOffset, body.byteOffset + body.length);
-  return { labels: new Float64Array(bytes, 0, n), distances: new Float32Array(bytes, n * 8, n), scores: new Float64Array(bytes, n * 12, n) };
+  const body = readCheckedFile(path);
+  if (body?.byteLength !== n * 20) return null;
+  return { labels: new Float64Array(body, 0, n), distances: new Float32Array(body, n * 8, n), scores: new Float64Array(body, n * 12, n) };
 }
 
 /**
@@ -394,7 +361,7 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
   const rows = starts[block + 1] - starts[block];
   const path = tilePath(job, block, job.shard);
   if (readResultTile(path, rows, kk)) return rows; // done before (a retried job, or a re-run)
-  const xq = await readRows(job.queries, starts[block], starts[block + 1]);
+  const [xq] = await readRowRanges(job.queries, [[starts[block], starts[block + 1]]]);
   const filter = job.filter === undefined ? undefined : await readIdFile(job.filter);
   const labels = new Float64Array(rows * kk);
   const distances = new Float32Array(rows * kk);
@@ -411,8 +378,7 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
       await new Promise((res) => setImmediate(res));
     }
   });
-  const body = Buffer.concat([Buffer.from(labels.buffer), Buffer.from(distances.buffer), Buffer.from(scores.buffer)]);
-  writeAtomically(path, Buffer.concat([body, createHash('sha256').update(body).digest()]));
+  writeCheckedFile(path, Buffer.concat([Buffer.from(labels.buffer), Buffer.from(distances.buffer), Buffer.from(scores.buffer)]));
   return rows;
 }
 

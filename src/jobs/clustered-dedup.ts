@@ -17,7 +17,7 @@ import type { Backend } from '../backend.js';
 import { FlatIndex } from '../flat-index.js';
 import { KMeans } from '../kmeans.js';
 import { InvalidArgumentError, normalizeRows } from '../types.js';
-import { type VectorSource, checkedBlocks, gatherRows } from '../vector-source.js';
+import { type VectorSource, checkedBlocks, copyRows, gatherRows } from '../vector-source.js';
 import { type DedupOptions, type DedupResult, finishDedup, joinArgs, startDedup } from './dedup.js';
 
 export interface ClusteredDedupOptions extends DedupOptions {
@@ -70,7 +70,7 @@ export async function clusteredDedup(backend: Backend, x: Float32Array | VectorS
       const store = backend.createBaseStore(d, { hostCopy: false });
       try {
         await store.reserve(ids.length);
-        await store.add(gather(prepared, d, ids), ids.length);
+        await store.add(copyRows(prepared, d, ids), ids.length);
         await backend.selfJoinCandidates(store, ...joinArgs(metric, threshold, d), {
           onPairs: (block) => {
             for (let p = 0; p < block.length; p += 2) keys.push(ids[block[p]] * n + ids[block[p + 1]]);
@@ -106,41 +106,25 @@ export async function clusteredDedup(backend: Backend, x: Float32Array | VectorS
 async function partition(backend: Backend, x: Float32Array, n: number, d: number, C: number, m: number, options: ClusteredDedupOptions): Promise<Uint32Array[]> {
   const { centroids } = await new KMeans(backend, { dim: d }).train(x, { k: C, niter: options.niter, seed: options.seed });
   const index = new FlatIndex(backend, { dim: d, metric: 'l2' });
-  const lists = Array.from({ length: C }, () => new RowList());
+  // Row r's partitions are assigned[r * m .. r * m + m - 1].
+  const assigned = new Uint32Array(n * m);
   try {
     await index.add(centroids);
     for (let r0 = 0; r0 < n; r0 += ASSIGN_ROWS) {
       const rows = Math.min(ASSIGN_ROWS, n - r0);
       const { labels } = await index.search(x.subarray(r0 * d, (r0 + rows) * d), m);
-      for (let r = 0; r < rows; r++) for (let t = 0; t < m; t++) lists[labels[r * m + t]].push(r0 + r);
+      assigned.set(labels, r0 * m);
     }
   } finally {
     await index.dispose();
   }
-  return lists.map((l) => l.finish());
-}
-
-function gather(x: Float32Array, d: number, ids: Uint32Array): Float32Array {
-  const out = new Float32Array(ids.length * d);
-  for (let i = 0; i < ids.length; i++) out.set(x.subarray(ids[i] * d, (ids[i] + 1) * d), i * d);
-  return out;
-}
-
-/** A growing list of row numbers (doubling a typed array). */
-class RowList {
-  private a = new Uint32Array(16);
-  private len = 0;
-  push(v: number): void {
-    if (this.len === this.a.length) {
-      const b = new Uint32Array(this.a.length * 2);
-      b.set(this.a);
-      this.a = b;
-    }
-    this.a[this.len++] = v;
-  }
-  finish(): Uint32Array {
-    return this.a.slice(0, this.len);
-  }
+  // Each partition's rows, filled in row order: ascending.
+  const sizes = new Uint32Array(C);
+  for (const c of assigned) sizes[c]++;
+  const lists = Array.from(sizes, (size) => new Uint32Array(size));
+  const filled = new Uint32Array(C);
+  assigned.forEach((c, p) => (lists[c][filled[c]++] = Math.floor(p / m)));
+  return lists;
 }
 
 /** Pair keys in fixed-size chunks, joined once at the end. */

@@ -1,0 +1,61 @@
+/**
+ * The files distributed jobs share through the file system (src/cli/distributed.ts, src/cli/shards.ts):
+ * result files checked by a SHA-256 at their end, written through a temporary name renamed into
+ * place (a job whose file is there with the right checksum need not run again), and the row
+ * ranges of an input file that a job reads.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeAtomically } from '../io/stream-writer.js';
+import { type VectorReader, openVectors } from '../io/vector-reader.js';
+import type { VectorSource } from '../vector-source.js';
+
+/** Writes `body` and its SHA-256 to `path`, atomically. */
+export function writeCheckedFile(path: string, body: ArrayBufferView): void {
+  const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+  writeAtomically(path, Buffer.concat([bytes, createHash('sha256').update(bytes).digest()]));
+}
+
+/** The body of a file from writeCheckedFile (in an ArrayBuffer of its own), or null when it is missing or damaged. */
+export function readCheckedFile(path: string): ArrayBuffer | null {
+  if (!existsSync(path)) return null;
+  const buf = readFileSync(path);
+  if (buf.length < 32) return null;
+  const body = buf.subarray(0, buf.length - 32);
+  if (!createHash('sha256').update(body).digest().equals(buf.subarray(buf.length - 32))) return null;
+  return body.buffer.slice(body.byteOffset, body.byteOffset + body.length);
+}
+
+/** Rows [r0, r1) of `file` as a source (each pass reads the file from its start and stops after r1). */
+export function rowRange(file: VectorReader, r0: number, r1: number): VectorSource {
+  const d = file.dim;
+  return {
+    rows: r1 - r0,
+    dim: d,
+    async *blocks() {
+      for await (const b of file.blocks()) {
+        const lo = Math.max(r0, b.start);
+        const hi = Math.min(r1, b.start + b.rows);
+        if (lo < hi) yield { data: b.data.subarray((lo - b.start) * d, (hi - b.start) * d), rows: hi - lo };
+        if (b.start + b.rows >= r1) break;
+      }
+    },
+  };
+}
+
+/** Rows [r0, r1) of the vector file at `path` for each range, read in one pass that stops after the last range. */
+export async function readRowRanges(path: string, ranges: [number, number][]): Promise<Float32Array[]> {
+  const file = await openVectors(path);
+  const d = file.dim;
+  const outs = ranges.map(([r0, r1]) => new Float32Array((r1 - r0) * d));
+  const end = Math.max(...ranges.map(([, r1]) => r1));
+  for await (const b of file.blocks()) {
+    ranges.forEach(([r0, r1], k) => {
+      const lo = Math.max(r0, b.start);
+      const hi = Math.min(r1, b.start + b.rows);
+      if (lo < hi) outs[k].set(b.data.subarray((lo - b.start) * d, (hi - b.start) * d), (lo - r0) * d);
+    });
+    if (b.start + b.rows >= end) break;
+  }
+  return outs;
+}
