@@ -1,6 +1,8 @@
 /**
- * k-means benchmark: the same data and initial centroids on each backend; seconds per iteration
- * (median over iterations), the objective per iteration, and the GPU/CPU ratio, in one run.
+ * k-means benchmark: the same data and initial centroids on each backend, with and without
+ * Hamerly's bounds (tuning.kmeansBounds); seconds per iteration (median over iterations), the
+ * objective per iteration, the GPU/CPU ratio, and whether the bounds gave the same centroids as
+ * scoring every point, in one run.
  */
 import type { Backend } from 'webgpu-knn';
 import { KMeans, createBackend } from 'webgpu-knn';
@@ -13,6 +15,8 @@ export interface KMeansBenchOptions {
   niter: number;
   seed: number;
   backends: ('webgpu' | 'cpu')[];
+  /** Runs with bounds on (true) and off (false), in this order, for each backend. */
+  bounds: boolean[];
   log: (line: string) => void;
 }
 
@@ -20,8 +24,10 @@ export async function runKMeansBench(o: KMeansBenchOptions): Promise<void> {
   const { data } = o;
   const rows: string[][] = [];
   const perIter: Record<string, number> = {};
-  for (const name of o.backends) {
-    const backend: Backend = await createBackend({ backend: name });
+  const centroidsOf: Record<string, Float32Array> = {};
+  for (const [name, bounds] of o.backends.flatMap((b) => o.bounds.map((on) => [b, on] as const))) {
+    const backend: Backend = await createBackend({ backend: name, tuning: { kmeansBounds: bounds } });
+    const config = `${name}, bounds ${bounds ? 'on' : 'off'}`;
     try {
       const times: number[] = [];
       let last = 0;
@@ -36,28 +42,34 @@ export async function runKMeansBench(o: KMeansBenchOptions): Promise<void> {
         onProgress: (p) => {
           times.push(p.seconds - last);
           last = p.seconds;
-          o.log(`${name} iteration ${p.iteration}/${p.niter}: ${p.seconds.toFixed(2)} s so far, objective ${p.objective.toPrecision(7)}${p.repaired ? `, ${p.repaired} empty clusters repaired` : ''}`);
+          o.log(`${config}: iteration ${p.iteration}/${p.niter}: ${p.seconds.toFixed(2)} s so far, objective ${p.objective.toPrecision(7)}${p.repaired ? `, ${p.repaired} empty clusters repaired` : ''}`);
         },
       });
       const total = (performance.now() - t0) / 1000;
       const s = summarize(times);
-      perIter[name] = s.median;
+      perIter[config] = s.median;
+      centroidsOf[config] = result.centroids;
+      const other = centroidsOf[`${name}, bounds ${bounds ? 'off' : 'on'}`];
+      const same = other ? other.every((v, i) => v === result.centroids[i]) : null;
       const record = {
-        bench: 'kmeans', backend: name, adapter: backend.description, data: data.name, n: result.n, d: data.d, k: o.k,
-        niter: o.niter, secondsPerIteration: s, totalSeconds: total, objective: result.objective,
+        bench: 'kmeans', backend: name, kmeansBounds: bounds, adapter: backend.description, data: data.name, n: result.n, d: data.d, k: o.k,
+        niter: o.niter, secondsPerIteration: s, totalSeconds: total, objective: result.objective, sameCentroidsAsOtherBounds: same,
       };
       console.log(JSON.stringify(record));
       rows.push([
-        name, String(result.n), String(o.k), s.median.toFixed(3), `${(100 * s.spread).toFixed(1)}%`, total.toFixed(1),
+        name, bounds ? 'on' : 'off', same === null ? '-' : same ? 'yes' : 'NO', String(result.n), String(o.k), s.median.toFixed(3), `${(100 * s.spread).toFixed(1)}%`, total.toFixed(1),
         result.objective[0].toPrecision(6), result.objective[result.objective.length - 1].toPrecision(6),
       ]);
     } finally {
       backend.dispose();
     }
   }
-  for (const r of rows) r.push(r[0] !== 'cpu' && perIter.cpu ? `${(perIter.cpu / perIter[r[0]]).toFixed(2)}x` : '-');
+  for (const r of rows) {
+    const cpu = perIter[`cpu, bounds ${r[1]}`];
+    r.push(r[0] !== 'cpu' && cpu ? `${(cpu / perIter[`${r[0]}, bounds ${r[1]}`]).toFixed(2)}x` : '-');
+  }
   console.log(
-    `\nk-means: ${data.name}, d=${data.d}, ${o.niter} iterations, random init (seed ${o.seed})\n` +
-      table(['backend', 'n', 'k', 's/iter', 'spread', 'total s', 'objective first', 'objective last', 'vs cpu'], rows),
+    `\nk-means: ${data.name}, d=${data.d}, ${o.niter} iterations, random init (seed ${o.seed}); same: the centroids equal, bit for bit, those of the other bounds setting\n` +
+      table(['backend', 'bounds', 'same', 'n', 'k', 's/iter', 'spread', 'total s', 'objective first', 'objective last', 'vs cpu'], rows),
   );
 }

@@ -88,8 +88,10 @@ ${COMMON}
 Prints one JSON line per configuration, then a table. Progress goes to stderr.`,
   kmeans: `usage: webgpu-knn bench kmeans [options]
 
-k-means (Lloyd, random init, no sampling) on each backend from the same initial centroids:
-seconds per iteration, objective, GPU/CPU ratio.
+k-means (Lloyd, random init, no sampling) on each backend from the same initial centroids, with
+and without Hamerly's bounds (tuning.kmeansBounds: only points whose centroid may have changed
+are scored): seconds per iteration, objective, GPU/CPU ratio, and whether the two bounds settings
+gave the same centroids (they must, bit for bit).
 
 options:
   --data SET       ${DATA_SETS.join(' | ')} (default clustered: generated blobs)
@@ -97,6 +99,7 @@ options:
   --d D            dimension, generated data (default 128)
   --k K            centroids (default 1024)
   --niter I        iterations (default 10)
+  --bounds B       on | off | on,off (default on,off)
 ${COMMON}`,
   ivf: `usage: webgpu-knn bench ivf [options]
 
@@ -511,7 +514,11 @@ export async function benchMain(argv: string[]): Promise<void> {
     });
   } else if (kase === 'kmeans') {
     const data = await loadBenchData(dataSet, positiveInt('n', v.n, 100_000), positiveInt('d', v.d, 128), 1, seed);
-    await runKMeansBench({ data, k: positiveInt('k', v.k, 1024), niter: positiveInt('niter', v.niter, 10), seed, backends, log });
+    const bounds = (v.bounds ?? 'on,off').split(',').map((b) => {
+      if (b !== 'on' && b !== 'off') throw new UsageError(`--bounds must be on, off or on,off; got ${v.bounds}`);
+      return b === 'on';
+    });
+    await runKMeansBench({ data, k: positiveInt('k', v.k, 1024), niter: positiveInt('niter', v.niter, 10), seed, backends, bounds, log });
   } else if (kase === 'dedup') {
     if (!v.input) throw new UsageError('--input is required');
     const metric = v.metric;

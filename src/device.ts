@@ -68,6 +68,14 @@ export interface DeviceTuning {
    * the GEMM runs whatever this says: the scan's heaps hold no more.
    */
   ivfStrategy?: 'auto' | 'scan' | 'gemm';
+  /**
+   * Whether k-means keeps Hamerly's bounds on the host (src/plans/kmeans-step.ts) and scores only
+   * the points whose nearest centroid may have changed. Same centroids either way. Default on the
+   * CPU and on a CPU-emulated adapter, where the score GEMM is the cost (about half of it saved
+   * over ten iterations; README, "k-means with bounds"), off on a real GPU, where a pass over the
+   * points on the host costs more than the GEMM it saves.
+   */
+  kmeansBounds?: boolean;
 }
 
 /** Options every device takes (createBackend passes them on). */
@@ -478,7 +486,10 @@ export function checkTuning(t: DeviceTuning, alsoKnown: string[] = []): void {
   if (t.ivfStrategy !== undefined && !['auto', 'scan', 'gemm'].includes(t.ivfStrategy)) {
     throw new InvalidArgumentError(`tuning.ivfStrategy must be auto, scan or gemm; got ${String(t.ivfStrategy)}`);
   }
-  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy'];
+  if (t.kmeansBounds !== undefined && typeof t.kmeansBounds !== 'boolean') {
+    throw new InvalidArgumentError(`tuning.kmeansBounds must be true or false; got ${String(t.kmeansBounds)}`);
+  }
+  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy', 'kmeansBounds'];
   const unknown = Object.keys(t).filter((key) => !known.includes(key) && !alsoKnown.includes(key) && key !== 'maxBindingBytes');
   if (unknown.length > 0) throw new InvalidArgumentError(`unknown tuning option ${unknown.join(', ')}; expected ${known.join(', ')}`);
 }

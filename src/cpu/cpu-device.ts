@@ -72,6 +72,7 @@ export class CpuDevice implements Device {
       pairCapacity: t.pairCapacity ?? 1 << 20,
       scanSegments: t.scanSegments ?? 1,
       ivfStrategy: t.ivfStrategy ?? 'auto',
+      kmeansBounds: t.kmeansBounds ?? true,
     };
   }
 

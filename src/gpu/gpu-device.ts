@@ -87,6 +87,7 @@ export class GpuDevice implements Device {
       pairCapacity: options.pairCapacity ?? 1 << 20,
       scanSegments: options.scanSegments ?? 8,
       ivfStrategy: options.ivfStrategy ?? 'auto',
+      kmeansBounds: options.kmeansBounds ?? fallback,
     };
   }
 

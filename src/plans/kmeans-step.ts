@@ -9,6 +9,13 @@
  *   kmeans-reduce -> the new centroids, written into the centroid store; norms -> their norms
  *   read the counts and the per-block objective
  *
+ * With bounds (tuning.kmeansBounds; Hamerly's algorithm, see AssignmentBounds) the assignment
+ * skips the score GEMM for every point whose nearest centroid provably did not change: the host
+ * keeps each point's centroid and a lower bound on its distance to every other centroid, the device
+ * scores only the other points (a flat search at k = 2), and kmeans-partial then takes the
+ * uploaded labels and scores. The assignment is the one the GEMM would have made (the bound keeps
+ * a margin for its float32 rounding), so the centroids are the same, bit for bit.
+ *
  * Blocks are global and a block split between chunks is summed in point order (see
  * shaders/kmeans-partial.wgsl), so the centroids do not depend on how the points are chunked. The
  * number of blocks does depend on the partial sums fitting one binding (nblocks * nc * dpad floats,
@@ -21,7 +28,7 @@ import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
 import { CodeStore } from '../stores/code-store.js';
 import { InvalidArgumentError } from '../types.js';
-import { flatLists, floatQueries } from './flat-search.js';
+import { flatLists, floatQueries, searchFlat } from './flat-search.js';
 import { Scratch } from './scratch.js';
 
 export class DeviceKMeans implements KMeansWorkspace {
@@ -32,11 +39,14 @@ export class DeviceKMeans implements KMeansWorkspace {
   private readonly partCounts: DeviceBuffer;
   private readonly obj: DeviceBuffer;
   private readonly counts: DeviceBuffer;
+  /** Hamerly's bounds, where the device's tuning asks for them (null: every point is scored). */
+  private readonly bounds: AssignmentBounds | null;
 
   private constructor(
     private readonly device: Device,
     private readonly points: CodeStore,
     private readonly nc: number,
+    x: Float32Array,
   ) {
     const { d, dpad } = points;
     const n = points.ntotal;
@@ -54,6 +64,7 @@ export class DeviceKMeans implements KMeansWorkspace {
     this.partCounts = device.buffer('kmeans_part_counts', this.nblocks * nc * 4);
     this.obj = device.buffer('kmeans_obj', this.nblocks * 4);
     this.counts = device.buffer('kmeans_counts', nc * 4);
+    this.bounds = device.tuning.kmeansBounds ? new AssignmentBounds(x, n, d, nc) : null;
   }
 
   /** Uploads `n` points (`x`, `n * d`) in chunks and computes their norms on the device. */
@@ -61,7 +72,7 @@ export class DeviceKMeans implements KMeansWorkspace {
     const points = new CodeStore(device, d, { hostCopy: false });
     try {
       await points.add(x, n);
-      return new DeviceKMeans(device, points, nc);
+      return new DeviceKMeans(device, points, nc, x);
     } catch (err) {
       points.dispose();
       throw err;
@@ -71,6 +82,7 @@ export class DeviceKMeans implements KMeansWorkspace {
   async setCentroids(centroids: Float32Array): Promise<void> {
     this.centroidStore.reset();
     await this.centroidStore.add(centroids, this.nc);
+    this.bounds?.moveCentroids(centroids);
   }
 
   async iterate(): Promise<{ objective: number; counts: Uint32Array }> {
@@ -84,9 +96,11 @@ export class DeviceKMeans implements KMeansWorkspace {
 
   /** Records one iteration and reads its counts and objective back. */
   private async record(): Promise<{ objective: number; counts: Uint32Array }> {
-    const { device, nc, nblocks, points } = this;
+    const { device, nc, nblocks, points, bounds } = this;
     const { dpad } = points;
     const centroids = this.centroidStore.chunks[0];
+    // With bounds, the labels and scores of every point, assigned on the host and the device.
+    const assigned = bounds ? await this.assign(bounds) : null;
     device.clear(this.sums);
     device.clear(this.partCounts);
     device.clear(this.obj);
@@ -95,7 +109,12 @@ export class DeviceKMeans implements KMeansWorkspace {
       // Calls run in order, so each chunk's scratch can go back to the pool once its calls are made.
       const scratch = new Scratch(device);
       try {
-        const run = flatLists(scratch, this.centroidStore, floatQueries(c.xb), 0, c.rows, 1, 'l2');
+        let run: { s: DeviceBuffer; i: DeviceBuffer };
+        if (assigned) {
+          run = { s: scratch.buffer('kmeans_score', c.rows * 4), i: scratch.buffer('kmeans_label', c.rows * 4) };
+          device.upload(run.s, 0, assigned.scores.subarray(p0, p0 + c.rows));
+          device.upload(run.i, 0, assigned.labels.subarray(p0, p0 + c.rows));
+        } else run = flatLists(scratch, this.centroidStore, floatQueries(c.xb), 0, c.rows, 1, 'l2');
         device.dispatch({
           kernel: 'kmeans-partial', x: c.xb, xnorm: c.xnorm, score: run.s, label: run.i, sums: this.sums, counts: this.partCounts,
           obj: this.obj, n: c.rows, p0, dpad, nc, block: this.block,
@@ -107,13 +126,33 @@ export class DeviceKMeans implements KMeansWorkspace {
     }
     device.dispatch({ kernel: 'kmeans-reduce', sums: this.sums, counts: this.partCounts, centroids: centroids.xb, outCounts: this.counts, nc, dpad, nblocks });
     device.dispatch({ kernel: 'norms', x: centroids.xb, out: centroids.xnorm, n: nc, dpad, row0: 0, out0: 0 });
-    const [obj, counts] = await device.read([
+    const [obj, counts, moved] = await device.read([
       { buffer: this.obj, offset: 0, bytes: nblocks * 4 },
       { buffer: this.counts, offset: 0, bytes: nc * 4 },
+      // With bounds, the new centroids: how far each moved loosens the bounds.
+      ...(bounds ? [{ buffer: centroids.xb, offset: 0, bytes: nc * dpad * 4 }] : []),
     ]);
+    if (bounds) bounds.moveCentroids(unpadRows(new Float32Array(moved), nc, points.d, dpad));
     let objective = 0;
     for (const v of new Float32Array(obj)) objective += v;
     return { objective, counts: new Uint32Array(counts) };
+  }
+
+  /**
+   * The assignment with bounds: the points the bounds cannot keep are scored against the centroids
+   * on the device (k = 2: the nearest, and the second nearest for the new bound); returns every
+   * point's label and score (||c||^2 - 2 x.c of its centroid, as the flat search's).
+   */
+  private async assign(bounds: AssignmentBounds): Promise<{ labels: Uint32Array; scores: Float32Array }> {
+    const rescore = bounds.unsettled();
+    if (rescore.length > 0) {
+      const { d } = this.points;
+      const xs = new Float32Array(rescore.length * d);
+      rescore.forEach((i, r) => xs.set(bounds.x.subarray(i * d, (i + 1) * d), r * d));
+      const top2 = await searchFlat(this.device, this.centroidStore, xs, rescore.length, 2, 'l2');
+      bounds.reassign(rescore, top2.labels, top2.distances);
+    }
+    return bounds.assignment();
   }
 
   async centroids(): Promise<Float32Array> {
@@ -126,5 +165,141 @@ export class DeviceKMeans implements KMeansWorkspace {
     this.points.dispose();
     this.centroidStore.dispose();
     for (const b of [this.sums, this.partCounts, this.obj, this.counts]) this.device.release(b);
+  }
+}
+
+/**
+ * Hamerly's bounds for a k-means assignment ("Making k-means even faster", 2010), on the host: per
+ * point its centroid and a lower bound on its distance to every other centroid. When the centroids
+ * move, each bound drops by the farthest move of another centroid (the triangle inequality); a
+ * point whose exact distance to its own centroid stays below its bound keeps that centroid, and
+ * only the other points are scored against all centroids again.
+ *
+ * The assignment must be the one the score GEMM would make, so the test keeps a margin for the
+ * GEMM's float32 rounding: a squared distance as the device computes it (||c||^2 - 2 x.c + ||x||^2,
+ * d + 2 terms in float32) is within e = (d + 2) 2^-24 (||x|| + ||c||)^2 of the exact one (the
+ * standard bound on a float dot product), and a point keeps its centroid a only when
+ * d(x, a)^2 + 2e < (lower bound)^2, where the GEMM cannot order a second. The lower bound itself
+ * starts from the GEMM's second-nearest score minus e. Twice e is used for e (a margin on the margin).
+ */
+export class AssignmentBounds {
+  private readonly labels: Uint32Array;
+  /** Below the distance from each point to every centroid but its own; -1: unknown (score it). */
+  private readonly lower: Float64Array;
+  /** Squared distance of each point to its centroid (exact, float64), from the last assignment. */
+  private readonly dist2: Float64Array;
+  private readonly xnorm: Float64Array;
+  private centroids: Float32Array | null = null;
+  private cnorm = 0;
+
+  constructor(
+    /** The points (`n * d`), held by the caller for as long as this lives. */
+    readonly x: Float32Array,
+    private readonly n: number,
+    private readonly d: number,
+    private readonly nc: number,
+  ) {
+    this.labels = new Uint32Array(n);
+    this.lower = new Float64Array(n).fill(-1);
+    this.dist2 = new Float64Array(n);
+    this.xnorm = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      let s = 0;
+      for (let j = i * d; j < (i + 1) * d; j++) s += x[j] * x[j];
+      this.xnorm[i] = Math.sqrt(s);
+    }
+  }
+
+  /** The GEMM's rounding bound on point i's squared distances (see the class comment), doubled. */
+  private margin(i: number): number {
+    const r = this.xnorm[i] + this.cnorm;
+    return 2 * (this.d + 2) * 2 ** -24 * r * r;
+  }
+
+  private distance2(i: number, c: number): number {
+    const { x, d } = this;
+    const cs = this.centroids!;
+    let s = 0;
+    for (let j = 0; j < d; j++) {
+      const t = x[i * d + j] - cs[c * d + j];
+      s += t * t;
+    }
+    return s;
+  }
+
+  /**
+   * The new centroids (`nc * d`): each point's lower bound drops by the farthest move of a centroid
+   * other than its own.
+   */
+  moveCentroids(next: Float32Array): void {
+    const { d, nc } = this;
+    const prev = this.centroids;
+    this.centroids = Float32Array.from(next);
+    this.cnorm = 0;
+    for (let c = 0; c < nc; c++) {
+      let s = 0;
+      for (let j = c * d; j < (c + 1) * d; j++) s += next[j] * next[j];
+      this.cnorm = Math.max(this.cnorm, Math.sqrt(s));
+    }
+    if (!prev) return;
+    // The two farthest moves, and whose the farthest is.
+    let far = 0;
+    let second = 0;
+    let farthest = -1;
+    for (let c = 0; c < nc; c++) {
+      let s = 0;
+      for (let j = c * d; j < (c + 1) * d; j++) {
+        const t = next[j] - prev[j];
+        s += t * t;
+      }
+      const m = Math.sqrt(s);
+      if (m > far) {
+        second = far;
+        far = m;
+        farthest = c;
+      } else if (m > second) second = m;
+    }
+    const { lower, labels } = this;
+    for (let i = 0; i < this.n; i++) {
+      if (lower[i] >= 0) lower[i] = Math.max(0, lower[i] - (labels[i] === farthest ? second : far));
+    }
+  }
+
+  /**
+   * The points whose centroid the bounds cannot keep, ascending; the others get their exact
+   * distance to it (for the objective).
+   */
+  unsettled(): number[] {
+    const out: number[] = [];
+    const { lower, labels, dist2 } = this;
+    for (let i = 0; i < this.n; i++) {
+      if (lower[i] < 0) {
+        out.push(i);
+        continue;
+      }
+      const u2 = this.distance2(i, labels[i]);
+      if (u2 + 2 * this.margin(i) < lower[i] * lower[i]) dist2[i] = u2;
+      else out.push(i);
+    }
+    return out;
+  }
+
+  /** Points `rows` scored at k = 2 (labels and squared distances, two a point, as searchFlat's). */
+  reassign(rows: number[], labels: Int32Array, distances: Float32Array): void {
+    rows.forEach((i, r) => {
+      const c = labels[2 * r];
+      this.labels[i] = c;
+      this.dist2[i] = this.distance2(i, c);
+      // No second centroid (nc = 1): nothing can take the point.
+      const second = labels[2 * r + 1] < 0 ? Infinity : distances[2 * r + 1];
+      this.lower[i] = Math.sqrt(Math.max(0, second - this.margin(i)));
+    });
+  }
+
+  /** Every point's label, and its score as the flat search gives it (squared distance - ||x||^2). */
+  assignment(): { labels: Uint32Array; scores: Float32Array } {
+    const scores = new Float32Array(this.n);
+    for (let i = 0; i < this.n; i++) scores[i] = this.dist2[i] - this.xnorm[i] * this.xnorm[i];
+    return { labels: this.labels, scores };
   }
 }

@@ -15,6 +15,7 @@ describe('createBackend', () => {
     await expect(createBackend({ backend: 'cpu', gpu: {} } as never)).rejects.toThrow(/unknown option gpu/);
     await expect(createBackend({ backend: 'cpu', tuning: { ivfStrategy: 'SCAN' as never } })).rejects.toThrow('tuning.ivfStrategy must be auto, scan or gemm; got SCAN');
     await expect(createBackend({ backend: 'cpu', tuning: { tileCols: 0 } })).rejects.toThrow('tuning.tileCols must be an integer >= 1; got 0');
+    await expect(createBackend({ backend: 'cpu', tuning: { kmeansBounds: 'yes' as never } })).rejects.toThrow('tuning.kmeansBounds must be true or false; got yes');
     await expect(createBackend({ backend: 'cpu', tuning: { tileCol: 4 } as never })).rejects.toThrow(/unknown tuning option tileCol/);
   });
 

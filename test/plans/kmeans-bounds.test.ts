@@ -1,0 +1,151 @@
+/**
+ * k-means with Hamerly's bounds (tuning.kmeansBounds, src/plans/kmeans-step.ts) assigns every point
+ * as the score GEMM alone would: the same centroids, bit for bit, on both devices, over data with
+ * exact ties, near ties, empty-cluster repairs and several chunks of points, while scoring fewer
+ * points; and a point the bounds keep is one whose centroid is provably still the nearest.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { Backend } from '../../src/backend.js';
+import { CpuDevice } from '../../src/cpu/cpu-device.js';
+import type { DeviceOptions, KernelCall } from '../../src/device.js';
+import { KMeans } from '../../src/kmeans.js';
+import { AssignmentBounds } from '../../src/plans/kmeans-step.js';
+import { clusteredFloats, rng } from '../../src/random.js';
+import { cpuBackend } from '../helpers/cpu.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+// Several chunks of points: the labels and scores of each are uploaded apart.
+const split: DeviceOptions = { chunkRows: 700 };
+const gpuOn = await gpuBackend({ ...split, kmeansBounds: true });
+const gpuOff = await gpuBackend({ ...split, kmeansBounds: false });
+afterAll(disposeGpuBackends);
+
+/** A CPU device that counts the (query, base) scores its gemm-scores calls compute. */
+class CountingDevice extends CpuDevice {
+  scored = 0;
+  override dispatch(call: KernelCall): void {
+    if (call.kernel === 'gemm-scores') this.scored += call.rows * call.cols;
+    super.dispatch(call);
+  }
+}
+
+/**
+ * Points with every kind of trouble for the bounds: 8 blobs shared by 24 centroids (split blobs:
+ * many near ties), a third of the rows copies of 10 others (exact ties; the random start then
+ * draws equal centroids, and empty clusters are repaired) and points on the midpoint of two others.
+ */
+function troubleData(n: number, d: number): Float32Array {
+  const x = clusteredFloats(n, d, 8, 11, 0.2);
+  const sources = [1, 2, 4, 5, 7, 8, 10, 11, 13, 14];
+  for (let i = 0; i < n; i += 3) x.copyWithin(i * d, sources[(i / 3) % 10] * d, sources[(i / 3) % 10] * d + d);
+  for (let i = 20; i < n; i += 11) {
+    if (i % 3 === 0) continue;
+    const a = (i + 1) % n;
+    const b = (i + 2) % n;
+    for (let j = 0; j < d; j++) x[i * d + j] = (x[a * d + j] + x[b * d + j]) / 2;
+  }
+  return x;
+}
+
+async function train(backend: Backend, x: Float32Array, d: number) {
+  const repaired: number[] = [];
+  const r = await new KMeans(backend, { dim: d }).train(x, { k: 24, niter: 12, seed: 3, onProgress: (p) => repaired.push(p.repaired) });
+  return { ...r, repaired };
+}
+
+describe('k-means with bounds', () => {
+  const d = 10;
+  const n = 2500;
+  const x = troubleData(n, d);
+
+  it('cpu: the same centroids and objectives as without bounds, from fewer scores', async () => {
+    const [on, off] = [new CountingDevice({ ...split, kmeansBounds: true }), new CountingDevice({ ...split, kmeansBounds: false })];
+    const [a, b] = [await train(new Backend(on), x, d), await train(new Backend(off), x, d)];
+    expect(b.repaired.some((r) => r > 0)).toBe(true);
+    expect(Array.from(a.centroids)).toEqual(Array.from(b.centroids));
+    expect(a.repaired).toEqual(b.repaired);
+    for (let i = 0; i < b.objective.length; i++) expect(Math.abs(a.objective[i] - b.objective[i])).toBeLessThanOrEqual(1e-5 * b.objective[i]);
+    expect(on.scored).toBeLessThan(0.8 * off.scored);
+  });
+
+  it('cpu: the default is on', () => {
+    expect(cpuBackend().device.tuning.kmeansBounds).toBe(true);
+  });
+
+  it.skipIf(!gpuOn || !gpuOff)('webgpu: the same centroids as without bounds, and as the CPU with them', async () => {
+    const [a, b] = [await train(gpuOn!, x, d), await train(gpuOff!, x, d)];
+    expect(Array.from(a.centroids)).toEqual(Array.from(b.centroids));
+    const c = await train(cpuBackend({ ...split, kmeansBounds: true }), x, d);
+    expect(Array.from(a.centroids)).toEqual(Array.from(c.centroids));
+  });
+});
+
+describe('AssignmentBounds', () => {
+  /** Float64 squared distances of point i to every centroid. */
+  function distances2(x: Float32Array, c: Float32Array, i: number, d: number, nc: number): number[] {
+    return Array.from({ length: nc }, (_, ci) => {
+      let s = 0;
+      for (let j = 0; j < d; j++) s += (x[i * d + j] - c[ci * d + j]) ** 2;
+      return s;
+    });
+  }
+
+  /** The k = 2 result searchFlat would give for `rows` (labels, squared distances; ties to the smaller id). */
+  function top2(x: Float32Array, c: Float32Array, rows: number[], d: number, nc: number) {
+    const labels = new Int32Array(rows.length * 2).fill(-1);
+    const dist = new Float32Array(rows.length * 2).fill(Infinity);
+    rows.forEach((i, r) => {
+      const order = distances2(x, c, i, d, nc)
+        .map((v, ci) => [v, ci])
+        .sort((p, q) => p[0] - q[0] || p[1] - q[1]);
+      for (let t = 0; t < Math.min(2, nc); t++) [dist[2 * r + t], labels[2 * r + t]] = order[t];
+    });
+    return { labels, dist };
+  }
+
+  it('keeps a point only while its centroid is strictly the nearest, through small moves and jumps', () => {
+    const [n, d, nc] = [800, 6, 12];
+    const x = clusteredFloats(n, d, 5, 21, 0.3);
+    const random = rng(5);
+    let c = Float32Array.from({ length: nc * d }, () => 2 * random() - 1);
+    const bounds = new AssignmentBounds(x, n, d, nc);
+    bounds.moveCentroids(c);
+    let settledTotal = 0;
+    for (let round = 0; round < 8; round++) {
+      const rows = bounds.unsettled();
+      if (round === 0) expect(rows).toHaveLength(n);
+      const { labels } = bounds.assignment();
+      const unsettled = new Set(rows);
+      const kept = Array.from({ length: n }, (_, i) => i).filter((i) => !unsettled.has(i));
+      for (const i of kept) {
+        const dist = distances2(x, c, i, d, nc);
+        const own = dist[labels[i]];
+        dist.forEach((v, ci) => {
+          if (ci !== labels[i]) expect(v, `point ${i}, round ${round}: centroid ${ci} vs its own ${labels[i]}`).toBeGreaterThan(own);
+        });
+      }
+      settledTotal += kept.length;
+      const t = top2(x, c, rows, d, nc);
+      bounds.reassign(rows, t.labels, t.dist);
+      // Small moves for all; in odd rounds one centroid jumps onto another's place (as a repair does).
+      c = c.map((v) => v + 0.02 * (random() - 0.5));
+      if (round % 2 === 1) c.copyWithin((round % nc) * d, ((round + 5) % nc) * d, ((round + 5) % nc) * d + d);
+      bounds.moveCentroids(c);
+    }
+    // The bounds did keep points (else this test would check nothing).
+    expect(settledTotal).toBeGreaterThan(n);
+  });
+
+  it('with one centroid, every point stays after the first assignment', () => {
+    const x = clusteredFloats(50, 3, 2, 4);
+    const c = new Float32Array([0.1, 0.2, 0.3]);
+    const bounds = new AssignmentBounds(x, 50, 3, 1);
+    bounds.moveCentroids(c);
+    const rows = bounds.unsettled();
+    const t = top2(x, c, rows, 3, 1);
+    bounds.reassign(rows, t.labels, t.dist);
+    bounds.moveCentroids(new Float32Array([5, 5, 5]));
+    expect(bounds.unsettled()).toEqual([]);
+    expect(Array.from(bounds.assignment().labels)).toEqual(new Array(50).fill(0));
+  });
+});
