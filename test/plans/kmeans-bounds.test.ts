@@ -103,7 +103,7 @@ describe('AssignmentBounds', () => {
     return { labels, dist };
   }
 
-  it.each([2, 3, 12])('%i centroids: keeps a point only while its centroid is strictly the nearest, through small moves and jumps', (nc) => {
+  it.each([2, 3, 12, 40])('%i centroids: keeps a point only while its centroid is strictly the nearest, through small moves and jumps', (nc) => {
     const [n, d] = [800, 6];
     const x = clusteredFloats(n, d, 5, 21, 0.3);
     const random = rng(5);
@@ -127,9 +127,11 @@ describe('AssignmentBounds', () => {
       settledTotal += kept.length;
       const t = nearest(x, c, rows, d, nc, bounds.k);
       bounds.reassign(rows, t.labels, t.dist);
-      // Small moves for all; in odd rounds one centroid jumps onto another's place (as a repair does).
+      // Small moves for all; in odd rounds one centroid jumps onto another's place (as a repair
+      // does), in round 4 six more.
       c = c.map((v) => v + 0.02 * (random() - 0.5));
       if (round % 2 === 1) c.copyWithin((round % nc) * d, ((round + 1) % nc) * d, ((round + 1) % nc) * d + d);
+      if (round === 4) for (let j = 0; j < Math.min(nc, 6); j++) c.copyWithin(((3 * j) % nc) * d, ((3 * j + 1) % nc) * d, ((3 * j + 1) % nc) * d + d);
       bounds.moveCentroids(c);
     }
     // The bounds did keep points (else this test would check nothing).
