@@ -89,9 +89,9 @@ Prints one JSON line per configuration, then a table. Progress goes to stderr.`,
   kmeans: `usage: webgpu-knn bench kmeans [options]
 
 k-means (Lloyd, random init, no sampling) on each backend from the same initial centroids, with
-and without Hamerly's bounds (tuning.kmeansBounds: only points whose centroid may have changed
-are scored): seconds per iteration, objective, GPU/CPU ratio, and whether the two bounds settings
-gave the same centroids (they must, bit for bit).
+and without bounds (tuning.kmeansBounds: only points whose centroid may have changed are scored):
+seconds per iteration, objective, GPU/CPU ratio, and whether the two bounds settings gave the same
+centroids (they must, bit for bit: the run fails if not).
 
 options:
   --data SET       ${DATA_SETS.join(' | ')} (default clustered: generated blobs)

@@ -233,7 +233,11 @@ export class Backend {
     return selfJoinCandidates(this.device, store as CodeStore, metric, limit, rel, options);
   }
 
-  /** Holds `n` points (`x`, `n * d`, validated) and `nc` centroids for k-means iterations. */
+  /**
+   * Holds `n` points (`x`, `n * d`, validated) and `nc` centroids for k-means iterations. With
+   * bounds (tuning.kmeansBounds) the workspace reads `x` on every iteration: it must not change
+   * until the workspace is disposed.
+   */
   createKMeansWorkspace(x: Float32Array, n: number, d: number, nc: number): Promise<KMeansWorkspace> {
     return DeviceKMeans.create(this.device, x, n, d, nc);
   }

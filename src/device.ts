@@ -69,11 +69,12 @@ export interface DeviceTuning {
    */
   ivfStrategy?: 'auto' | 'scan' | 'gemm';
   /**
-   * Whether k-means keeps Hamerly's bounds on the host (src/plans/kmeans-step.ts) and scores only
-   * the points whose nearest centroid may have changed. Same centroids either way. Default on the
-   * CPU and on a CPU-emulated adapter, where the score GEMM is the cost (about half of it saved
-   * over ten iterations; README, "k-means with bounds"), off on a real GPU, where a pass over the
-   * points on the host costs more than the GEMM it saves.
+   * Whether k-means keeps bounds on the host (src/plans/kmeans-step.ts) and scores only the points
+   * whose nearest centroid may have changed. The same centroids either way; the objective is then
+   * the exact float64 sum rather than the GEMM's float32 one. Default on for the CPU and a
+   * CPU-emulated adapter, where the score GEMM is the cost (README, "k-means with bounds"), off on
+   * a real GPU, where a pass over the points on the host costs more than the GEMM it saves, and
+   * for gpu.js, whose GL arithmetic is not held to float32's rounding.
    */
   kmeansBounds?: boolean;
 }

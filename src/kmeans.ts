@@ -86,7 +86,10 @@ export class KMeans {
       throw new InvalidArgumentError(`k-means needs at least k = ${k} training points; got ${nAll}`);
     }
     const random = rng(seed);
-    const x = await sampleRows(xt, d, Math.min(maxPer * k, maxPoints), random);
+    const sample = await sampleRows(xt, d, Math.min(maxPer * k, maxPoints), random);
+    // Where nothing is sampled away the sample is the caller's own array: copied, since the
+    // workspace reads it every iteration (its bounds) and the caller may change it meanwhile.
+    const x = sample === xt ? sample.slice() : sample;
     const n = x.length / d;
     const centroids = init === 'random' ? initRandom(x, n, d, k, random) : initPlusPlus(x, n, d, k, random);
     const ws = await this.backend.createKMeansWorkspace(x, n, d, k);

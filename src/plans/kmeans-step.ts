@@ -12,9 +12,12 @@
  * With bounds (tuning.kmeansBounds; see AssignmentBounds) the assignment skips the score GEMM
  * for every point whose nearest centroid provably did not change: the host keeps each point's
  * centroid and lower bounds on its distance to the others, the device scores only the other points
- * (a flat search at k = BOUND_LIST), and kmeans-partial then takes the
- * uploaded labels and scores. The assignment is the one the GEMM would have made (the bound keeps
- * a margin for its float32 rounding), so the centroids are the same, bit for bit.
+ * (a flat search at k = BOUND_LIST, in batches of RESCORE_BATCH points), and kmeans-partial then
+ * takes the uploaded labels and scores. The assignment is the one the GEMM would have made (the
+ * bound keeps a margin for its float32 rounding), so the centroids are the same, bit for bit. The
+ * objective is then the host's float64 sum of the exact squared distances, where without bounds
+ * it is the sum of the GEMM's float32 scores (which lose digits when the points are far from the
+ * origin): the two agree to float32 rounding on data near the origin, not in general.
  *
  * Blocks are global and a block split between chunks is summed in point order (see
  * shaders/kmeans-partial.wgsl), so the centroids do not depend on how the points are chunked. The
@@ -39,7 +42,7 @@ export class DeviceKMeans implements KMeansWorkspace {
   private readonly partCounts: DeviceBuffer;
   private readonly obj: DeviceBuffer;
   private readonly counts: DeviceBuffer;
-  /** Hamerly's bounds, where the device's tuning asks for them (null: every point is scored). */
+  /** The assignment's bounds, where the device's tuning asks for them (null: every point is scored). */
   private readonly bounds: AssignmentBounds | null;
 
   private constructor(
@@ -134,23 +137,27 @@ export class DeviceKMeans implements KMeansWorkspace {
     ]);
     if (bounds) bounds.moveCentroids(unpadRows(new Float32Array(moved), nc, points.d, dpad));
     let objective = 0;
-    for (const v of new Float32Array(obj)) objective += v;
+    if (assigned) objective = assigned.objective;
+    else for (const v of new Float32Array(obj)) objective += v;
     return { objective, counts: new Uint32Array(counts) };
   }
 
   /**
    * The assignment with bounds: the points the bounds cannot keep are scored against the centroids
-   * on the device (at k = bounds.k: the nearest, and the next nearest for the new bounds); returns every
-   * point's label and score (||c||^2 - 2 x.c of its centroid, as the flat search's).
+   * on the device (at k = bounds.k: the nearest, and the next nearest for the new bounds), in
+   * batches of RESCORE_BATCH points, so that the host holds one batch's copy and results at a
+   * time; returns every point's label and score (||c||^2 - 2 x.c of its centroid, as the flat
+   * search's) and the objective (the float64 sum of the exact squared distances).
    */
-  private async assign(bounds: AssignmentBounds): Promise<{ labels: Uint32Array; scores: Float32Array }> {
+  private async assign(bounds: AssignmentBounds): Promise<{ labels: Uint32Array; scores: Float32Array; objective: number }> {
     const rescore = bounds.unsettled();
-    if (rescore.length > 0) {
-      const { d } = this.points;
-      const xs = new Float32Array(rescore.length * d);
-      rescore.forEach((i, r) => xs.set(bounds.x.subarray(i * d, (i + 1) * d), r * d));
-      const nearest = await searchFlat(this.device, this.centroidStore, xs, rescore.length, bounds.k, 'l2');
-      bounds.reassign(rescore, nearest.labels, nearest.distances);
+    const { d } = this.points;
+    for (let b0 = 0; b0 < rescore.length; b0 += RESCORE_BATCH) {
+      const rows = rescore.subarray(b0, b0 + RESCORE_BATCH);
+      const xs = new Float32Array(rows.length * d);
+      rows.forEach((i, r) => xs.set(bounds.x.subarray(i * d, (i + 1) * d), r * d));
+      const nearest = await searchFlat(this.device, this.centroidStore, xs, rows.length, bounds.k, 'l2');
+      bounds.reassign(rows, nearest.labels, nearest.distances);
     }
     return bounds.assignment();
   }
@@ -171,6 +178,9 @@ export class DeviceKMeans implements KMeansWorkspace {
 /** Centroids a point's bounds name (its own and the next nearest), scored at once when it is re-scored. */
 export const BOUND_LIST = 8;
 
+/** Points re-scored per flat search (bounds the host's copies of their rows and results). */
+export const RESCORE_BATCH = 1 << 16;
+
 /**
  * Bounds for a k-means assignment, on the host, after Hamerly ("Making k-means even faster", 2010)
  * and Drake and Hamerly's adaptive bounds (2012): per point its centroid, the next nearest
@@ -185,10 +195,12 @@ export const BOUND_LIST = 8;
  *
  * The assignment must be the one the score GEMM would make, so the test keeps a margin for the
  * GEMM's float32 rounding: a squared distance as the device computes it (||c||^2 - 2 x.c + ||x||^2,
- * d + 2 terms in float32) is within e = (d + 2) 2^-24 (||x|| + ||c||)^2 of the exact one (the
- * standard bound on a float dot product), and a point keeps its centroid a only when
- * d(x, a)^2 + 2e < (lowest bound)^2, where the GEMM cannot order another centroid first. Bounds
- * start from the GEMM's squared distances minus e. Twice e is used for e (a margin on the margin).
+ * d + 2 terms in float32) is within (d + 2) 2^-24 (||x|| + ||c||)^2 of the exact one (the standard
+ * bound on a float dot product), plus (d + 2) 2^-126 for terms flushed to zero where they fall
+ * below float32's normal range (lavapipe flushes; data of magnitude 1e-21 broke the relative bound
+ * alone). `error(i)` is twice that sum (a margin on the margin): bounds start from the GEMM's
+ * squared distances minus error(i), and a point keeps its centroid a only when
+ * d(x, a)^2 + 2 error(i) < (lowest bound)^2, where the GEMM cannot order another centroid first.
  */
 export class AssignmentBounds {
   private readonly labels: Uint32Array;
@@ -228,10 +240,10 @@ export class AssignmentBounds {
     return Math.min(BOUND_LIST, this.nc);
   }
 
-  /** The GEMM's rounding bound on point i's squared distances (see the class comment), doubled. */
-  private margin(i: number): number {
+  /** How far the GEMM's squared distances of point i may be from the exact ones, doubled (see the class comment). */
+  private error(i: number): number {
     const r = this.xnorm[i] + this.cnorm;
-    return 2 * (this.d + 2) * 2 ** -24 * r * r;
+    return 2 * (this.d + 2) * (2 ** -24 * r * r + 2 ** -126);
   }
 
   private distance2(i: number, c: number): number {
@@ -292,35 +304,37 @@ export class AssignmentBounds {
    * The points whose centroid the bounds cannot keep, ascending; the others get their exact
    * distance to it (for the objective).
    */
-  unsettled(): number[] {
+  unsettled(): Uint32Array {
     const out: number[] = [];
     const { lower, labels, dist2, slots } = this;
     for (let i = 0; i < this.n; i++) {
-      let bound = Infinity;
-      for (let t = i * slots; t < (i + 1) * slots; t++) bound = Math.min(bound, lower[t]);
-      if (bound < 0) {
+      // No bounds yet (reassign sets every slot of a point): score it.
+      if (lower[i * slots] < 0) {
         out.push(i);
         continue;
       }
+      let bound = Infinity;
+      for (let t = i * slots; t < (i + 1) * slots; t++) bound = Math.min(bound, lower[t]);
       const u2 = this.distance2(i, labels[i]);
-      if (u2 + 2 * this.margin(i) < bound * bound) dist2[i] = u2;
+      if (u2 + 2 * this.error(i) < bound * bound) dist2[i] = u2;
       else out.push(i);
     }
-    return out;
+    return Uint32Array.from(out);
   }
 
   /**
    * Points `rows` scored against every centroid at k = this.k (labels and squared distances, k a
    * point, nearest first, as searchFlat gives them; -1 labels pad where there are fewer centroids).
    */
-  reassign(rows: number[], labels: Int32Array, distances: Float32Array): void {
+  reassign(rows: ArrayLike<number> & Iterable<number>, labels: Int32Array, distances: Float32Array): void {
     const { slots, near, lower } = this;
     const k = this.k;
-    rows.forEach((i, r) => {
+    let r = 0;
+    for (const i of rows) {
       const c = labels[k * r];
       this.labels[i] = c;
       this.dist2[i] = this.distance2(i, c);
-      const bound = (t: number): number => (labels[k * r + t] < 0 ? Infinity : Math.sqrt(Math.max(0, distances[k * r + t] - this.margin(i))));
+      const bound = (t: number): number => (labels[k * r + t] < 0 ? Infinity : Math.sqrt(Math.max(0, distances[k * r + t] - this.error(i))));
       // Slots 0 .. slots - 2 name the 2nd .. nearest; the last bounds the k-th nearest and beyond
       // (nothing beyond where k = nc: no other centroid at all with nc = 1).
       for (let t = 0; t < slots - 1; t++) {
@@ -328,13 +342,21 @@ export class AssignmentBounds {
         lower[i * slots + t] = bound(t + 1);
       }
       lower[i * slots + slots - 1] = k > 1 ? bound(k - 1) : Infinity;
-    });
+      r++;
+    }
   }
 
-  /** Every point's label, and its score as the flat search gives it (squared distance - ||x||^2). */
-  assignment(): { labels: Uint32Array; scores: Float32Array } {
+  /**
+   * Every point's label, its score as the flat search gives it (squared distance - ||x||^2), and
+   * the objective: the float64 sum of the exact squared distances.
+   */
+  assignment(): { labels: Uint32Array; scores: Float32Array; objective: number } {
     const scores = new Float32Array(this.n);
-    for (let i = 0; i < this.n; i++) scores[i] = this.dist2[i] - this.xnorm[i] * this.xnorm[i];
-    return { labels: this.labels, scores };
+    let objective = 0;
+    for (let i = 0; i < this.n; i++) {
+      scores[i] = this.dist2[i] - this.xnorm[i] * this.xnorm[i];
+      objective += this.dist2[i];
+    }
+    return { labels: this.labels, scores, objective };
   }
 }

@@ -1,8 +1,10 @@
 /**
- * k-means with Hamerly's bounds (tuning.kmeansBounds, src/plans/kmeans-step.ts) assigns every point
- * as the score GEMM alone would: the same centroids, bit for bit, on both devices, over data with
- * exact ties, near ties, empty-cluster repairs and several chunks of points, while scoring fewer
- * points; and a point the bounds keep is one whose centroid is provably still the nearest.
+ * k-means with bounds (tuning.kmeansBounds, src/plans/kmeans-step.ts) assigns every point as the
+ * score GEMM alone would: the same centroids, bit for bit, on both devices, over data with exact
+ * ties, near ties, empty-cluster repairs and several chunks of points, far from the origin (where
+ * float32 scores lose digits) and of tiny magnitude (where lavapipe flushes products to zero),
+ * while scoring fewer points; and a point the bounds keep is one whose centroid is provably still
+ * the nearest.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Backend } from '../../src/backend.js';
@@ -72,6 +74,22 @@ describe('k-means with bounds', () => {
     expect(cpuBackend().device.tuning.kmeansBounds).toBe(true);
   });
 
+  // Far from the origin, ||c||^2 - 2 x.c cancels most of its float32 digits: without the margin,
+  // the bounds kept points the GEMM assigned elsewhere (found at +100 on lavapipe). Of tiny
+  // magnitude, products fall below float32's normal range (lavapipe flushes them to zero).
+  for (const [what, scale, offset] of [['far from the origin', 1, 100], ['of tiny magnitude', 1e-21, 0]] as const) {
+    const d3 = 3;
+    const y = troubleData(2000, d3).map((v) => v * scale + offset);
+    it(`cpu: the same centroids with and without bounds, data ${what}`, async () => {
+      const [a, b] = [await train(cpuBackend({ kmeansBounds: true }), y, d3), await train(cpuBackend({ kmeansBounds: false }), y, d3)];
+      expect(Array.from(a.centroids)).toEqual(Array.from(b.centroids));
+    });
+    it.skipIf(!gpuOn || !gpuOff)(`webgpu: the same centroids with and without bounds, data ${what}`, async () => {
+      const [a, b] = [await train(gpuOn!, y, d3), await train(gpuOff!, y, d3)];
+      expect(Array.from(a.centroids)).toEqual(Array.from(b.centroids));
+    });
+  }
+
   it.skipIf(!gpuOn || !gpuOff)('webgpu: the same centroids as without bounds, and as the CPU with them', async () => {
     const [a, b] = [await train(gpuOn!, x, d), await train(gpuOff!, x, d)];
     expect(Array.from(a.centroids)).toEqual(Array.from(b.centroids));
@@ -113,7 +131,7 @@ describe('AssignmentBounds', () => {
     let settledTotal = 0;
     for (let round = 0; round < 8; round++) {
       const rows = bounds.unsettled();
-      if (round === 0) expect(rows).toHaveLength(n);
+      if (round === 0) expect(rows.length).toBe(n);
       const { labels } = bounds.assignment();
       const unsettled = new Set(rows);
       const kept = Array.from({ length: n }, (_, i) => i).filter((i) => !unsettled.has(i));
@@ -125,7 +143,7 @@ describe('AssignmentBounds', () => {
         });
       }
       settledTotal += kept.length;
-      const t = nearest(x, c, rows, d, nc, bounds.k);
+      const t = nearest(x, c, Array.from(rows), d, nc, bounds.k);
       bounds.reassign(rows, t.labels, t.dist);
       // Small moves for all; in odd rounds one centroid jumps onto another's place (as a repair
       // does), in round 4 six more.
@@ -144,10 +162,10 @@ describe('AssignmentBounds', () => {
     const bounds = new AssignmentBounds(x, 50, 3, 1);
     bounds.moveCentroids(c);
     const rows = bounds.unsettled();
-    const t = nearest(x, c, rows, 3, 1, bounds.k);
+    const t = nearest(x, c, Array.from(rows), 3, 1, bounds.k);
     bounds.reassign(rows, t.labels, t.dist);
     bounds.moveCentroids(new Float32Array([5, 5, 5]));
-    expect(bounds.unsettled()).toEqual([]);
+    expect(bounds.unsettled().length).toBe(0);
     expect(Array.from(bounds.assignment().labels)).toEqual(new Array(50).fill(0));
   });
 });
