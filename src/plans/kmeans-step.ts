@@ -129,16 +129,17 @@ export class DeviceKMeans implements KMeansWorkspace {
     }
     device.dispatch({ kernel: 'kmeans-reduce', sums: this.sums, counts: this.partCounts, centroids: centroids.xb, outCounts: this.counts, nc, dpad, nblocks });
     device.dispatch({ kernel: 'norms', x: centroids.xb, out: centroids.xnorm, n: nc, dpad, row0: 0, out0: 0 });
-    const [obj, counts, moved] = await device.read([
-      { buffer: this.obj, offset: 0, bytes: nblocks * 4 },
+    const [counts, last] = await device.read([
       { buffer: this.counts, offset: 0, bytes: nc * 4 },
-      // With bounds, the new centroids: how far each moved loosens the bounds.
-      ...(bounds ? [{ buffer: centroids.xb, offset: 0, bytes: nc * dpad * 4 }] : []),
+      // With bounds, the new centroids (how far each moved loosens the bounds; the objective is
+      // the host's); without, the per-block objective.
+      bounds ? { buffer: centroids.xb, offset: 0, bytes: nc * dpad * 4 } : { buffer: this.obj, offset: 0, bytes: nblocks * 4 },
     ]);
-    if (bounds) bounds.moveCentroids(unpadRows(new Float32Array(moved), nc, points.d, dpad));
     let objective = 0;
-    if (assigned) objective = assigned.objective;
-    else for (const v of new Float32Array(obj)) objective += v;
+    if (bounds && assigned) {
+      bounds.moveCentroids(unpadRows(new Float32Array(last), nc, points.d, dpad));
+      objective = assigned.objective;
+    } else for (const v of new Float32Array(last)) objective += v;
     return { objective, counts: new Uint32Array(counts) };
   }
 
