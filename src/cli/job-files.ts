@@ -26,6 +26,13 @@ export function readCheckedFile(path: string): ArrayBuffer | null {
   return body.buffer.slice(body.byteOffset, body.byteOffset + body.length);
 }
 
+/** The rows of block `b` (its first row is `b.start`) that fall in [r0, r1), or null: none do. */
+function clip(b: { data: Float32Array; start: number; rows: number }, r0: number, r1: number, d: number): Float32Array | null {
+  const lo = Math.max(r0, b.start);
+  const hi = Math.min(r1, b.start + b.rows);
+  return lo < hi ? b.data.subarray((lo - b.start) * d, (hi - b.start) * d) : null;
+}
+
 /** Rows [r0, r1) of `file` as a source (each pass reads the file from its start and stops after r1). */
 export function rowRange(file: VectorReader, r0: number, r1: number): VectorSource {
   const d = file.dim;
@@ -34,9 +41,8 @@ export function rowRange(file: VectorReader, r0: number, r1: number): VectorSour
     dim: d,
     async *blocks() {
       for await (const b of file.blocks()) {
-        const lo = Math.max(r0, b.start);
-        const hi = Math.min(r1, b.start + b.rows);
-        if (lo < hi) yield { data: b.data.subarray((lo - b.start) * d, (hi - b.start) * d), rows: hi - lo };
+        const data = clip(b, r0, r1, d);
+        if (data) yield { data, rows: data.length / d };
         if (b.start + b.rows >= r1) break;
       }
     },
@@ -51,9 +57,8 @@ export async function readRowRanges(path: string, ranges: [number, number][]): P
   const end = Math.max(...ranges.map(([, r1]) => r1));
   for await (const b of file.blocks()) {
     ranges.forEach(([r0, r1], k) => {
-      const lo = Math.max(r0, b.start);
-      const hi = Math.min(r1, b.start + b.rows);
-      if (lo < hi) outs[k].set(b.data.subarray((lo - b.start) * d, (hi - b.start) * d), (lo - r0) * d);
+      const data = clip(b, r0, r1, d);
+      if (data) outs[k].set(data, (Math.max(r0, b.start) - r0) * d);
     });
     if (b.start + b.rows >= end) break;
   }

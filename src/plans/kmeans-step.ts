@@ -31,6 +31,7 @@ import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
 import { CodeStore } from '../stores/code-store.js';
 import { InvalidArgumentError } from '../types.js';
+import { copyRows } from '../vector-source.js';
 import { flatLists, floatQueries, searchFlat } from './flat-search.js';
 import { Scratch } from './scratch.js';
 
@@ -155,9 +156,7 @@ export class DeviceKMeans implements KMeansWorkspace {
     const { d } = this.points;
     for (let b0 = 0; b0 < rescore.length; b0 += RESCORE_BATCH) {
       const rows = rescore.subarray(b0, b0 + RESCORE_BATCH);
-      const xs = new Float32Array(rows.length * d);
-      rows.forEach((i, r) => xs.set(bounds.x.subarray(i * d, (i + 1) * d), r * d));
-      const nearest = await searchFlat(this.device, this.centroidStore, xs, rows.length, bounds.k, 'l2');
+      const nearest = await searchFlat(this.device, this.centroidStore, copyRows(bounds.x, d, rows), rows.length, bounds.k, 'l2');
       bounds.reassign(rows, nearest.labels, nearest.distances);
     }
     return bounds.assignment();
