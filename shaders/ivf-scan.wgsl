@@ -4,6 +4,10 @@
 //   its vectors in this chunk are xb[ranges[2L] .. ranges[2L + 1]) (vectors grouped by list, with
 //   spare room between lists), with norms xnorm and ids at the same positions; segment g covers an
 //   nseg-th of that range. A list absent from the chunk has an empty range.
+//   HALF: the dot products read the rows as float16 from the xb binding (two halves a word, low
+//   half first, 4 ceil(dpad / 8) words a row, zero-padded; src/stores/half-rows.ts): half the loads, which bound this
+//   loop on a software adapter. Scores are then approximate; the plan checks them against a bound
+//   and searches again where it cannot vouch for them (src/plans/ivf-search.ts).
 //   MASKED: position v is skipped (never offered) unless bit b = mask_bit0 + v of mask is set
 //   ((mask[b >> 5] >> (b & 31)) & 1; see mask-scores.wgsl). A pipeline constant, so the unmasked
 //   scan compiles without the test; its pipeline still declares the mask binding (an override
@@ -22,6 +26,7 @@ const K_CAP: u32 = 16u;
 override WG: u32 = 64u;
 override METRIC: u32 = 0u;
 override MASKED: bool = false;
+override HALF: bool = false;
 
 struct Params {
   rows: u32,
@@ -38,7 +43,10 @@ struct Params {
 @group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> probes: array<u32>;
 @group(0) @binding(3) var<storage, read> ranges: array<u32>;
-@group(0) @binding(4) var<storage, read> xb: array<vec4<f32>>;
+// The rows: float32 (bits, read through bitcast), or with HALF the rows as halves (xh): one
+// binding for either, so the kernel binds no more storage buffers than before (10 is the most
+// the device asks for: src/gpu/context.ts).
+@group(0) @binding(4) var<storage, read> xb: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read> xnorm: array<f32>;
 @group(0) @binding(6) var<storage, read> ids: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
@@ -68,6 +76,72 @@ fn offer_dot(v: u32, acc: vec4<f32>, m: u32, k: u32) -> u32 {
   return heap_offer(s, ids[v], m, k);
 }
 
+// The lane products of query dimensions 8j .. 8j + 7 (qa, qc) with the eight halves of w.
+fn halves_dot(qa: vec4<f32>, qc: vec4<f32>, w: vec4<u32>) -> vec4<f32> {
+  return qa * vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)) + qc * vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
+}
+
+// Half rows (HALF): eight dimensions a step, one vec4<u32> of a row's halves; a row is
+// ceil(dpad / 8) of them. Where dpad / 4 is odd a row's last four halves are zeros, whose products
+// with the query's last vec4 (read again, to stay in its row) add nothing.
+fn half_row_words4() -> u32 {
+  return (p.dpad4 + 1u) / 2u;
+}
+
+fn query_odd(qb: u32, j: u32) -> vec4<f32> {
+  return xq[qb + min(2u * j + 1u, p.dpad4 - 1u)];
+}
+
+// The vec4 lane sums of the dot products of query row qb (in vec4s) with rows v .. v + 3.
+struct Dots4 {
+  d0: vec4<f32>,
+  d1: vec4<f32>,
+  d2: vec4<f32>,
+  d3: vec4<f32>,
+}
+
+fn dots4(qb: u32, v: u32) -> Dots4 {
+  var a = Dots4(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  if (HALF) {
+    let w4 = half_row_words4();
+    let h0 = v * w4;
+    for (var j = 0u; j < w4; j++) {
+      let qa = xq[qb + 2u * j];
+      let qc = query_odd(qb, j);
+      a.d0 += halves_dot(qa, qc, xb[h0 + j]);
+      a.d1 += halves_dot(qa, qc, xb[h0 + w4 + j]);
+      a.d2 += halves_dot(qa, qc, xb[h0 + 2u * w4 + j]);
+      a.d3 += halves_dot(qa, qc, xb[h0 + 3u * w4 + j]);
+    }
+    return a;
+  }
+  let x0 = v * p.dpad4;
+  for (var j = 0u; j < p.dpad4; j++) {
+    let q = xq[qb + j];
+    a.d0 += q * bitcast<vec4<f32>>(xb[x0 + j]);
+    a.d1 += q * bitcast<vec4<f32>>(xb[x0 + p.dpad4 + j]);
+    a.d2 += q * bitcast<vec4<f32>>(xb[x0 + 2u * p.dpad4 + j]);
+    a.d3 += q * bitcast<vec4<f32>>(xb[x0 + 3u * p.dpad4 + j]);
+  }
+  return a;
+}
+
+// The vec4 lane sums of the dot product of query row qb with row v.
+fn dot1(qb: u32, v: u32) -> vec4<f32> {
+  var acc = vec4<f32>(0.0);
+  if (HALF) {
+    let w4 = half_row_words4();
+    for (var j = 0u; j < w4; j++) {
+      acc += halves_dot(xq[qb + 2u * j], query_odd(qb, j), xb[v * w4 + j]);
+    }
+    return acc;
+  }
+  for (var j = 0u; j < p.dpad4; j++) {
+    acc += xq[qb + j] * bitcast<vec4<f32>>(xb[v * p.dpad4 + j]);
+  }
+  return acc;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let inv = gid.x + gid.y * nwg.x * WG;
@@ -95,33 +169,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       if (!(allowed(v) || allowed(v + 1u) || allowed(v + 2u) || allowed(v + 3u))) {
         continue;  // four masked vectors: no dot products
       }
-      var a0 = vec4<f32>(0.0);
-      var a1 = vec4<f32>(0.0);
-      var a2 = vec4<f32>(0.0);
-      var a3 = vec4<f32>(0.0);
-      let x0 = v * p.dpad4;
-      for (var j = 0u; j < p.dpad4; j++) {
-        let q = xq[qb + j];
-        a0 += q * xb[x0 + j];
-        a1 += q * xb[x0 + p.dpad4 + j];
-        a2 += q * xb[x0 + 2u * p.dpad4 + j];
-        a3 += q * xb[x0 + 3u * p.dpad4 + j];
-      }
-      m = offer_dot(v, a0, m, k);
-      m = offer_dot(v + 1u, a1, m, k);
-      m = offer_dot(v + 2u, a2, m, k);
-      m = offer_dot(v + 3u, a3, m, k);
+      let a = dots4(qb, v);
+      m = offer_dot(v, a.d0, m, k);
+      m = offer_dot(v + 1u, a.d1, m, k);
+      m = offer_dot(v + 2u, a.d2, m, k);
+      m = offer_dot(v + 3u, a.d3, m, k);
     }
     for (; v < hi_end; v++) {
-      if (!allowed(v)) {
-        continue;
+      if (allowed(v)) {
+        m = offer_dot(v, dot1(qb, v), m, k);
       }
-      var acc = vec4<f32>(0.0);
-      let xv = v * p.dpad4;
-      for (var j = 0u; j < p.dpad4; j++) {
-        acc += xq[qb + j] * xb[xv + j];
-      }
-      m = offer_dot(v, acc, m, k);
     }
   }
   heap_sort(m);

@@ -151,7 +151,9 @@ export class Backend {
 
   /**
    * IVF search: the `nprobe` lists nearest each query (a flat search of `coarse`, the centroids,
-   * with the same metric), scanned for the k best. Results as for `searchFlat`.
+   * with the same metric), scanned for the k best. Results as for `searchFlat`. With `half`, a scan
+   * reads the lists' half rows where they have them, and the result says so (`halfScores`): its
+   * candidates are then to be checked (src/stores/half-rows.ts, `uncertified`).
    */
   async searchIvf(
     coarse: BaseStore,
@@ -163,10 +165,11 @@ export class Backend {
     metric: KernelMetric,
     timings?: SearchTimings,
     masks: Uint32Array[] | null = null,
+    half = false,
   ): Promise<SlotResult> {
     this.checkK('k', k);
     this.checkK('nprobe', nprobe);
-    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings, masks));
+    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings, masks, half));
   }
 
   /**

@@ -77,6 +77,15 @@ export interface DeviceTuning {
    * for gpu.js, whose GL arithmetic is not held to float32's rounding.
    */
   kmeansBounds?: boolean;
+  /**
+   * Whether IVF-Flat lists keep a float16 copy of their rows that the scan strategy reads first
+   * (src/stores/half-rows.ts): half the loads, candidates checked against a bound on the float16
+   * rounding, and any query whose candidates the bound cannot vouch for searched again on the
+   * float32 rows, so results do not change. Costs half as much memory again as the lists. Default
+   * on for a CPU-emulated adapter, whose scan is bound by loads (README, "IVF scans on float16
+   * rows"), off on a real GPU (not yet measured there), the CPU and gpu.js.
+   */
+  ivfHalfScan?: boolean;
 }
 
 /** Options every device takes (createBackend passes them on). */
@@ -184,6 +193,11 @@ export interface IvfScanArgs<B = DeviceBuffer> {
   /** `ranges[2L], ranges[2L + 1]`: list L's rows in this chunk, [start, end). */
   ranges: B;
   xb: B;
+  /**
+   * The rows as float16 (src/stores/half-rows.ts: `dpad / 2` words a row, two halves a word, low
+   * first), scored instead of xb; null: score xb.
+   */
+  xh: B | null;
   xnorm: B;
   ids: B;
   outS: B;
@@ -487,10 +501,10 @@ export function checkTuning(t: DeviceTuning, alsoKnown: string[] = []): void {
   if (t.ivfStrategy !== undefined && !['auto', 'scan', 'gemm'].includes(t.ivfStrategy)) {
     throw new InvalidArgumentError(`tuning.ivfStrategy must be auto, scan or gemm; got ${String(t.ivfStrategy)}`);
   }
-  if (t.kmeansBounds !== undefined && typeof t.kmeansBounds !== 'boolean') {
-    throw new InvalidArgumentError(`tuning.kmeansBounds must be true or false; got ${String(t.kmeansBounds)}`);
+  for (const key of ['kmeansBounds', 'ivfHalfScan'] as const) {
+    if (t[key] !== undefined && typeof t[key] !== 'boolean') throw new InvalidArgumentError(`tuning.${key} must be true or false; got ${String(t[key])}`);
   }
-  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy', 'kmeansBounds'];
+  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy', 'kmeansBounds', 'ivfHalfScan'];
   const unknown = Object.keys(t).filter((key) => !known.includes(key) && !alsoKnown.includes(key) && key !== 'maxBindingBytes');
   if (unknown.length > 0) throw new InvalidArgumentError(`unknown tuning option ${unknown.join(', ')}; expected ${known.join(', ')}`);
 }

@@ -263,6 +263,7 @@ export class FlatIndex extends IndexCore {
     await this.refineRows?.add(x, n);
   }
 
+  // In the kernels' order always (what `need` null asks for).
   protected candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
     return this.backend.searchFlat(this.store, this.storeQueries(xq, nq), nq, kc, this.kernelMetric, params.timings, masks);
   }

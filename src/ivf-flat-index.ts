@@ -22,6 +22,7 @@ import { checkIds } from './ids.js';
 import type { RefineKind } from './refine.js';
 import { rng } from './random.js';
 import type { DeviceLists } from './stores/inverted-lists.js';
+import { uncertified } from './stores/half-rows.js';
 import type { RowAt } from './stores/rows.js';
 import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from './kmeans.js';
 import type { Metric, SlotResult } from './types.js';
@@ -312,10 +313,36 @@ export class IvfFlatIndex extends IndexCore {
     });
   }
 
-  protected candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
+  /**
+   * Where the lists keep half rows (tuning.ivfHalfScan) and the scan reads them, the queries whose
+   * candidates the float16 bound does not vouch for are searched again on the float32 rows
+   * (src/stores/half-rows.ts): the candidates hold the `need` nearest either way.
+   */
+  protected async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams, need: number | null): Promise<SlotResult> {
     const coarse = this.requireTrained('search');
-    return this.backend.searchIvf(coarse, this.deviceLists, xq, nq, kc, params.nprobe!, this.kernelMetric, params.timings, masks);
+    const lists = this.deviceLists;
+    const search = (x: Float32Array, n: number, half: boolean) => this.backend.searchIvf(coarse, lists, x, n, kc, params.nprobe!, this.kernelMetric, params.timings, masks, half);
+    const cand = await search(xq, nq, need !== null && need < kc && lists.half !== null);
+    if (!cand.halfScores) return cand;
+    const { maxNorm, maxError } = lists.half!;
+    const again = uncertified(cand, xq, nq, this.dim, lists.dpad, kc, need!, this.kernelMetric, maxNorm, maxError);
+    if (again.length > 0) {
+      const d = this.dim;
+      const queries = new Float32Array(again.length * d);
+      again.forEach((r, i) => queries.set(xq.subarray(r * d, (r + 1) * d), i * d));
+      const exact = await search(queries, again.length, false);
+      again.forEach((r, i) => {
+        cand.distances.set(exact.distances.subarray(i * kc, (i + 1) * kc), r * kc);
+        cand.labels.set(exact.labels.subarray(i * kc, (i + 1) * kc), r * kc);
+      });
+    }
+    this.halfScanStats.queries += nq;
+    this.halfScanStats.again += again.length;
+    return { distances: cand.distances, labels: cand.labels };
   }
+
+  /** Queries a scan on half rows answered, and how many of them it searched again (tuning.ivfHalfScan). */
+  readonly halfScanStats = { queries: 0, again: 0 };
 
   protected rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates> {
     const coarse = this.requireTrained('rangeSearch');

@@ -41,6 +41,8 @@ export interface SlotResult {
   labels: Int32Array;
   /** The exact re-score's float64 scores (see SearchResult.scores), where it ran. */
   scores?: Float64Array;
+  /** Scored on float16 rows (src/stores/half-rows.ts): the candidates are still to be vouched for. */
+  halfScores?: boolean;
 }
 
 /**

@@ -201,8 +201,12 @@ export abstract class IndexCore implements VectorIndex {
 
   /** Stores `n` prepared rows whose slots are ids.nslots onwards; if it throws, nothing was stored. */
   protected abstract storeRows(x: Float32Array, n: number): Promise<void>;
-  /** The k (kc) best slots of each query, over the rows `masks` allow (null: all stored rows). */
-  protected abstract candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult>;
+  /**
+   * The k (kc) best slots of each query, over the rows `masks` allow (null: all stored rows): any
+   * kc that hold the `need` nearest (the re-score keeps `need` of them), or where `need` is null
+   * the kc first in the kernels' order (a post-filter reads them so).
+   */
+  protected abstract candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams, need: number | null): Promise<SlotResult>;
   /** Range-search candidates (a superset of the rows within `limit` on the minimised score). */
   protected abstract rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates>;
   /** The stored rows of these slots (see BaseStore.rowsAt). */
@@ -309,7 +313,7 @@ export abstract class IndexCore implements VectorIndex {
   /** Candidates for k among the rows `masks` allow (null: all stored rows), re-scored. */
   private async searchMasked(queries: Float32Array, nq: number, k: number, masks: Uint32Array[] | null, p: SearchParams): Promise<SlotResult> {
     const kc = candidatesFor(Math.ceil(k * (p.kFactor ?? 1)), this.backend.maxK);
-    const cand = await this.candidates(queries, nq, kc, masks, p);
+    const cand = await this.candidates(queries, nq, kc, masks, p, k);
     return this.rescored(queries, nq, cand, kc, k, p);
   }
 
@@ -327,7 +331,7 @@ export abstract class IndexCore implements VectorIndex {
     const post = kPost <= Math.min(HEAP_MAX_K, this.backend.maxK) && (mode === 'post' || (mode === 'auto' && selectivity >= POST_FILTER_MIN_SELECTIVITY));
     if (!post) return this.searchMasked(queries, nq, k, masks, p);
     // Post-filter: more candidates over the live rows, the disallowed dropped.
-    const cand = await this.candidates(queries, nq, kPost, this.tombstones(), p);
+    const cand = await this.candidates(queries, nq, kPost, this.tombstones(), p, null);
     const isAllowed = (slot: number): boolean => rowAllowed(masks, space.chunkRows, space.positionOf(slot));
     const short: number[] = [];
     for (let r = 0; r < nq; r++) {

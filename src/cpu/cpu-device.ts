@@ -73,6 +73,7 @@ export class CpuDevice implements Device {
       scanSegments: t.scanSegments ?? 1,
       ivfStrategy: t.ivfStrategy ?? 'auto',
       kmeansBounds: t.kmeansBounds ?? true,
+      ivfHalfScan: t.ivfHalfScan ?? false,
     };
   }
 
@@ -142,7 +143,7 @@ export class CpuDevice implements Device {
         return;
       }
       case 'ivf-scan':
-        ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.probes), c.row0, c.nprobe, c.nseg, u(c.ranges), f(c.xb), f(c.xnorm), u(c.ids),
+        ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.probes), c.row0, c.nprobe, c.nseg, u(c.ranges), f(c.xb), c.xh ? u(c.xh) : null, f(c.xnorm), u(c.ids),
           c.mask ? u(c.mask) : null, c.maskBit0, c.dpad, c.k, f(c.outS), u(c.outI));
         return;
       case 'pairs-threshold': {

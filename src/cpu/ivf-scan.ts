@@ -2,6 +2,8 @@ import type { KernelMetric } from '../kernel-facts.js';
 import { PAD_ID } from '../kernel-facts.js';
 import { maskAllows } from './mask-scores.js';
 import { heapOffer, heapSortAndPad } from './topk.js';
+import { halfToFloat } from '../codecs/fp16.js';
+import { halfRowWords } from '../stores/half-rows.js';
 
 /**
  * CPU twin of shaders/ivf-scan.wgsl: for each query row r, probed list p and segment g of that
@@ -11,7 +13,8 @@ import { heapOffer, heapSortAndPad } from './topk.js';
  * `xb[ranges[2L] .. ranges[2L + 1])` (rows of `d`), with norms `xnorm` and ids `ids` at the same
  * positions; segment g of a list of length len covers `[g * ceil(len / nseg), ...)`.
  * With a `mask`, position v is skipped (never offered) unless bit `maskBit0 + v` is set (maskAllows).
- * Scores: l2 `||x||^2 - 2 q.x`, ip `-q.x` (q = xq row q0 + r), dot products in float64.
+ * Scores: l2 `||x||^2 - 2 q.x`, ip `-q.x` (q = xq row q0 + r), dot products in float64; with `xh`
+ * (the rows as halves: src/stores/half-rows.ts), x is row v's halves, as the shader's HALF scores.
  * Output list (r, p, g) at `((r * nprobe + p) * nseg + g) * k`, padded with (+Infinity, PAD_ID).
  */
 export function ivfScan(
@@ -25,6 +28,7 @@ export function ivfScan(
   nseg: number,
   ranges: Uint32Array,
   xb: Float32Array,
+  xh: Uint32Array | null,
   xnorm: Float32Array,
   ids: Uint32Array,
   mask: Uint32Array | null,
@@ -34,6 +38,7 @@ export function ivfScan(
   outS: Float32Array,
   outI: Uint32Array,
 ): void {
+  const hw = halfRowWords(d);
   for (let r = 0; r < rows; r++) {
     const qb = (q0 + r) * d;
     for (let p = 0; p < nprobe; p++) {
@@ -49,7 +54,8 @@ export function ivfScan(
           for (let v = start + Math.min(len, g * segLen); v < end; v++) {
             if (mask && !maskAllows(mask, maskBit0 + v)) continue;
             let dot = 0;
-            for (let j = 0; j < d; j++) dot += xq[qb + j] * xb[v * d + j];
+            if (xh) for (let j = 0; j < d; j++) dot += xq[qb + j] * halfToFloat((xh[v * hw + (j >>> 1)] >>> (16 * (j & 1))) & 0xffff);
+            else for (let j = 0; j < d; j++) dot += xq[qb + j] * xb[v * d + j];
             const s = Math.fround(metric === 'l2' ? xnorm[v] - 2 * dot : -dot);
             m = heapOffer(outS, outI, off, m, k, s, ids[v]);
           }

@@ -88,6 +88,7 @@ export class GpuDevice implements Device {
       scanSegments: options.scanSegments ?? 8,
       ivfStrategy: options.ivfStrategy ?? 'auto',
       kmeansBounds: options.kmeansBounds ?? fallback,
+      ivfHalfScan: options.ivfHalfScan ?? fallback,
     };
   }
 
@@ -197,7 +198,7 @@ export class GpuDevice implements Device {
       case 'ivf-scan':
         return encodeIvfScan(k, {
           ...call, xq: b(call.xq), probes: b(call.probes), ranges: b(call.ranges), xb: b(call.xb), xnorm: b(call.xnorm),
-          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null,
+          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null, xh: call.xh ? b(call.xh) : null,
         });
       case 'pairs-threshold':
         return encodePairsThreshold(k, {

@@ -87,7 +87,7 @@ export class GpujsDevice extends CpuDevice {
       // Wide tiles (each call's fixed cost is an upload and a readback), within MAX_OUT a side; IVF
       // lists are scored by GEMM, which runs on gpu.js, not by the scan, which is a twin. No k-means
       // bounds: their margin assumes float32 rounding, which GL does not promise.
-      defaults: { tileCols: MAX_OUT, scoreTileBytes: 16 << 20, ivfStrategy: 'gemm', kmeansBounds: false },
+      defaults: { tileCols: MAX_OUT, scoreTileBytes: 16 << 20, ivfStrategy: 'gemm', kmeansBounds: false, ivfHalfScan: false },
     });
     this.kernels = built;
   }

@@ -6,6 +6,7 @@
  *     coarse: flatLists against the centroids, k = nprobe  -> probes[rows x nprobe] on the device
  *     for each query tile (its partial lists fit one binding), for each chunk of the lists:
  *       ivf-scan    -> per (query, probe, segment) the k best of that list's rows in the chunk
+ *                      (with `half`, scored on the chunk's float16 copy: src/stores/half-rows.ts)
  *       topk-merge  -> into the row's running list, MERGE_ROUND lists at a time
  *     one readback of the batch's lists
  *
@@ -53,7 +54,7 @@ export function chooseIvfStrategy(device: Device, rows: number, nprobe: number, 
  */
 export const GEMM_MIN_QUERIES_PER_LIST = 6;
 
-export function searchIvf(
+export async function searchIvf(
   device: Device,
   coarse: CodeStore,
   lists: DeviceLists,
@@ -64,6 +65,7 @@ export function searchIvf(
   metric: KernelMetric,
   timings?: SearchTimings,
   masks: Uint32Array[] | null = null,
+  half = false,
 ): Promise<SlotResult> {
   const { dpad } = coarse;
   const batch = lists.ntotal > 0 ? queryBatch(device, nq, dpad, k, nprobe) : 0;
@@ -90,17 +92,20 @@ export function searchIvf(
       );
     } else scanTiles(device, Math.min(nq, batch), nprobe, k);
   }
-  return withMasks(device, masks, (maskBufs) =>
+  // Half rows serve the scan only (the GEMM reuses each load across queries already).
+  const halfScores = half && strategy === 'scan' && lists.half !== null;
+  const result = await withMasks(device, masks, (maskBufs) =>
     searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, timings, async (scratch, xqBuf, rows, queries) => {
       const probes = flatLists(scratch, coarse, floatQueries(xqBuf), 0, rows, nprobe, metric).i;
-      if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric, maskBufs), rows, k, timings);
+      if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric, maskBufs, halfScores), rows, k, timings);
       const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);
       return gemmLists(scratch, lists, queries, coarse.d, new Uint32Array(hostProbes), rows, k, nprobe, metric, maskBufs, timings);
     }),
   );
+  return halfScores ? { ...result, halfScores } : result;
 }
 
-/** Records the list scans and merges of one batch; returns the running lists (`rows * k`). */
+/** Records the list scans and merges of one batch (on the half rows with `half`); returns the running lists (`rows * k`). */
 function scanLists(
   scratch: Scratch,
   lists: DeviceLists,
@@ -111,6 +116,7 @@ function scanLists(
   nprobe: number,
   metric: KernelMetric,
   masks: DeviceBuffer[] | null,
+  half: boolean,
 ): RunLists {
   const { device } = scratch;
   const { rowsPerTile, nseg } = scanTiles(device, nq, nprobe, k, lists.ntotal / lists.nlist);
@@ -124,7 +130,7 @@ function scanLists(
     rounds = 0;
     for (const [c, ch] of lists.chunks.entries()) {
       device.dispatch({
-        kernel: 'ivf-scan', metric, mask: masks?.[c] ?? null, maskBit0: 0, xq, probes, ranges: ch.rangesBuf, xb: ch.xb, xnorm: ch.xnorm, ids: ch.ids,
+        kernel: 'ivf-scan', metric, mask: masks?.[c] ?? null, maskBit0: 0, xq, probes, ranges: ch.rangesBuf, xb: ch.xb, xh: half ? ch.xh : null, xnorm: ch.xnorm, ids: ch.ids,
         outS: partS, outI: partI, rows, k, nprobe, nseg, dpad: lists.dpad, q0, row0: q0,
       });
       for (let seg0 = 0; seg0 < nlists; seg0 += MERGE_ROUND, rounds++) {

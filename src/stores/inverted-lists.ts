@@ -27,8 +27,11 @@ import { type RowFormat, floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk, type RowRun } from './rows.js';
 import { encodeRows } from './code-store.js';
 import type { EncodedRows } from '../codecs/codec.js';
+import { encodeHalfRows, halfRowWords } from './half-rows.js';
 
 export interface ListChunk extends RowChunk {
+  /** The rows as halves, where the lists keep them (`half`): what the scan reads first. */
+  xh: DeviceBuffer | null;
   xnorm: DeviceBuffer;
   ids: DeviceBuffer;
   /** Rows the buffers hold. */
@@ -74,6 +77,12 @@ export class DeviceLists {
   private positions = new Uint32Array(0);
   private listOfId = new Uint32Array(0);
   private readonly host: ChunkRows;
+  /**
+   * Where the lists keep their rows as halves too (tuning.ivfHalfScan, float rows only): words a
+   * half row takes, and the largest norm and rounding error of any row added since the last
+   * reset (src/stores/half-rows.ts; rows removed or rolled back still count: a looser bound).
+   */
+  readonly half: { rowWords: number; maxNorm: number; maxError: number } | null;
 
   constructor(
     readonly device: Device,
@@ -88,6 +97,8 @@ export class DeviceLists {
     this.chunkRows = chunkRows(device, Math.max(this.rowWords, this.dpad) * 4);
     rowsPerBinding(device, 8 * nlist, `list table (8 bytes for each of nlist = ${nlist} lists)`);
     this.host = new ChunkRows(device, this.format, this.chunkRows, options.hostCopy ?? true);
+    const floats = format.scoring.kernel === 'gemm-scores';
+    this.half = floats && device.tuning.ivfHalfScan ? { rowWords: halfRowWords(this.dpad), maxNorm: 0, maxError: 0 } : null;
   }
 
   /**
@@ -176,20 +187,25 @@ export class DeviceLists {
       const maxId = ids.reduce((a, id) => Math.max(a, id), 0);
       if (maxId >= this.positions.length) this.growPositions(Math.max(maxId + 1, 2 * this.positions.length));
       const { words, norms } = encoded;
+      const half = this.half ? encodeHalfRows(words, n, this.dpad) : null;
+      const hw = this.half?.rowWords ?? 0;
       for (const wr of writes) {
         const ch = this.chunks[wr.chunk];
         const pick = rows.subarray(wr.from, wr.from + wr.rows);
         const xs = new Float32Array(wr.rows * w);
         const is = new Uint32Array(wr.rows);
         const ns = norms ? new Float32Array(wr.rows) : null;
+        const hs = half ? new Uint32Array(wr.rows * hw) : null;
         pick.forEach((r, j) => {
           xs.set(words.subarray(r * w, (r + 1) * w), j * w);
+          hs?.set(half!.words.subarray(r * hw, (r + 1) * hw), j * hw);
           if (ns) ns[j] = norms![r];
           is[j] = ids[r];
           this.positions[ids[r]] = this.position(wr.chunk, wr.at + j);
           this.listOfId[ids[r]] = wr.list;
         });
         this.device.upload(ch.xb, wr.at * w * 4, xs);
+        if (hs) this.device.upload(ch.xh!, wr.at * hw * 4, hs);
         this.host.mirror(ch, wr.at, xs);
         if (ns) this.device.upload(ch.xnorm, wr.at * 4, ns);
         this.device.upload(ch.ids, wr.at * 4, is);
@@ -221,6 +237,10 @@ export class DeviceLists {
       }
       await this.device.flush();
       this.ntotal += n;
+      if (this.half && half) {
+        this.half.maxNorm = Math.max(this.half.maxNorm, half.maxNorm);
+        this.half.maxError = Math.max(this.half.maxError, half.maxError);
+      }
     } catch (err) {
       this.device.discard();
       for (const ch of this.chunks.splice(oldChunks)) this.free(ch);
@@ -290,6 +310,7 @@ export class DeviceLists {
         const old = this.chunks[c];
         if (old.capacity > 0) {
           this.device.copy(old.xb, 0, g.xb, 0, old.capacity * this.rowWords * 4);
+          if (old.xh) this.device.copy(old.xh, 0, g.xh!, 0, old.capacity * this.half!.rowWords * 4);
           this.device.copy(old.xnorm, 0, g.xnorm, 0, old.capacity * 4);
           this.device.copy(old.ids, 0, g.ids, 0, old.capacity * 4);
           g.hostIds.set(old.hostIds.subarray(0, old.capacity));
@@ -326,6 +347,7 @@ export class DeviceLists {
     const ch: ListChunk = {
       xb,
       host: this.host.hostFor(xb, rows),
+      xh: this.half ? this.device.buffer('ivf_xh', rows * this.half.rowWords * 4) : null,
       xnorm: this.device.buffer('ivf_xnorm', rows * 4),
       ids: this.device.buffer('ivf_ids', rows * 4),
       capacity,
@@ -463,10 +485,11 @@ export class DeviceLists {
     this.idsInPositionOrder = true;
     this.positions = new Uint32Array(0);
     this.listOfId = new Uint32Array(0);
+    if (this.half) this.half.maxNorm = this.half.maxError = 0;
   }
 
   private free(ch: ListChunk): void {
-    for (const b of [ch.xb, ch.xnorm, ch.ids, ch.rangesBuf]) this.device.release(b);
+    for (const b of [ch.xb, ch.xh, ch.xnorm, ch.ids, ch.rangesBuf]) if (b) this.device.release(b);
     ch.host = null;
   }
 }

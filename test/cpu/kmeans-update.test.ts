@@ -45,7 +45,7 @@ describe('cpu ivf-scan', () => {
     const k = 2;
     const outS = new Float32Array(3 * 2 * k);
     const outI = new Uint32Array(3 * 2 * k);
-    ivfScan('l2', xq, 0, 1, probes, 0, 3, 2, ranges, xb, xnorm, ids, null, 0, 1, k, outS, outI);
+    ivfScan('l2', xq, 0, 1, probes, 0, 3, 2, ranges, xb, null, xnorm, ids, null, 0, 1, k, outS, outI);
     // l2 scores ||x||^2 - 2 q x: id 7 -> -3, id 8 -> -3, id 9 -> 60.
     expect(Array.from(outI)).toEqual([9, PAD_ID, PAD_ID, PAD_ID, 7, PAD_ID, 8, PAD_ID, PAD_ID, PAD_ID, PAD_ID, PAD_ID]);
     expect(Array.from(outS.subarray(0, 8))).toEqual([60, Infinity, Infinity, Infinity, -3, Infinity, -3, Infinity]);

@@ -5,6 +5,8 @@ import { PAD_ID } from '../../src/kernel-facts.js';
 import { padRows, paddedDim } from '../../src/device.js';
 import { norms } from '../../src/cpu/norms.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
+import { encodeHalfRows } from '../../src/stores/half-rows.js';
+import { halfToFloat } from '../../src/codecs/fp16.js';
 import { randomFloats, randomSmallInts, rng } from '../../src/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -44,11 +46,20 @@ function toCsr(x: Float32Array, n: number, d: number, nlist: number, listOf: Uin
  */
 type MaskKind = 'none' | 'half' | 'tenth' | 'nothing' | 'one';
 
+/** Rows (`n * d`) as halves (encodeHalfRows) and their values back, as the HALF scan reads them. */
+function halves(x: Float32Array, n: number, d: number): { words: Uint32Array; values: Float32Array } {
+  const { words } = encodeHalfRows(x, n, d);
+  const w = words.length / Math.max(1, n);
+  const values = Float32Array.from({ length: n * d }, (_, t) => halfToFloat((words[Math.floor(t / d) * w + ((t % d) >>> 1)] >>> (16 * ((t % d) & 1))) & 0xffff));
+  return { words, values };
+}
+
 /**
  * Runs one random case on the GPU and the twin and checks GPU = twin (exactly on small-integer
- * data, within rounding on floats) and twin = a full sort of each segment's allowed rows.
+ * data, within rounding on floats) and twin = a full sort of each segment's allowed rows; with
+ * `half`, both score the rows as halves (shaders/ivf-scan.wgsl, HALF), and the sort their values.
  */
-async function randomCase(shape: number[], metric: KernelMetric, kind: 'int' | 'float', maskKind: MaskKind, maskBit0: number): Promise<void> {
+async function randomCase(shape: number[], metric: KernelMetric, kind: 'int' | 'float', maskKind: MaskKind, maskBit0: number, half = false): Promise<void> {
   const [n, d, nlist, nq, nprobe, nseg, k] = shape;
   const h = new KernelHarness(gpu!);
   const gen = kind === 'int' ? randomSmallInts : randomFloats;
@@ -74,12 +85,14 @@ async function randomCase(shape: number[], metric: KernelMetric, kind: 'int' | '
   const q0 = nq - rows;
   encodeIvfScan(h.kernels, {
     metric, mask: mask && h.upload(mask), maskBit0, xq: h.upload(qpad), probes: h.upload(probes), ranges: h.upload(toRanges(dev.offsets)),
-    xb: h.upload(dev.xb), xnorm: h.upload(dev.xnorm), ids: h.upload(dev.ids), outS, outI, rows, k, nprobe, nseg, dpad, q0, row0: q0,
+    xb: h.upload(dev.xb), xh: half ? h.upload(halves(dev.xb, n, dpad).words) : null, xnorm: h.upload(dev.xnorm), ids: h.upload(dev.ids), outS, outI,
+    rows, k, nprobe, nseg, dpad, q0, row0: q0,
   });
   await h.run();
   const wS = new Float32Array(rows * nprobe * nseg * k);
   const wI = new Uint32Array(rows * nprobe * nseg * k);
-  ivfScan(metric, xq, q0, rows, probes, q0, nprobe, nseg, toRanges(host.offsets), host.xb, host.xnorm, host.ids, mask, maskBit0, d, k, wS, wI);
+  const hostHalves = half ? halves(host.xb, n, d) : null;
+  ivfScan(metric, xq, q0, rows, probes, q0, nprobe, nseg, toRanges(host.offsets), host.xb, hostHalves?.words ?? null, host.xnorm, host.ids, mask, maskBit0, d, k, wS, wI);
   const gS = await h.readF32(outS, wS.length);
   const gI = await h.readU32(outI, wI.length);
   h.dispose();
@@ -92,7 +105,7 @@ async function randomCase(shape: number[], metric: KernelMetric, kind: 'int' | '
       else expect(Math.abs(gS[i] - wS[i]), `entry ${i}`).toBeLessThanOrEqual(1e-5 * (2 + d));
     }
   }
-  const want = scanReference(metric, xq, q0, rows, probes, nprobe, nseg, host.offsets, host.xb, host.xnorm, host.ids, d, k, allow);
+  const want = scanReference(metric, xq, q0, rows, probes, nprobe, nseg, host.offsets, hostHalves?.values ?? host.xb, host.xnorm, host.ids, d, k, allow);
   expect(Array.from(wI), 'twin vs reference: ids').toEqual(Array.from(want.i));
   expect(Array.from(wS), 'twin vs reference: scores').toEqual(Array.from(want.s));
   if (maskKind === 'nothing') expect(wI.every((id) => id === PAD_ID)).toBe(true);
@@ -108,6 +121,19 @@ describe.skipIf(!gpu)('gpu ivf-scan vs cpu twin', () => {
       }
     }
   }
+});
+
+// Random floats in [0, 1) round to halves; small integers are halves exactly.
+describe.skipIf(!gpu)('gpu ivf-scan on half rows vs cpu twin', () => {
+  for (const shape of shapes) {
+    const [n, d, nlist, , nprobe, nseg, k] = shape;
+    for (const metric of ['l2', 'ip'] as KernelMetric[]) {
+      for (const kind of ['int', 'float'] as const) {
+        it(`n=${n} d=${d} nlist=${nlist} nprobe=${nprobe} nseg=${nseg} k=${k} ${metric} ${kind}`, () => randomCase(shape, metric, kind, 'none', 0, true));
+      }
+    }
+  }
+  it('with a mask', () => randomCase(shapes[1], 'l2', 'float', 'half', 77, true));
 });
 
 // [mask, maskBit0]: bit0 0, past a word boundary and not a multiple of 32.
@@ -258,11 +284,20 @@ describe('ivf-scan: hand-written ties', () => {
       const len = nprobe * c.nseg * c.k;
       const outS = new Float32Array(len);
       const outI = new Uint32Array(len);
-      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, xnorm, ids, null, 0, d, c.k, outS, outI);
+      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, null, xnorm, ids, null, 0, d, c.k, outS, outI);
       expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), name);
     });
 
-    it.skipIf(!gpu)(`gpu kernel: ${name}`, async () => {
+    // Small integers are halves exactly: HALF scores them the same.
+    it(`cpu twin on half rows: ${name}`, () => {
+      const len = nprobe * c.nseg * c.k;
+      const outS = new Float32Array(len);
+      const outI = new Uint32Array(len);
+      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, halves(xb, ids.length, d).words, xnorm, ids, null, 0, d, c.k, outS, outI);
+      expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), name);
+    });
+
+    for (const half of [false, true]) it.skipIf(!gpu)(`gpu kernel${half ? ' on half rows' : ''}: ${name}`, async () => {
       const h = new KernelHarness(gpu!);
       const dpad = paddedDim(d);
       const pad = (a: Float32Array, n: number): Float32Array => {
@@ -275,7 +310,7 @@ describe('ivf-scan: hand-written ties', () => {
       const outI = h.output(len, POISON);
       encodeIvfScan(h.kernels, {
         metric: c.metric, mask: null, maskBit0: 0, xq: h.upload(pad(xq, 1)), probes: h.upload(probes), ranges: h.upload(toRanges(offsets)), xb: h.upload(pad(xb, ids.length)),
-        xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: c.k, nprobe, nseg: c.nseg, dpad, q0: 0, row0: 0,
+        xh: half ? h.upload(halves(pad(xb, ids.length), ids.length, dpad).words) : null, xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: c.k, nprobe, nseg: c.nseg, dpad, q0: 0, row0: 0,
       });
       await h.run();
       const got = { distances: await h.readF32(outS, len), labels: new Int32Array((await h.readU32(outI, len)).buffer) };
