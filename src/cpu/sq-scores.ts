@@ -1,5 +1,6 @@
 import type { KernelMetric } from '../kernel-facts.js';
 import { type SqCodeKind, checkSqScoresArgs } from '../device.js';
+import { halfToFloat } from '../codecs/fp16.js';
 
 /**
  * CPU twin of shaders/sq-scores.wgsl: the score tile of a block of queries against a block of
@@ -83,14 +84,4 @@ export function decodeSqRow(kind: SqCodeKind, codes: Uint32Array, at: number, dp
   } else {
     for (let j = 0; j < dpad; j++) out[j] = halfToFloat((codes[at + (j >>> 1)] >>> (16 * (j & 1))) & 0xffff);
   }
-}
-
-/** The value of IEEE binary16 bits `h` (subnormals, infinities and NaN included). */
-export function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const e = (h >>> 10) & 0x1f;
-  const m = h & 0x3ff;
-  if (e === 0) return sign * m * 2 ** -24;
-  if (e === 0x1f) return m === 0 ? sign * Infinity : NaN;
-  return sign * (1024 + m) * 2 ** (e - 25);
 }
