@@ -4,8 +4,9 @@
  *
  * Why: on a software adapter the scan is bound by its loads, one per float per lane whatever their
  * width (see shaders/gemm-scores.wgsl), and a word of two halves halves them. On lavapipe on this
- * 2-core machine, clustered 200,000 x 128, IVF512, batches of 100, the scan alone ran 1.5 - 1.6x
- * as fast at nprobe 2 - 8 (README, "IVF scans on float16 rows").
+ * 2-core machine, clustered 200,000 x 128, IVF512, batches of 100, nprobe 2 - 8, searches ran
+ * 1.1 - 1.6x as fast (README, "IVF scans on float16 rows"); halving the loads and nothing else had
+ * promised 1.5 - 1.6x, the scan's heaps take much of the rest.
  *
  * Exactness. The scan picks each query's kc candidates by float16 distances; the index then
  * re-scores the candidates exactly (src/rescore.ts) and keeps k < kc. The final k are the exact ones
