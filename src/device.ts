@@ -194,8 +194,8 @@ export interface IvfScanArgs<B = DeviceBuffer> {
   ranges: B;
   xb: B;
   /**
-   * The rows as float16 (src/stores/half-rows.ts: `dpad / 2` words a row, two halves a word, low
-   * first), scored instead of xb; null: score xb.
+   * The rows as float16 (src/stores/half-rows.ts: `halfRowWords(dpad)` words a row, two halves a
+   * word, low first), scored instead of xb; null: score xb.
    */
   xh: B | null;
   xnorm: B;

@@ -322,7 +322,7 @@ export class IvfFlatIndex extends IndexCore {
     const coarse = this.requireTrained('search');
     const lists = this.deviceLists;
     const search = (x: Float32Array, n: number, half: boolean) => this.backend.searchIvf(coarse, lists, x, n, kc, params.nprobe!, this.kernelMetric, params.timings, masks, half);
-    const cand = await search(xq, nq, need !== null && need < kc && lists.half !== null);
+    const cand = await search(xq, nq, need !== null && need < kc);
     if (!cand.halfScores) return cand;
     const { maxNorm, maxError } = lists.half!;
     const again = uncertified(cand, xq, nq, this.dim, lists.dpad, kc, need!, this.kernelMetric, maxNorm, maxError);

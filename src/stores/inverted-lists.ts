@@ -187,25 +187,29 @@ export class DeviceLists {
       const maxId = ids.reduce((a, id) => Math.max(a, id), 0);
       if (maxId >= this.positions.length) this.growPositions(Math.max(maxId + 1, 2 * this.positions.length));
       const { words, norms } = encoded;
-      const half = this.half ? encodeHalfRows(words, n, this.dpad) : null;
-      const hw = this.half?.rowWords ?? 0;
+      // The largest norm and half-rounding error of the rows added (set once the add succeeds).
+      let maxNorm = 0;
+      let maxError = 0;
       for (const wr of writes) {
         const ch = this.chunks[wr.chunk];
         const pick = rows.subarray(wr.from, wr.from + wr.rows);
         const xs = new Float32Array(wr.rows * w);
         const is = new Uint32Array(wr.rows);
         const ns = norms ? new Float32Array(wr.rows) : null;
-        const hs = half ? new Uint32Array(wr.rows * hw) : null;
         pick.forEach((r, j) => {
           xs.set(words.subarray(r * w, (r + 1) * w), j * w);
-          hs?.set(half!.words.subarray(r * hw, (r + 1) * hw), j * hw);
           if (ns) ns[j] = norms![r];
           is[j] = ids[r];
           this.positions[ids[r]] = this.position(wr.chunk, wr.at + j);
           this.listOfId[ids[r]] = wr.list;
         });
         this.device.upload(ch.xb, wr.at * w * 4, xs);
-        if (hs) this.device.upload(ch.xh!, wr.at * hw * 4, hs);
+        if (this.half) {
+          const h = encodeHalfRows(xs, wr.rows, this.dpad);
+          this.device.upload(ch.xh!, wr.at * this.half.rowWords * 4, h.words);
+          maxNorm = Math.max(maxNorm, h.maxNorm);
+          maxError = Math.max(maxError, h.maxError);
+        }
         this.host.mirror(ch, wr.at, xs);
         if (ns) this.device.upload(ch.xnorm, wr.at * 4, ns);
         this.device.upload(ch.ids, wr.at * 4, is);
@@ -237,9 +241,9 @@ export class DeviceLists {
       }
       await this.device.flush();
       this.ntotal += n;
-      if (this.half && half) {
-        this.half.maxNorm = Math.max(this.half.maxNorm, half.maxNorm);
-        this.half.maxError = Math.max(this.half.maxError, half.maxError);
+      if (this.half) {
+        this.half.maxNorm = Math.max(this.half.maxNorm, maxNorm);
+        this.half.maxError = Math.max(this.half.maxError, maxError);
       }
     } catch (err) {
       this.device.discard();
