@@ -34,6 +34,7 @@
  * subnormal halves: so both decodes agree). Both only make ||x - x'|| larger: exactness holds, and
  * data that float16 represents badly just has its queries searched again.
  */
+import { halfToFloat } from '../codecs/fp16.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { SlotResult } from '../types.js';
 
@@ -51,55 +52,56 @@ export function toHalf(x: number): number {
   return halfOfBits(u32[0]);
 }
 
-/** toHalf of the float32 whose bits are `bits`. */
+/**
+ * toHalf of the float32 whose bits are `bits`. Without branches on the data (random low bits made
+ * a rounding branch mispredict half the time): from 2^-14 up, exponent and mantissa shift down as
+ * one field, rebiased (112 = 127 - 15), with 0xfff plus the kept mantissa's last bit added first
+ * (ties to even; a carry into the exponent is right), then clamped to 0x7bff (65504; infinities
+ * and NaNs too).
+ */
 function halfOfBits(bits: number): number {
-  const sign = (bits >>> 16) & 0x8000;
-  let exp = ((bits >>> 23) & 0xff) - 112;
-  if (exp < 1) return sign; // zero, or below the smallest normal half
-  let q = (bits >>> 13) & 0x3ff;
-  const rest = bits & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (q & 1) === 1)) q++;
-  if (q === 0x400) {
-    q = 0;
-    exp++;
-  }
-  if (exp > 30) return sign | 0x7bff;
-  return sign | (exp << 10) | q;
+  const t = bits & 0x7fffffff;
+  const h = t < 0x38800000 ? 0 : Math.min(0x7bff, (t - (112 << 23) + 0xfff + ((t >>> 13) & 1)) >>> 13);
+  return h | ((bits >>> 16) & 0x8000);
 }
 
-/** The float32 bits of a half toHalf makes (a normal half or a zero): exact. */
-function bitsOfHalf(h: number): number {
-  const sign = (h & 0x8000) << 16;
-  return (h & 0x7fff) === 0 ? sign : (sign | ((((h >>> 10) & 0x1f) + 112) << 23) | ((h & 0x3ff) << 13)) >>> 0;
+/** The value of every half as a float32 (exact), for the rounding errors encodeHalfRows measures. */
+let halfValues: Float32Array | null = null;
+
+function halfValueTable(): Float32Array {
+  halfValues ??= Float32Array.from({ length: 1 << 16 }, (_, h) => halfToFloat(h));
+  return halfValues;
 }
 
 /**
- * `n` rows of `dpad` floats (as lists store them) as half rows (`halfRowWords(dpad)` words each),
- * with the largest row norm and the largest rounding error ||x - x'|| among them (float64).
+ * `n` rows of `dpad` floats (as lists store them; dpad even) as half rows (`halfRowWords(dpad)`
+ * words each), with the largest row norm and the largest rounding error ||x - x'|| among them
+ * (float64). Two dimensions a step, one word written (about twice as fast as a word built half by
+ * half: 1.2 s against 2.3 s for 1,000,000 x 128 on this machine).
  */
 export function encodeHalfRows(rows: Float32Array, n: number, dpad: number): { words: Uint32Array; maxNorm: number; maxError: number } {
   const w = halfRowWords(dpad);
   const words = new Uint32Array(n * w);
   const bits = new Uint32Array(rows.buffer, rows.byteOffset, n * dpad);
-  // One row's halves as float32s again (exact), to measure its rounding error.
-  const back = new Float32Array(dpad);
-  const backBits = new Uint32Array(back.buffer);
+  const value = halfValueTable();
   let maxNorm = 0;
   let maxError = 0;
   for (let i = 0; i < n; i++) {
     const o = i * dpad;
-    for (let j = 0; j < dpad; j++) {
-      const h = halfOfBits(bits[o + j]);
-      words[i * w + (j >>> 1)] |= h << (16 * (j & 1));
-      backBits[j] = bitsOfHalf(h);
-    }
     let norm2 = 0;
     let err2 = 0;
-    for (let j = 0; j < dpad; j++) {
-      const x = rows[o + j];
-      const e = x - back[j];
-      norm2 += x * x;
-      err2 += e * e;
+    for (let j = 0; j < dpad; j += 2) {
+      const h0 = halfOfBits(bits[o + j]);
+      const h1 = halfOfBits(bits[o + j + 1]);
+      const x0 = rows[o + j];
+      const x1 = rows[o + j + 1];
+      const e0 = x0 - value[h0];
+      const e1 = x1 - value[h1];
+      norm2 += x0 * x0;
+      norm2 += x1 * x1;
+      err2 += e0 * e0;
+      err2 += e1 * e1;
+      words[i * w + (j >>> 1)] = h0 | (h1 << 16);
     }
     maxNorm = Math.max(maxNorm, Math.sqrt(norm2));
     maxError = Math.max(maxError, Math.sqrt(err2));

@@ -58,6 +58,44 @@ describe('toHalf', () => {
       }
     }
   });
+  it('equals a nearest-half search (ties to even) on float32s of every exponent', () => {
+    // The reference: the largest half at or below |x| by binary search over the normal halves,
+    // then the nearer of it and the next, the even one on a tie.
+    const nearest = (x: number): number => {
+      const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
+      const a = Math.abs(x);
+      if (a > 65504) return sign | 0x7bff;
+      if (a < 2 ** -14) return sign;
+      let [lo, hi] = [0x0400, 0x7bff];
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (halfToFloat(mid) <= a) lo = mid;
+        else hi = mid - 1;
+      }
+      if (lo === 0x7bff) return sign | lo;
+      const [below, above] = [a - halfToFloat(lo), halfToFloat(lo + 1) - a];
+      return sign | (below < above || (below === above && lo % 2 === 0) ? lo : lo + 1);
+    };
+    const bits = new Uint32Array(1);
+    const f = new Float32Array(bits.buffer);
+    let checked = 0;
+    // A prime stride over all 2^32 patterns (every exponent, both signs), then every pattern of
+    // one binade around 1 whose low 13 bits are near the rounding point.
+    for (let b = 0; b < 2 ** 32; b += 104729) {
+      bits[0] = b;
+      if (Number.isNaN(f[0])) continue;
+      expect(toHalf(f[0]), `${b.toString(16)}`).toBe(nearest(f[0]));
+      checked++;
+    }
+    for (let m = 0; m < 1 << 10; m++) {
+      for (const low of [0x0fff, 0x1000, 0x1001]) {
+        bits[0] = 0x3f800000 | (m << 13) | low;
+        expect(toHalf(f[0]), `${bits[0].toString(16)}`).toBe(nearest(f[0]));
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(40000);
+  });
 });
 
 describe('encodeHalfRows', () => {
