@@ -182,6 +182,14 @@ export const BOUND_LIST = 8;
 export const RESCORE_BATCH = 1 << 16;
 
 /**
+ * Centroids whose moves do not loosen every point's last bound: the farthest movers of each move
+ * (see AssignmentBounds.moveCentroids). On generated clustered data (262,144 x 128, 1024
+ * centroids) a repaired cluster had made the next iteration re-score every point; with 32 it
+ * re-scored a third of them.
+ */
+export const FAR_MOVERS = 128;
+
+/**
  * Bounds for a k-means assignment, on the host, after Hamerly ("Making k-means even faster", 2010)
  * and Drake and Hamerly's adaptive bounds (2012): per point its centroid, the next nearest
  * centroids (up to BOUND_LIST - 2 of them) each with a lower bound on the point's distance to it,
@@ -192,6 +200,10 @@ export const RESCORE_BATCH = 1 << 16;
  * again (at k = BOUND_LIST). Naming the next nearest centroids keeps a few far moves (a repaired
  * cluster, a split blob still settling) from loosening every point's bound: on generated clustered
  * data, late iterations re-score 10 - 20% of the points where one bound (Hamerly's) re-scores 50%.
+ * The farthest movers (FAR_MOVERS of them: a repaired cluster jumps across the space) are kept out
+ * of the last bound's drop: for those, d(x, f) >= d(a, f) - d(x, a) (Elkan 2003), with a the
+ * point's centroid and an upper bound on d(x, a) kept per point, bounds every point that is not
+ * near f; without it one repair made the next iteration re-score every point.
  *
  * The assignment must be the one the score GEMM would make, so the test keeps a margin for the
  * GEMM's float32 rounding: a squared distance as the device computes it (||c||^2 - 2 x.c + ||x||^2,
@@ -211,6 +223,8 @@ export class AssignmentBounds {
   private readonly lower: Float64Array;
   /** Squared distance of each point to its centroid (exact, float64), from the last assignment. */
   private readonly dist2: Float64Array;
+  /** Above each point's distance to its centroid: sqrt(dist2) at the last assignment plus the centroid's moves since. */
+  private readonly upper: Float64Array;
   private readonly xnorm: Float64Array;
   private centroids: Float32Array | null = null;
   private cnorm = 0;
@@ -227,6 +241,7 @@ export class AssignmentBounds {
     this.near = new Int32Array(n * this.slots).fill(-1);
     this.lower = new Float64Array(n * this.slots).fill(-1);
     this.dist2 = new Float64Array(n);
+    this.upper = new Float64Array(n);
     this.xnorm = new Float64Array(n);
     for (let i = 0; i < n; i++) {
       let s = 0;
@@ -258,8 +273,12 @@ export class AssignmentBounds {
   }
 
   /**
-   * The new centroids (`nc * d`): each bound drops by its centroid's move, the last by the
-   * farthest move of a centroid other than the point's own.
+   * The new centroids (`nc * d`): each bound drops by its centroid's move, except that a bound on a
+   * centroid f among the FAR_MOVERS farthest movers F is at least d(a, f) - d(x, a) (a the point's
+   * centroid, d(x, a) at most the point's upper bound). The last bound covers every centroid the
+   * others do not name: it becomes the least of its old value less the farthest move outside F
+   * and, for each f in F but a, the larger of its old value less f's move and d(a, f) - d(x, a)
+   * (so never below one drop by the farthest move of any centroid but a).
    */
   moveCentroids(next: Float32Array): void {
     const { d, nc } = this;
@@ -272,32 +291,64 @@ export class AssignmentBounds {
       this.cnorm = Math.max(this.cnorm, Math.sqrt(s));
     }
     if (!prev) return;
-    // Every centroid's move; the two farthest, and whose the farthest is.
     const moved = new Float64Array(nc);
-    let far = 0;
-    let second = 0;
-    let farthest = -1;
     for (let c = 0; c < nc; c++) {
       let s = 0;
       for (let j = c * d; j < (c + 1) * d; j++) {
         const t = next[j] - prev[j];
         s += t * t;
       }
-      const m = (moved[c] = Math.sqrt(s));
-      if (m > far) {
-        second = far;
-        far = m;
-        farthest = c;
-      } else if (m > second) second = m;
+      moved[c] = Math.sqrt(s);
     }
-    const { lower, near, labels, slots } = this;
+    // Centroids by move, farthest first; F is the first nf, `rest` the farthest move outside it.
+    const order = Uint32Array.from({ length: nc }, (_, c) => c).sort((a, b) => moved[b] - moved[a]);
+    const nf = Math.min(FAR_MOVERS, nc);
+    const rest = nf < nc ? moved[order[nf]] : 0;
+    // Distances from every centroid to each of F, at their new places.
+    const inF = new Int32Array(nc).fill(-1);
+    for (let f = 0; f < nf; f++) inF[order[f]] = f;
+    const apart = new Float64Array(nc * nf);
+    for (let a = 0; a < nc; a++) for (let f = 0; f < nf; f++) apart[a * nf + f] = Math.sqrt(this.centroidDistance2(a, order[f]));
+    // The quick form of the last bound: each f in F but a at least max(its old value less the
+    // farthest move of any centroid but a, d(a, nearest f but a) - d(x, a)).
+    const nearestFar = new Float64Array(nc).fill(Infinity);
+    for (let a = 0; a < nc; a++) for (let f = 0; f < nf; f++) if (order[f] !== a) nearestFar[a] = Math.min(nearestFar[a], apart[a * nf + f]);
+    const [far, second] = [moved[order[0]], nc > 1 ? moved[order[1]] : 0];
+    const { lower, near, labels, slots, upper } = this;
     for (let i = 0; i < this.n; i++) {
       const o = i * slots;
       if (lower[o] < 0) continue;
-      for (let t = 0; t < slots - 1; t++) if (near[o + t] >= 0) lower[o + t] = Math.max(0, lower[o + t] - moved[near[o + t]]);
+      const a = labels[i];
+      upper[i] += moved[a];
+      for (let t = 0; t < slots - 1; t++) {
+        const c = near[o + t];
+        if (c < 0) continue;
+        const f = inF[c];
+        lower[o + t] = Math.max(0, lower[o + t] - moved[c], f < 0 ? 0 : apart[a * nf + f] - upper[i]);
+      }
       const last = o + slots - 1;
-      lower[last] = Math.max(0, lower[last] - (labels[i] === farthest ? second : far));
+      const old = lower[last];
+      let bound = Math.min(old - rest, Math.max(old - (a === order[0] ? second : far), nearestFar[a] - upper[i]));
+      // Where the quick form could stop the point keeping its centroid, the full one (nf terms).
+      if (!(bound > 0 && bound * bound > upper[i] * upper[i] + 2 * this.error(i))) {
+        bound = old - rest;
+        for (let f = 0; f < nf; f++) {
+          if (order[f] !== a) bound = Math.min(bound, Math.max(old - moved[order[f]], apart[a * nf + f] - upper[i]));
+        }
+      }
+      lower[last] = Math.max(0, bound);
     }
+  }
+
+  private centroidDistance2(a: number, b: number): number {
+    const { d } = this;
+    const cs = this.centroids!;
+    let s = 0;
+    for (let j = 0; j < d; j++) {
+      const t = cs[a * d + j] - cs[b * d + j];
+      s += t * t;
+    }
+    return s;
   }
 
   /**
@@ -316,8 +367,10 @@ export class AssignmentBounds {
       let bound = Infinity;
       for (let t = i * slots; t < (i + 1) * slots; t++) bound = Math.min(bound, lower[t]);
       const u2 = this.distance2(i, labels[i]);
-      if (u2 + 2 * this.error(i) < bound * bound) dist2[i] = u2;
-      else out.push(i);
+      if (u2 + 2 * this.error(i) < bound * bound) {
+        dist2[i] = u2;
+        this.upper[i] = Math.sqrt(u2);
+      } else out.push(i);
     }
     return Uint32Array.from(out);
   }
@@ -334,6 +387,7 @@ export class AssignmentBounds {
       const c = labels[k * r];
       this.labels[i] = c;
       this.dist2[i] = this.distance2(i, c);
+      this.upper[i] = Math.sqrt(this.dist2[i]);
       const bound = (t: number): number => (labels[k * r + t] < 0 ? Infinity : Math.sqrt(Math.max(0, distances[k * r + t] - this.error(i))));
       // Slots 0 .. slots - 2 name the 2nd .. nearest; the last bounds the k-th nearest and beyond
       // (nothing beyond where k = nc: no other centroid at all with nc = 1).

@@ -121,7 +121,7 @@ describe('AssignmentBounds', () => {
     return { labels, dist };
   }
 
-  it.each([2, 3, 12, 40])('%i centroids: keeps a point only while its centroid is strictly the nearest, through small moves and jumps', (nc) => {
+  it.each([2, 3, 12, 40, 160])('%i centroids: keeps a point only while its centroid is strictly the nearest, through small moves and jumps', (nc) => {
     const [n, d] = [800, 6];
     const x = clusteredFloats(n, d, 5, 21, 0.3);
     const random = rng(5);
@@ -154,6 +154,56 @@ describe('AssignmentBounds', () => {
     }
     // The bounds did keep points (else this test would check nothing).
     expect(settledTotal).toBeGreaterThan(n / 4);
+  });
+
+  it('a centroid jumping across the space (a repair) leaves the points far from both its places settled', () => {
+    // 40 blobs of 30 points, a centroid near each; then centroid 0 jumps onto blob 39. The one
+    // bound for all centroids not named would drop by the jump for every point: all re-scored.
+    const [n, d, nc] = [1200, 4, 40];
+    const random = rng(9);
+    const centres = Float32Array.from({ length: nc * d }, () => 40 * (random() - 0.5));
+    const x = Float32Array.from({ length: n * d }, (_, t) => centres[(Math.floor(t / d) % nc) * d + (t % d)] + 0.5 * (random() - 0.5));
+    const c = centres.map((v) => v + 0.05 * (random() - 0.5));
+    const bounds = new AssignmentBounds(x, n, d, nc);
+    bounds.moveCentroids(c);
+    const rows = bounds.unsettled();
+    const t = nearest(x, c, Array.from(rows), d, nc, bounds.k);
+    bounds.reassign(rows, t.labels, t.dist);
+    const moved = Float32Array.from(c);
+    for (let j = 0; j < d; j++) moved[j] = centres[39 * d + j] + 0.05;
+    bounds.moveCentroids(moved);
+    const again = bounds.unsettled();
+    // Only the points of the two blobs involved (60 points) may need scoring.
+    expect(again.length).toBeGreaterThan(0);
+    expect(again.length).toBeLessThanOrEqual(60);
+    const { labels } = bounds.assignment();
+    const unsettled = new Set(again);
+    for (let i = 0; i < n; i++) {
+      if (unsettled.has(i)) continue;
+      const dist = distances2(x, moved, i, d, nc);
+      dist.forEach((v, ci) => {
+        if (ci !== labels[i]) expect(v, `point ${i}: centroid ${ci} vs its own ${labels[i]}`).toBeGreaterThan(dist[labels[i]]);
+      });
+    }
+  });
+
+  it('a centroid landing nearer a point than its own, though farther from that own than the point is, takes the point', () => {
+    // One dimension, centroids at 0, 10, ..., 90: the point at 1 has centroid 0 and names the
+    // next six; centroid 9 (at 90, under its last bound) jumps to 1.5, which is 1.5 from centroid 0
+    // (more than the point's 1) but 0.5 from the point.
+    const nc = 10;
+    const x = new Float32Array([1, 52, 88]);
+    const c = Float32Array.from({ length: nc }, (_, i) => 10 * i);
+    const bounds = new AssignmentBounds(x, 3, 1, nc);
+    bounds.moveCentroids(c);
+    const rows = bounds.unsettled();
+    const t = nearest(x, c, Array.from(rows), 1, nc, bounds.k);
+    bounds.reassign(rows, t.labels, t.dist);
+    expect(Array.from(bounds.assignment().labels)).toEqual([0, 5, 9]);
+    c[9] = 1.5;
+    bounds.moveCentroids(c);
+    // Point 1 (at 52) is far from both places of centroid 9; point 2 had it as its own.
+    expect(Array.from(bounds.unsettled())).toEqual([0, 2]);
   });
 
   it('with one centroid, every point stays after the first assignment', () => {
