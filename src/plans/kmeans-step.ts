@@ -262,14 +262,7 @@ export class AssignmentBounds {
   }
 
   private distance2(i: number, c: number): number {
-    const { x, d } = this;
-    const cs = this.centroids!;
-    let s = 0;
-    for (let j = 0; j < d; j++) {
-      const t = x[i * d + j] - cs[c * d + j];
-      s += t * t;
-    }
-    return s;
+    return rowDistance2(this.x, i, this.centroids!, c, this.d);
   }
 
   /**
@@ -291,15 +284,7 @@ export class AssignmentBounds {
       this.cnorm = Math.max(this.cnorm, Math.sqrt(s));
     }
     if (!prev) return;
-    const moved = new Float64Array(nc);
-    for (let c = 0; c < nc; c++) {
-      let s = 0;
-      for (let j = c * d; j < (c + 1) * d; j++) {
-        const t = next[j] - prev[j];
-        s += t * t;
-      }
-      moved[c] = Math.sqrt(s);
-    }
+    const moved = Float64Array.from({ length: nc }, (_, c) => Math.sqrt(rowDistance2(next, c, prev, c, d)));
     // Centroids by move, farthest first; F is the first nf, `rest` the farthest move outside it.
     const order = Uint32Array.from({ length: nc }, (_, c) => c).sort((a, b) => moved[b] - moved[a]);
     const nf = Math.min(FAR_MOVERS, nc);
@@ -308,7 +293,7 @@ export class AssignmentBounds {
     const inF = new Int32Array(nc).fill(-1);
     for (let f = 0; f < nf; f++) inF[order[f]] = f;
     const apart = new Float64Array(nc * nf);
-    for (let a = 0; a < nc; a++) for (let f = 0; f < nf; f++) apart[a * nf + f] = Math.sqrt(this.centroidDistance2(a, order[f]));
+    for (let a = 0; a < nc; a++) for (let f = 0; f < nf; f++) apart[a * nf + f] = Math.sqrt(rowDistance2(next, a, next, order[f], d));
     // The quick form of the last bound: each f in F but a at least max(its old value less the
     // farthest move of any centroid but a, d(a, nearest f but a) - d(x, a)).
     const nearestFar = new Float64Array(nc).fill(Infinity);
@@ -338,17 +323,6 @@ export class AssignmentBounds {
       }
       lower[last] = Math.max(0, bound);
     }
-  }
-
-  private centroidDistance2(a: number, b: number): number {
-    const { d } = this;
-    const cs = this.centroids!;
-    let s = 0;
-    for (let j = 0; j < d; j++) {
-      const t = cs[a * d + j] - cs[b * d + j];
-      s += t * t;
-    }
-    return s;
   }
 
   /**
@@ -413,4 +387,14 @@ export class AssignmentBounds {
     }
     return { labels: this.labels, scores, objective };
   }
+}
+
+/** The squared distance (float64) between row i of `u` and row j of `v`, rows of `d` floats. */
+function rowDistance2(u: Float32Array, i: number, v: Float32Array, j: number, d: number): number {
+  let s = 0;
+  for (let t = 0; t < d; t++) {
+    const e = u[i * d + t] - v[j * d + t];
+    s += e * e;
+  }
+  return s;
 }
