@@ -1,9 +1,11 @@
 // ivf-scan.wgsl: scores the inverted lists each query probes and keeps, per (query, probed list,
 // segment of that list), the k best (score, id), best first.
-//   list L = probes[(row0 + r) * nprobe + p] (the coarse search's p-th nearest centroid of query r);
-//   its vectors in this chunk are xb[ranges[2L] .. ranges[2L + 1]) (vectors grouped by list, with
+//   list L = lists[probe0 + r * nprobe + p] (the coarse search's p-th nearest centroid of query r);
+//   its vectors in this chunk are xb[lists[2L] .. lists[2L + 1]) (vectors grouped by list, with
 //   spare room between lists), with norms xnorm and ids at the same positions; segment g covers an
-//   nseg-th of that range. A list absent from the chunk has an empty range.
+//   nseg-th of that range. A list absent from the chunk has an empty range. The lists' ranges and
+//   the probes share one binding so that the kernel binds 8 storage buffers, the most every WebGPU
+//   device allows (maxStorageBuffersPerShaderStage's default).
 //   HALF: the dot products read the rows as float16 from the xb binding (two halves a word, low
 //   half first, 4 ceil(dpad / 8) words a row, zero-padded; src/stores/half-rows.ts): half the loads, which bound this
 //   loop on a software adapter. Scores are then approximate; the plan checks them against a bound
@@ -35,23 +37,22 @@ struct Params {
   nseg: u32,
   dpad4: u32,   // row length in vec4s
   q0: u32,      // first query row of xq
-  row0: u32,    // first row of probes
+  probe0: u32,  // where the probes start in lists (row r's: probe0 + r * nprobe ..)
   mask_bit0: u32,  // mask bit of position 0 (MASKED)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> probes: array<u32>;
-@group(0) @binding(3) var<storage, read> ranges: array<u32>;
+// [start, end) of each list's rows in this chunk (2 words a list), then the probes from probe0.
+@group(0) @binding(2) var<storage, read> lists: array<u32>;
 // The rows: float32 (bits, read through bitcast), or with HALF the rows as halves (xh): one
-// binding for either, so the kernel binds no more storage buffers than before (10 is the most
-// the device asks for: src/gpu/context.ts).
-@group(0) @binding(4) var<storage, read> xb: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read> xnorm: array<f32>;
-@group(0) @binding(6) var<storage, read> ids: array<u32>;
-@group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
-@group(0) @binding(8) var<storage, read_write> out_i: array<u32>;
-@group(0) @binding(9) var<storage, read> mask: array<u32>;
+// binding for either (see lists).
+@group(0) @binding(3) var<storage, read> xb: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> xnorm: array<f32>;
+@group(0) @binding(5) var<storage, read> ids: array<u32>;
+@group(0) @binding(6) var<storage, read_write> out_s: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out_i: array<u32>;
+@group(0) @binding(8) var<storage, read> mask: array<u32>;
 
 // Whether position v may be a result (always, unless MASKED).
 fn allowed(v: u32) -> bool {
@@ -151,12 +152,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let seg = inv % p.nseg;
   let rp = inv / p.nseg;
   let r = rp / p.nprobe;
-  let list = probes[(p.row0 + r) * p.nprobe + rp % p.nprobe];
+  let list = lists[p.probe0 + rp];
   let k = p.k;
   var m = 0u;
   if (list != PAD_ID) {
-    let start = ranges[2u * list];
-    let len = ranges[2u * list + 1u] - start;
+    let start = lists[2u * list];
+    let len = lists[2u * list + 1u] - start;
     let seg_len = (len + p.nseg - 1u) / p.nseg;
     let lo = start + min(len, seg * seg_len);
     let hi_end = start + min(len, (seg + 1u) * seg_len);

@@ -189,9 +189,13 @@ export interface IvfScanArgs<B = DeviceBuffer> {
   mask: B | null;
   maskBit0: number;
   xq: B;
-  probes: B;
-  /** `ranges[2L], ranges[2L + 1]`: list L's rows in this chunk, [start, end). */
-  ranges: B;
+  /**
+   * Words: `lists[2L], lists[2L + 1]`, list L's rows in this chunk, [start, end); from `probe0`
+   * the lists each row probes (row r's p-th at `probe0 + r * nprobe + p`; PAD_ID: none). One
+   * binding, so that the kernel binds 8 storage buffers (every WebGPU device allows 8).
+   */
+  lists: B;
+  probe0: number;
   xb: B;
   /**
    * The rows as float16 (src/stores/half-rows.ts: `halfRowWords(dpad)` words a row, two halves a
@@ -208,7 +212,6 @@ export interface IvfScanArgs<B = DeviceBuffer> {
   nseg: number;
   dpad: number;
   q0: number;
-  row0: number;
 }
 
 export interface PairsThresholdArgs<B = DeviceBuffer> {

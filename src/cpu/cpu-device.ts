@@ -143,7 +143,7 @@ export class CpuDevice implements Device {
         return;
       }
       case 'ivf-scan':
-        ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.probes), c.row0, c.nprobe, c.nseg, u(c.ranges), f(c.xb), c.xh ? u(c.xh) : null, f(c.xnorm), u(c.ids),
+        ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.lists), c.probe0, c.nprobe, c.nseg, f(c.xb), c.xh ? u(c.xh) : null, f(c.xnorm), u(c.ids),
           c.mask ? u(c.mask) : null, c.maskBit0, c.dpad, c.k, f(c.outS), u(c.outI));
         return;
       case 'pairs-threshold': {

@@ -9,8 +9,8 @@ import { halfRowWords } from '../stores/half-rows.js';
  * CPU twin of shaders/ivf-scan.wgsl: for each query row r, probed list p and segment g of that
  * list, the k best (score, id) of the list's vectors, best first.
  *
- * `probes[(row0 + r) * nprobe + p]` is the list (PAD_ID: none); list L's vectors are
- * `xb[ranges[2L] .. ranges[2L + 1])` (rows of `d`), with norms `xnorm` and ids `ids` at the same
+ * `lists[probe0 + r * nprobe + p]` is the list (PAD_ID: none); list L's vectors are
+ * `xb[lists[2L] .. lists[2L + 1])` (rows of `d`), with norms `xnorm` and ids `ids` at the same
  * positions; segment g of a list of length len covers `[g * ceil(len / nseg), ...)`.
  * With a `mask`, position v is skipped (never offered) unless bit `maskBit0 + v` is set (maskAllows).
  * Scores: l2 `||x||^2 - 2 q.x`, ip `-q.x` (q = xq row q0 + r), dot products in float64; with `xh`
@@ -22,11 +22,10 @@ export function ivfScan(
   xq: Float32Array,
   q0: number,
   rows: number,
-  probes: Uint32Array,
-  row0: number,
+  lists: Uint32Array,
+  probe0: number,
   nprobe: number,
   nseg: number,
-  ranges: Uint32Array,
   xb: Float32Array,
   xh: Uint32Array | null,
   xnorm: Float32Array,
@@ -42,13 +41,13 @@ export function ivfScan(
   for (let r = 0; r < rows; r++) {
     const qb = (q0 + r) * d;
     for (let p = 0; p < nprobe; p++) {
-      const list = probes[(row0 + r) * nprobe + p];
+      const list = lists[probe0 + r * nprobe + p];
       for (let g = 0; g < nseg; g++) {
         const off = ((r * nprobe + p) * nseg + g) * k;
         let m = 0;
         if (list !== PAD_ID) {
-          const start = ranges[2 * list];
-          const len = ranges[2 * list + 1] - start;
+          const start = lists[2 * list];
+          const len = lists[2 * list + 1] - start;
           const segLen = Math.ceil(len / nseg);
           const end = start + Math.min(len, (g + 1) * segLen);
           for (let v = start + Math.min(len, g * segLen); v < end; v++) {

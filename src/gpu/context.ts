@@ -79,7 +79,8 @@ export class GpuContext {
     const requiredLimits: Record<string, number> = {
       maxStorageBufferBindingSize: al.maxStorageBufferBindingSize,
       maxBufferSize: al.maxBufferSize,
-      maxStorageBuffersPerShaderStage: Math.min(al.maxStorageBuffersPerShaderStage, 10),
+      // No maxStorageBuffersPerShaderStage: every kernel binds at most the default 8, and asking for
+      // no more keeps our devices like those callers make (test/index/default-limits.test.ts).
       maxComputeWorkgroupsPerDimension: al.maxComputeWorkgroupsPerDimension,
       // pq-scores holds a product quantiser's table in workgroup memory where it fits.
       maxComputeWorkgroupStorageSize: al.maxComputeWorkgroupStorageSize,

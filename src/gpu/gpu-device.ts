@@ -197,7 +197,7 @@ export class GpuDevice implements Device {
         });
       case 'ivf-scan':
         return encodeIvfScan(k, {
-          ...call, xq: b(call.xq), probes: b(call.probes), ranges: b(call.ranges), xb: b(call.xb), xnorm: b(call.xnorm),
+          ...call, xq: b(call.xq), lists: b(call.lists), xb: b(call.xb), xnorm: b(call.xnorm),
           ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null, xh: call.xh ? b(call.xh) : null,
         });
       case 'pairs-threshold':

@@ -124,14 +124,21 @@ function scanLists(
   const partS = scratch.buffer('part_s', rowsPerTile * nlists * k * 4);
   const partI = scratch.buffer('part_i', rowsPerTile * nlists * k * 4);
   const run = [scratch.lists(nq * k), scratch.lists(nq * k)];
+  // ivf-scan's lists binding: the scanned chunk's ranges (copied in before its scans), then the probes.
+  const rangeBytes = 8 * lists.nlist;
+  const scanned = scratch.buffer('scan_lists', rangeBytes + nq * nprobe * 4);
+  device.copy(probes, 0, scanned, rangeBytes, nq * nprobe * 4);
+  let rangesOf = -1;
   let rounds = 0;
   for (let q0 = 0; q0 < nq; q0 += rowsPerTile) {
     const rows = Math.min(rowsPerTile, nq - q0);
     rounds = 0;
     for (const [c, ch] of lists.chunks.entries()) {
+      if (rangesOf !== c) device.copy(ch.rangesBuf, 0, scanned, 0, rangeBytes);
+      rangesOf = c;
       device.dispatch({
-        kernel: 'ivf-scan', metric, mask: masks?.[c] ?? null, maskBit0: 0, xq, probes, ranges: ch.rangesBuf, xb: ch.xb, xh: half ? ch.xh : null, xnorm: ch.xnorm, ids: ch.ids,
-        outS: partS, outI: partI, rows, k, nprobe, nseg, dpad: lists.dpad, q0, row0: q0,
+        kernel: 'ivf-scan', metric, mask: masks?.[c] ?? null, maskBit0: 0, xq, lists: scanned, probe0: rangeBytes / 4 + q0 * nprobe, xb: ch.xb, xh: half ? ch.xh : null,
+        xnorm: ch.xnorm, ids: ch.ids, outS: partS, outI: partI, rows, k, nprobe, nseg, dpad: lists.dpad, q0,
       });
       for (let seg0 = 0; seg0 < nlists; seg0 += MERGE_ROUND, rounds++) {
         const [src, dst] = rounds % 2 === 0 ? [run[0], run[1]] : [run[1], run[0]];

@@ -36,16 +36,16 @@ describe('cpu kmeans-update', () => {
 describe('cpu ivf-scan', () => {
   it('scans the probed lists by hand, with segments and padding', () => {
     // d = 1; list 0 = ids [7, 8] (x = 1, 3), list 1 = ids [9] (x = 10), list 2 empty.
-    const ranges = new Uint32Array([0, 2, 2, 3, 3, 3]);
+    // The lists' ranges, then the probes (from word 6): lists 1, 0, 2 (nprobe = 3).
+    const lists = new Uint32Array([0, 2, 2, 3, 3, 3, 1, 0, 2]);
     const xb = new Float32Array([1, 3, 10]);
     const xnorm = new Float32Array([1, 9, 100]);
     const ids = new Uint32Array([7, 8, 9]);
     const xq = new Float32Array([2]);
-    const probes = new Uint32Array([1, 0, 2]); // nprobe = 3
     const k = 2;
     const outS = new Float32Array(3 * 2 * k);
     const outI = new Uint32Array(3 * 2 * k);
-    ivfScan('l2', xq, 0, 1, probes, 0, 3, 2, ranges, xb, null, xnorm, ids, null, 0, 1, k, outS, outI);
+    ivfScan('l2', xq, 0, 1, lists, 6, 3, 2, xb, null, xnorm, ids, null, 0, 1, k, outS, outI);
     // l2 scores ||x||^2 - 2 q x: id 7 -> -3, id 8 -> -3, id 9 -> 60.
     expect(Array.from(outI)).toEqual([9, PAD_ID, PAD_ID, PAD_ID, 7, PAD_ID, 8, PAD_ID, PAD_ID, PAD_ID, PAD_ID, PAD_ID]);
     expect(Array.from(outS.subarray(0, 8))).toEqual([60, Infinity, Infinity, Infinity, -3, Infinity, -3, Infinity]);

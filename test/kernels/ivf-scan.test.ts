@@ -80,19 +80,21 @@ async function randomCase(shape: number[], metric: KernelMetric, kind: 'int' | '
   const len = nq * nprobe * nseg * k;
   const outS = h.output(len, POISON);
   const outI = h.output(len, POISON);
-  // Rows 1.. of the queries and probes, to exercise q0 and row0.
+  // Rows 1.. of the queries and probes, to exercise q0 and probe0 (past the lists' ranges).
   const rows = Math.max(1, nq - 1);
   const q0 = nq - rows;
+  const lists = listWords(dev.offsets, probes);
+  const probe0 = 2 * nlist + q0 * nprobe;
   encodeIvfScan(h.kernels, {
-    metric, mask: mask && h.upload(mask), maskBit0, xq: h.upload(qpad), probes: h.upload(probes), ranges: h.upload(toRanges(dev.offsets)),
+    metric, mask: mask && h.upload(mask), maskBit0, xq: h.upload(qpad), lists: h.upload(lists), probe0,
     xb: h.upload(dev.xb), xh: half ? h.upload(halves(dev.xb, n, dpad).words) : null, xnorm: h.upload(dev.xnorm), ids: h.upload(dev.ids), outS, outI,
-    rows, k, nprobe, nseg, dpad, q0, row0: q0,
+    rows, k, nprobe, nseg, dpad, q0,
   });
   await h.run();
   const wS = new Float32Array(rows * nprobe * nseg * k);
   const wI = new Uint32Array(rows * nprobe * nseg * k);
   const hostHalves = half ? halves(host.xb, n, d) : null;
-  ivfScan(metric, xq, q0, rows, probes, q0, nprobe, nseg, toRanges(host.offsets), host.xb, hostHalves?.words ?? null, host.xnorm, host.ids, mask, maskBit0, d, k, wS, wI);
+  ivfScan(metric, xq, q0, rows, listWords(host.offsets, probes), probe0, nprobe, nseg, host.xb, hostHalves?.words ?? null, host.xnorm, host.ids, mask, maskBit0, d, k, wS, wI);
   const gS = await h.readF32(outS, wS.length);
   const gI = await h.readU32(outI, wI.length);
   h.dispose();
@@ -284,7 +286,7 @@ describe('ivf-scan: hand-written ties', () => {
       const len = nprobe * c.nseg * c.k;
       const outS = new Float32Array(len);
       const outI = new Uint32Array(len);
-      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, null, xnorm, ids, null, 0, d, c.k, outS, outI);
+      ivfScan(c.metric, xq, 0, 1, listWords(offsets, probes), 6, nprobe, c.nseg, xb, null, xnorm, ids, null, 0, d, c.k, outS, outI);
       expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), name);
     });
 
@@ -293,7 +295,7 @@ describe('ivf-scan: hand-written ties', () => {
       const len = nprobe * c.nseg * c.k;
       const outS = new Float32Array(len);
       const outI = new Uint32Array(len);
-      ivfScan(c.metric, xq, 0, 1, probes, 0, nprobe, c.nseg, toRanges(offsets), xb, halves(xb, ids.length, d).words, xnorm, ids, null, 0, d, c.k, outS, outI);
+      ivfScan(c.metric, xq, 0, 1, listWords(offsets, probes), 6, nprobe, c.nseg, xb, halves(xb, ids.length, d).words, xnorm, ids, null, 0, d, c.k, outS, outI);
       expectIdentical({ distances: outS, labels: new Int32Array(outI.buffer) }, expected(c), name);
     });
 
@@ -309,8 +311,8 @@ describe('ivf-scan: hand-written ties', () => {
       const outS = h.output(len, POISON);
       const outI = h.output(len, POISON);
       encodeIvfScan(h.kernels, {
-        metric: c.metric, mask: null, maskBit0: 0, xq: h.upload(pad(xq, 1)), probes: h.upload(probes), ranges: h.upload(toRanges(offsets)), xb: h.upload(pad(xb, ids.length)),
-        xh: half ? h.upload(halves(pad(xb, ids.length), ids.length, dpad).words) : null, xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: c.k, nprobe, nseg: c.nseg, dpad, q0: 0, row0: 0,
+        metric: c.metric, mask: null, maskBit0: 0, xq: h.upload(pad(xq, 1)), lists: h.upload(listWords(offsets, probes)), probe0: 6, xb: h.upload(pad(xb, ids.length)),
+        xh: half ? h.upload(halves(pad(xb, ids.length), ids.length, dpad).words) : null, xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: c.k, nprobe, nseg: c.nseg, dpad, q0: 0,
       });
       await h.run();
       const got = { distances: await h.readF32(outS, len), labels: new Int32Array((await h.readU32(outI, len)).buffer) };
@@ -320,12 +322,14 @@ describe('ivf-scan: hand-written ties', () => {
   }
 });
 
-/** CSR offsets (nlist + 1) as the per-list [start, end) ranges ivf-scan reads. */
-function toRanges(offsets: Uint32Array): Uint32Array {
-  const r = new Uint32Array(2 * (offsets.length - 1));
-  for (let l = 0; l + 1 < offsets.length; l++) {
+/** ivf-scan's lists binding: CSR offsets (nlist + 1) as the per-list [start, end) ranges, then the probes (from 2 nlist). */
+function listWords(offsets: Uint32Array, probes: Uint32Array): Uint32Array {
+  const nlist = offsets.length - 1;
+  const r = new Uint32Array(2 * nlist + probes.length);
+  for (let l = 0; l < nlist; l++) {
     r[2 * l] = offsets[l];
     r[2 * l + 1] = offsets[l + 1];
   }
+  r.set(probes, 2 * nlist);
   return r;
 }

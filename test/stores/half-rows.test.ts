@@ -125,22 +125,22 @@ async function scanScores(device: 'cpu' | 'gpu', metric: KernelMetric, x: Float3
   const { words } = encodeHalfRows(xb, n, dpad);
   const xnorm = norms(x, n, d);
   const ids = Uint32Array.from({ length: n }, (_, i) => i);
-  const ranges = new Uint32Array([0, n]);
-  const probes = new Uint32Array([0]);
+  // One list (rows 0 .. n), probed by the query: its range, then the probe.
+  const lists = new Uint32Array([0, n, 0]);
   const qp = padRows(q, 1, d, dpad);
   let s: Float32Array;
   let idOut: Uint32Array;
   if (device === 'cpu') {
     s = new Float32Array(n);
     idOut = new Uint32Array(n);
-    ivfScan(metric, qp, 0, 1, probes, 0, 1, 1, ranges, xb, words, xnorm, ids, null, 0, dpad, n, s, idOut);
+    ivfScan(metric, qp, 0, 1, lists, 2, 1, 1, xb, words, xnorm, ids, null, 0, dpad, n, s, idOut);
   } else {
     const h = new KernelHarness(gpu!);
     const outS = h.output(n, POISON);
     const outI = h.output(n, POISON);
     encodeIvfScan(h.kernels, {
-      metric, mask: null, maskBit0: 0, xq: h.upload(qp), probes: h.upload(probes), ranges: h.upload(ranges), xb: h.upload(xb), xh: h.upload(words),
-      xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: n, nprobe: 1, nseg: 1, dpad, q0: 0, row0: 0,
+      metric, mask: null, maskBit0: 0, xq: h.upload(qp), lists: h.upload(lists), probe0: 2, xb: h.upload(xb), xh: h.upload(words),
+      xnorm: h.upload(xnorm), ids: h.upload(ids), outS, outI, rows: 1, k: n, nprobe: 1, nseg: 1, dpad, q0: 0,
     });
     await h.run();
     s = await h.readF32(outS, n);

@@ -1,0 +1,94 @@
+/**
+ * WebGPU's default limits: a device made with `adapter.requestDevice()` and nothing asked for (as
+ * a page that hands its own device to createBackend({ device }) typically makes) binds at most 8
+ * storage buffers a shader stage. Every kernel must fit them: ivf-scan once bound 9, and IVF search
+ * on such a device failed with a pipeline validation error. Searches on that device (Flat, IVF on
+ * both strategies, on float and half rows, filtered) equal the CPU backend's.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Backend } from '../../src/backend.js';
+import { FlatIndex } from '../../src/flat-index.js';
+import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { platform } from '../../src/platform/platform.js';
+import { clusteredFloats } from '../../src/random.js';
+import type { GpuDeviceOptions } from '../../src/gpu/gpu-device.js';
+import { cpuBackend } from '../helpers/cpu.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+/** WebGPU's maxStorageBuffersPerShaderStage default: what every device allows. */
+const DEFAULT_STORAGE_BUFFERS = 8;
+
+const SHADERS = join(import.meta.dirname, '..', '..', 'shaders');
+
+describe('storage buffers per kernel', () => {
+  it.each(readdirSync(SHADERS).filter((f) => f.endsWith('.wgsl')))(`%s binds at most ${DEFAULT_STORAGE_BUFFERS}`, (file) => {
+    const declared = readFileSync(join(SHADERS, file), 'utf8').match(/^\s*@group\(0\)\s*@binding\(\d+\)\s*var<storage/gm) ?? [];
+    expect(declared.length).toBeLessThanOrEqual(DEFAULT_STORAGE_BUFFERS);
+  });
+});
+
+// The instance must stay referenced while its device is in use (see GpuContext's `gpu`).
+let instance: GPU | null = null;
+
+/** A backend on a device with WebGPU's default limits (the adapter's own are higher), or null without an adapter. */
+async function defaultLimitsBackend(options: GpuDeviceOptions): Promise<Backend | null> {
+  instance ??= (await platform.requestGpu([])).gpu;
+  const adapter = await instance.requestAdapter();
+  if (!adapter) return gpuBackend(options); // no adapter: skips, or fails under WEBGPU_REQUIRED
+  const device = await adapter.requestDevice();
+  return gpuBackend({ ...options, device });
+}
+
+const scan = await defaultLimitsBackend({ ivfStrategy: 'scan', ivfHalfScan: false });
+const scanHalf = await defaultLimitsBackend({ ivfStrategy: 'scan', ivfHalfScan: true });
+const gemm = await defaultLimitsBackend({ ivfStrategy: 'gemm' });
+afterAll(() => {
+  disposeGpuBackends();
+  // The adopted devices are ours to destroy (the backends leave them).
+  for (const b of [scan, scanHalf, gemm]) (b?.device as { ctx?: { device: GPUDevice } } | undefined)?.ctx?.device.destroy();
+});
+
+describe.skipIf(!scan || !scanHalf || !gemm)('searches on a device with the default limits', () => {
+  const [n, d, nq, k, nlist] = [3000, 24, 40, 10, 30];
+  const x = clusteredFloats(n, d, 12, 5, 0.3);
+  const xq = clusteredFloats(nq, d, 12, 6, 0.3);
+  // Centroids given, not trained: both backends index the same lists.
+  const centroids = x.slice(0, nlist * d);
+  const even = (id: number) => id % 2 === 0;
+
+  async function ivfResults(backend: Backend) {
+    const ivf = new IvfFlatIndex(backend, { dim: d, nlist, nprobe: 4 });
+    await ivf.setCentroids(centroids);
+    await ivf.add(x);
+    return [await ivf.search(xq, k), await ivf.search(xq, k, { filter: even, filterMode: 'pre' })];
+  }
+
+  it('the device has the default limit', () => {
+    const limits = (scan!.device as { ctx?: { device: GPUDevice } }).ctx!.device.limits;
+    expect(limits.maxStorageBuffersPerShaderStage).toBe(DEFAULT_STORAGE_BUFFERS);
+  });
+
+  it('Flat search equals the CPU backend', async () => {
+    const [want, got] = await Promise.all([cpuBackend(), scan!].map(async (b) => {
+      const flat = new FlatIndex(b, { dim: d });
+      await flat.add(x);
+      return flat.search(xq, k);
+    }));
+    expect(Array.from(got.labels)).toEqual(Array.from(want.labels));
+    expect(Array.from(got.distances)).toEqual(Array.from(want.distances));
+  });
+
+  for (const [name, backend] of [['scan', scan], ['scan on half rows', scanHalf], ['gemm', gemm]] as const) {
+    it(`IVF search (${name}), plain and filtered, equals the CPU backend`, async () => {
+      const want = await ivfResults(cpuBackend());
+      const got = await ivfResults(backend!);
+      for (let i = 0; i < 2; i++) {
+        expect(Array.from(got[i].labels), `search ${i}`).toEqual(Array.from(want[i].labels));
+        expect(Array.from(got[i].distances), `search ${i}`).toEqual(Array.from(want[i].distances));
+      }
+      expect(Array.from(got[1].labels).every((id) => id < 0 || even(id))).toBe(true);
+    });
+  }
+});
