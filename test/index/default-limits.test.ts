@@ -1,9 +1,10 @@
 /**
  * WebGPU's default limits: a device made with `adapter.requestDevice()` and nothing asked for (as
  * a page that hands its own device to createBackend({ device }) typically makes) binds at most 8
- * storage buffers a shader stage. Every kernel must fit them: ivf-scan once bound 9, and IVF search
- * on such a device failed with a pipeline validation error. Searches on that device (Flat, IVF on
- * both strategies, on float and half rows, filtered) equal the CPU backend's.
+ * storage buffers a shader stage and 16 KiB of workgroup memory. Every kernel must fit them:
+ * ivf-scan once bound 9, and IVF search on such a device failed with a pipeline validation error.
+ * On that device, Flat (both scoring kernels that need no subgroups, heap and radix selection),
+ * IVF (both strategies, float and half rows, filtered) and k-means give the CPU backend's results.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { KMeans } from '../../src/kmeans.js';
 import { platform } from '../../src/platform/platform.js';
 import { clusteredFloats } from '../../src/random.js';
 import type { GpuDeviceOptions } from '../../src/gpu/gpu-device.js';
@@ -44,13 +46,17 @@ async function defaultLimitsBackend(options: GpuDeviceOptions): Promise<Backend 
 const scan = await defaultLimitsBackend({ ivfStrategy: 'scan', ivfHalfScan: false });
 const scanHalf = await defaultLimitsBackend({ ivfStrategy: 'scan', ivfHalfScan: true });
 const gemm = await defaultLimitsBackend({ ivfStrategy: 'gemm' });
+// The scoring kernels without subgroups (an adopted device has none unless asked for).
+const tiled = await defaultLimitsBackend({ gemmVariant: 'tiled' });
+const portable = await defaultLimitsBackend({ gemmVariant: 'portable' });
+const all = [scan, scanHalf, gemm, tiled, portable];
 afterAll(() => {
   disposeGpuBackends();
   // The adopted devices are ours to destroy (the backends leave them).
-  for (const b of [scan, scanHalf, gemm]) (b?.device as { ctx?: { device: GPUDevice } } | undefined)?.ctx?.device.destroy();
+  for (const b of all) (b?.device as { ctx?: { device: GPUDevice } } | undefined)?.ctx?.device.destroy();
 });
 
-describe.skipIf(!scan || !scanHalf || !gemm)('searches on a device with the default limits', () => {
+describe.skipIf(all.some((b) => !b))('searches on a device with the default limits', () => {
   const [n, d, nq, k, nlist] = [3000, 24, 40, 10, 30];
   const x = clusteredFloats(n, d, 12, 5, 0.3);
   const xq = clusteredFloats(nq, d, 12, 6, 0.3);
@@ -70,14 +76,25 @@ describe.skipIf(!scan || !scanHalf || !gemm)('searches on a device with the defa
     expect(limits.maxStorageBuffersPerShaderStage).toBe(DEFAULT_STORAGE_BUFFERS);
   });
 
-  it('Flat search equals the CPU backend', async () => {
-    const [want, got] = await Promise.all([cpuBackend(), scan!].map(async (b) => {
-      const flat = new FlatIndex(b, { dim: d });
-      await flat.add(x);
-      return flat.search(xq, k);
-    }));
-    expect(Array.from(got.labels)).toEqual(Array.from(want.labels));
-    expect(Array.from(got.distances)).toEqual(Array.from(want.distances));
+  // k = 300: the candidates (512) are past the heaps' largest k, so select-radix selects them.
+  for (const [name, backend] of [['tiled', tiled], ['portable', portable]] as const) {
+    for (const kf of [k, 300]) {
+      it(`Flat search, gemm-scores ${name}, k = ${kf}, equals the CPU backend`, async () => {
+        const [want, got] = await Promise.all([cpuBackend(), backend!].map(async (b) => {
+          const flat = new FlatIndex(b, { dim: d });
+          await flat.add(x);
+          return flat.search(xq, kf);
+        }));
+        expect(Array.from(got.labels)).toEqual(Array.from(want.labels));
+        expect(Array.from(got.distances)).toEqual(Array.from(want.distances));
+      });
+    }
+  }
+
+  it('k-means gives the CPU backend\'s centroids, bit for bit', async () => {
+    const train = (b: Backend) => new KMeans(b, { dim: d }).train(x, { k: nlist, niter: 4, seed: 2 });
+    const [want, got] = [await train(cpuBackend({ kmeansBounds: false })), await train(scan!)];
+    expect(Array.from(got.centroids)).toEqual(Array.from(want.centroids));
   });
 
   for (const [name, backend] of [['scan', scan], ['scan on half rows', scanHalf], ['gemm', gemm]] as const) {
