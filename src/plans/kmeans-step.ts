@@ -183,9 +183,10 @@ export const RESCORE_BATCH = 1 << 16;
 
 /**
  * Centroids whose moves do not loosen every point's last bound: the farthest movers of each move
- * (see AssignmentBounds.moveCentroids). On generated clustered data (262,144 x 128, 1024
- * centroids) a repaired cluster had made the next iteration re-score every point; with 32 it
- * re-scored a third of them.
+ * (see AssignmentBounds.moveCentroids). On generated clustered data (`bench kmeans`, 262,144 x
+ * 128, 1024 centroids, 10 iterations) one repaired cluster had made the next iteration re-score
+ * every point; now 123,542 of them (69 repaired: 161,592), and 1.28M re-scores in all where there
+ * were 1.58M. 32 movers missed most of the 69; each costs n operations a move (about 40 ms here).
  */
 export const FAR_MOVERS = 128;
 
