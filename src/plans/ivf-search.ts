@@ -2,8 +2,10 @@
  * IVF search, written once for every device, with two strategies:
  *
  * scan (few queries per list; only for k <= HEAP_MAX_K: a private heap per (query, list, segment)):
- *   for each batch of queries (queries, probes and running lists each fit one binding):
+ *   for each batch of queries (queries, running lists, and probes beside the lists' ranges each fit
+ *   one binding):
  *     coarse: flatLists against the centroids, k = nprobe  -> probes[rows x nprobe] on the device
+ *     the probes copied behind the lists' ranges (ivf-scan reads both from one binding)
  *     for each query tile (its partial lists fit one binding), for each chunk of the lists:
  *       ivf-scan    -> per (query, probe, segment) the k best of that list's rows in the chunk
  *                      (with `half`, scored on the chunk's float16 copy: src/stores/half-rows.ts)
@@ -29,7 +31,7 @@ import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
 import { type HostLists, type RowRun, flatLists, floatQueries, queryRows, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
 import type { RunLists, Scratch } from './scratch.js';
-import { checkResultRow, groupedBatch, queryBatch, scanTiles } from './tiling.js';
+import { checkResultRow, groupedBatch, queryBatch, scanBatch, scanTiles } from './tiling.js';
 
 export type IvfStrategy = 'scan' | 'gemm';
 
@@ -46,11 +48,11 @@ export function chooseIvfStrategy(device: Device, rows: number, nprobe: number, 
 }
 
 /**
- * Measured on lavapipe with the 16-query gemm-scores (clustered 200,000 x 128, IVF512, nprobe 16,
- * k = 10, queries/s, GEMM / scan): 0.25 - 0.34 at batches of 1 - 30 (up to 0.9 queries per list),
- * 0.80 at 100 (3.1), 0.5 - 1.2 at 130 - 200 (4 - 6, two runs each), 1.51 at 300 (9.4), 2.14 at 1000
- * (31). The crossover lies between 4 and 9 queries per list. (With the 8-query kernel it was about
- * 3, on Fashion-MNIST 20,000 x 784, IVF128.)
+ * Measured on lavapipe with scripts/ivf-crossover.mjs (clustered 200,000 x 128, IVF512, nprobe 16,
+ * k = 10, the scan on half rows; queries/s, GEMM / scan): 0.34 - 0.62 at batches of 1 - 30 (up to
+ * 0.9 queries per list), 0.89 at 100 (3.1), 1.09 at 200 (6.3), 1.97 at 1000 (31): the crossover
+ * lies between 3 and 6 queries per list (README). (With the 8-query kernel it was about 3, on
+ * Fashion-MNIST 20,000 x 784, IVF128.)
  */
 export const GEMM_MIN_QUERIES_PER_LIST = 6;
 
@@ -83,6 +85,7 @@ export async function searchIvf(
   }
   const strategy = coded ? 'gemm' : grouped >= 1 && gemmOrders ? chooseIvfStrategy(device, Math.min(nq, grouped), nprobe, lists.nlist, k) : 'scan';
   // Every size check before the first call is recorded (a check failing later would leave calls behind).
+  let rowsPerBatch = strategy === 'gemm' ? grouped : batch;
   if (batch > 0) {
     if (strategy === 'gemm') checkResultRow(device, k);
     else if (k > HEAP_MAX_K) {
@@ -90,12 +93,15 @@ export async function searchIvf(
         `IVF search with k = ${k}: above ${HEAP_MAX_K} only the GEMM strategy selects, and it needs one query's ${nprobe} probed lists ` +
           `of k (${nprobe * Math.max(dpad, k) * 4} bytes) in one binding; this device binds at most ${device.limits.maxBindingBytes} bytes at once (maxBindingBytes)`,
       );
-    } else scanTiles(device, Math.min(nq, batch), nprobe, k);
+    } else {
+      rowsPerBatch = scanBatch(device, batch, lists.nlist, nprobe);
+      scanTiles(device, Math.min(nq, rowsPerBatch), nprobe, k);
+    }
   }
   // Half rows serve the scan only (the GEMM reuses each load across queries already).
   const halfScores = half && strategy === 'scan' && lists.half !== null;
   const result = await withMasks(device, masks, (maskBufs) =>
-    searchInBatches(device, xq, nq, coarse.d, dpad, k, strategy === 'gemm' ? grouped : batch, metric, timings, async (scratch, xqBuf, rows, queries) => {
+    searchInBatches(device, xq, nq, coarse.d, dpad, k, rowsPerBatch, metric, timings, async (scratch, xqBuf, rows, queries) => {
       const probes = flatLists(scratch, coarse, floatQueries(xqBuf), 0, rows, nprobe, metric).i;
       if (strategy === 'scan') return readLists(device, scanLists(scratch, lists, xqBuf, probes, rows, k, nprobe, metric, maskBufs, halfScores), rows, k, timings);
       const [hostProbes] = await device.read([{ buffer: probes, offset: 0, bytes: rows * nprobe * 4 }], timings);

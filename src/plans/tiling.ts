@@ -35,6 +35,23 @@ export function queryBatch(device: Device, nq: number, dpad: number, k: number, 
 }
 
 /**
+ * Queries per batch of the IVF scan strategy (at most `batch`): ivf-scan reads the lists' ranges
+ * (2 words a list) and the batch's probes (nprobe a query) from one binding (so that it binds 8
+ * storage buffers); throws where not even one query's probes fit beside the ranges.
+ */
+export function scanBatch(device: Device, batch: number, nlist: number, nprobe: number): number {
+  const max = device.limits.maxBindingBytes;
+  const fit = Math.floor((max - 8 * nlist) / (4 * nprobe));
+  if (fit < 1) {
+    throw new InvalidArgumentError(
+      `IVF scan: the ranges of ${nlist} lists and one query's ${nprobe} probes take ${8 * nlist + 4 * nprobe} bytes in one binding; ` +
+        `this device binds at most ${max} bytes at once (maxBindingBytes)`,
+    );
+  }
+  return Math.min(batch, fit);
+}
+
+/**
  * Queries per batch of the IVF GEMM strategy (at most `batch`), which holds one copy of each query
  * per probe and k results per copy; 0 where even one query's copies exceed a binding.
  */

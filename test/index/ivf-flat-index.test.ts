@@ -140,3 +140,41 @@ describe('IVF recall@10 against published ground truth never decreases with npro
     }
   }
 });
+
+// ivf-scan reads the lists' ranges and the batch's probes from one binding: where they would not
+// fit, the batch splits (the same results); where not even one query's probes fit beside the
+// ranges, the search is refused up front, naming the sizes.
+describe('IVF scan: probes beside the lists\' ranges in one binding', async () => {
+  const narrow = [
+    ['cpu', cpuBackend({ maxBindingBytes: 4096, ivfStrategy: 'scan' })],
+    ['webgpu', await gpuBackend({ maxBindingBytes: 4096, ivfStrategy: 'scan' })],
+  ] as const;
+  const [d, nlist, nprobe, nq] = [4, 40, 32, 64];
+  const x = randomFloats(2000 * d, 31);
+  const q = randomFloats(nq * d, 32);
+  const centroids = x.slice(0, nlist * d);
+
+  for (const [name, backend] of narrow) {
+    it.skipIf(!backend)(`${name}: a narrow binding splits the batch; the results are the wide one's`, async () => {
+      // A whole batch's probes (64 x 32 x 4 = 8 KiB) exceed 4 KiB before the ranges (320 bytes) are added.
+      const results = [];
+      for (const b of [backend!, cpu]) {
+        const ivf = new IvfFlatIndex(b, { dim: d, nlist, nprobe });
+        await ivf.setCentroids(centroids);
+        await ivf.add(x);
+        results.push(await ivf.search(q, 5));
+        await ivf.dispose();
+      }
+      expectIdentical(results[0], results[1], 'narrow vs wide');
+    });
+
+    it.skipIf(!backend)(`${name}: refused up front where one query's probes do not fit beside the ranges`, async () => {
+      const many = 500;
+      const ivf = new IvfFlatIndex(backend!, { dim: d, nlist: many, nprobe });
+      await ivf.setCentroids(randomFloats(many * d, 33));
+      await ivf.add(x);
+      await expect(ivf.search(q, 5)).rejects.toThrow(`IVF scan: the ranges of ${many} lists and one query's ${nprobe} probes take ${8 * many + 4 * nprobe} bytes in one binding; this device binds at most 4096`);
+      await ivf.dispose();
+    });
+  }
+});
