@@ -186,7 +186,9 @@ export const RESCORE_BATCH = 1 << 16;
  * (see AssignmentBounds.moveCentroids). On generated clustered data (`bench kmeans`, 262,144 x
  * 128, 1024 centroids, 10 iterations) one repaired cluster had made the next iteration re-score
  * every point; now 123,542 of them (69 repaired: 161,592), and 1.28M re-scores in all where there
- * were 1.58M. 32 movers missed most of the 69; each costs n operations a move (about 40 ms here).
+ * were 1.58M. 32 movers missed most of the 69. A move costs nc x FAR_MOVERS centroid distances
+ * and up to n x FAR_MOVERS bound terms (40 - 150 ms a move there), small beside an iteration's
+ * n x nc x d GEMM.
  */
 export const FAR_MOVERS = 128;
 
@@ -236,6 +238,8 @@ export class AssignmentBounds {
     private readonly n: number,
     private readonly d: number,
     private readonly nc: number,
+    /** How many of the farthest movers are bounded apart (FAR_MOVERS; tests lower it to reach the others' path with few centroids). */
+    private readonly farMovers = FAR_MOVERS,
   ) {
     this.slots = Math.max(1, Math.min(BOUND_LIST, nc) - 1);
     this.labels = new Uint32Array(n);
@@ -288,7 +292,7 @@ export class AssignmentBounds {
     const moved = Float64Array.from({ length: nc }, (_, c) => Math.sqrt(rowDistance2(next, c, prev, c, d)));
     // Centroids by move, farthest first; F is the first nf, `rest` the farthest move outside it.
     const order = Uint32Array.from({ length: nc }, (_, c) => c).sort((a, b) => moved[b] - moved[a]);
-    const nf = Math.min(FAR_MOVERS, nc);
+    const nf = Math.min(this.farMovers, nc);
     const rest = nf < nc ? moved[order[nf]] : 0;
     // Distances from every centroid to each of F, at their new places.
     const inF = new Int32Array(nc).fill(-1);

@@ -206,6 +206,79 @@ describe('AssignmentBounds', () => {
     expect(Array.from(bounds.unsettled())).toEqual([0, 2]);
   });
 
+  // Every bound checked against the exact distances after every move, through small moves, equal
+  // moves (ties in the move order), jumps, copies onto other centroids and onto points, and a
+  // second move before the next assignment (a repair), with 0, 1, 3 and 128 far movers, so that
+  // the path of the centroids outside them runs with few centroids too.
+  it.each([0, 1, 3, 128])('%i far movers: every bound holds after every move', (farMovers) => {
+    const [n, d] = [120, 2];
+    let checked = 0;
+    const wrong: string[] = [];
+    for (const nc of [1, 2, 3, 5, 9, 12]) {
+      for (let seed = 1; seed <= 4; seed++) {
+        const random = rng(100 * seed + nc);
+        // Points on a quarter grid: exact ties between centroids that land on points.
+        const x = Float32Array.from({ length: n * d }, () => Math.round(32 * (random() - 0.5)) / 4);
+        let c = Float32Array.from({ length: nc * d }, () => 8 * (random() - 0.5));
+        const bounds = new AssignmentBounds(x, n, d, nc, farMovers);
+        const state = bounds as unknown as { lower: Float64Array; near: Int32Array; labels: Uint32Array; upper: Float64Array; slots: number };
+        const exact = (i: number, ci: number) => Math.sqrt(distances2(x, c, i, d, nc)[ci]);
+        const check = () => {
+          const { lower, near, labels, upper, slots } = state;
+          for (let i = 0; i < n; i++) {
+            const o = i * slots;
+            if (lower[o] < 0) continue;
+            const all = distances2(x, c, i, d, nc).map(Math.sqrt);
+            const above = (bound: number, v: number) => bound > v * (1 + 1e-12) + 1e-12;
+            if (above(all[labels[i]], upper[i])) wrong.push(`point ${i}: upper ${upper[i]} < ${all[labels[i]]}`);
+            const named = new Set<number>();
+            for (let t = 0; t < slots - 1; t++) {
+              if (near[o + t] < 0) continue;
+              named.add(near[o + t]);
+              if (above(lower[o + t], all[near[o + t]])) wrong.push(`point ${i}: slot ${t} ${lower[o + t]} > ${all[near[o + t]]}`);
+            }
+            const others = Math.min(Infinity, ...all.filter((_, ci) => ci !== labels[i] && !named.has(ci)));
+            if (above(lower[o + slots - 1], others)) wrong.push(`point ${i}: last bound ${lower[o + slots - 1]} > ${others}`);
+            checked++;
+          }
+        };
+        const move = () => {
+          const next = Float32Array.from(c);
+          const kind = Math.floor(random() * 6);
+          const j = Math.floor(random() * nc);
+          if (kind === 0) next.forEach((v, t) => (next[t] = v + 0.05 * (random() - 0.5)));
+          else if (kind === 1) next.forEach((v, t) => (next[t] = v + (t % d === 0 ? 0.3 : -0.2)));
+          else if (kind === 2) for (let t = 0; t < d; t++) next[j * d + t] = 8 * (random() - 0.5);
+          else if (kind === 3) next.copyWithin(j * d, ((j + 1) % nc) * d, ((j + 1) % nc) * d + d);
+          else if (kind === 4) {
+            const p = Math.floor(random() * n);
+            next.set(x.subarray(p * d, p * d + d), j * d);
+          }
+          c = next;
+          bounds.moveCentroids(c);
+          check();
+        };
+        bounds.moveCentroids(c);
+        for (let round = 0; round < 12; round++) {
+          const rows = bounds.unsettled();
+          const unsettled = new Set(rows);
+          const { labels } = bounds.assignment();
+          for (let i = 0; i < n; i++) {
+            if (unsettled.has(i)) continue;
+            for (let ci = 0; ci < nc; ci++) if (ci !== labels[i] && !(exact(i, ci) > exact(i, labels[i]))) wrong.push(`kept point ${i}: centroid ${ci} is as near`);
+          }
+          const t = nearest(x, c, Array.from(rows), d, nc, bounds.k);
+          bounds.reassign(rows, t.labels, t.dist);
+          check();
+          move();
+          if (random() < 0.5) move();
+        }
+      }
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+    expect(checked).toBeGreaterThan(10000);
+  });
+
   it('with one centroid, every point stays after the first assignment', () => {
     const x = clusteredFloats(50, 3, 2, 4);
     const c = new Float32Array([0.1, 0.2, 0.3]);
