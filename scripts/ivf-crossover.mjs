@@ -4,9 +4,11 @@
 // on the same lists, over a range of batch sizes, on this machine's WebGPU adapter.
 //   node scripts/ivf-crossover.mjs [--n N] [--nlist L] [--nprobe P] [--batches B1,B2,..] [--rounds R]
 // Run after `npm run build`. Generated clustered data (bench's, d = 128, 1,000 queries, k = 10);
-// the centroids are trained once and both backends index the same lists. Per batch size, R rounds
-// of one timed pass each for scan and GEMM, alternating (on a noisy machine a change of the
-// machine's speed then hits both alike); prints queries per list (batch * nprobe / nlist), each
+// the centroids are trained once and both backends index the same lists; both strategies score
+// the rows as the adapter's defaults have it (on a CPU-emulated adapter the scan reads half rows).
+// Per batch size b, R rounds of one timed pass each over the first floor(1000 / b) * b queries in
+// calls of exactly b, scan and GEMM alternating and taking turns to go first (a change of a noisy
+// machine's speed then hits both alike); prints queries per list (b * nprobe / nlist), each
 // strategy's median queries/s and their ratio, and fails if the two ever return different labels.
 import { parseArgs } from 'node:util';
 import { loadBenchData } from '../dist/bench/data.js';
@@ -17,7 +19,7 @@ const USAGE = 'usage: node scripts/ivf-crossover.mjs [--n N] [--nlist L] [--npro
   '  --n        base vectors (default 200000)\n' +
   '  --nlist    lists (default 512)\n' +
   '  --nprobe   lists probed a query (default 16)\n' +
-  '  --batches  queries a search call (default 1,10,30,100,200,300,1000)\n' +
+  '  --batches  queries a search call, each at most 1000 (default 1,10,30,100,200,300,1000)\n' +
   '  --rounds   timed passes of each strategy a batch size, alternating (default 3)';
 
 let o;
@@ -50,8 +52,8 @@ const int = (name, min) => {
 };
 const [n, nlist, nprobe, rounds] = [int('n', 1), int('nlist', 1), int('nprobe', 1), int('rounds', 1)];
 const batches = o.batches.split(',').map((b) => Number(b));
-if (batches.some((b) => !Number.isInteger(b) || b < 1)) {
-  console.error(`--batches must be integers >= 1; got ${o.batches}\n${USAGE}`);
+if (batches.some((b) => !Number.isInteger(b) || b < 1 || b > 1000)) {
+  console.error(`--batches must be integers in [1, 1000] (the queries); got ${o.batches}\n${USAGE}`);
   process.exit(2);
 }
 if (nlist > n || nprobe > nlist) {
@@ -67,7 +69,7 @@ const backends = {
   gemm: await createBackend({ backend: 'webgpu', tuning: { ivfStrategy: 'gemm' } }),
 };
 console.log(`adapter: ${backends.scan.description}`);
-console.log(`clustered ${n} x ${d}, ${data.nq} queries, IVF${nlist}, nprobe ${nprobe}, k ${k}; auto takes the GEMM from ${GEMM_MIN_QUERIES_PER_LIST} queries per list`);
+console.log(`clustered ${n} x ${d}, ${data.nq} queries, IVF${nlist}, nprobe ${nprobe}, k ${k}; the scan on ${backends.scan.device.tuning.ivfHalfScan ? 'half' : 'float'} rows; auto takes the GEMM from ${GEMM_MIN_QUERIES_PER_LIST} queries per list`);
 const { centroids } = await new KMeans(backends.scan, { dim: d }).train(data.xb, { k: nlist, niter: 10, seed: 1 });
 const index = {};
 for (const [name, backend] of Object.entries(backends)) {
@@ -76,18 +78,22 @@ for (const [name, backend] of Object.entries(backends)) {
   await index[name].add(data.xb);
 }
 
-/** One pass over the queries in batches of `b`: queries/s, and every batch's labels. */
+/** One pass over the queries in calls of exactly `b` (the last nq mod b left out): queries/s, and every call's labels. */
 async function pass(ivf, b) {
   const labels = [];
+  const calls = Math.floor(data.nq / b);
   const t = performance.now();
-  for (let q0 = 0; q0 < data.nq; q0 += b) {
-    const r = await ivf.search(data.xq.subarray(q0 * d, Math.min(data.nq, q0 + b) * d), k);
+  for (let q0 = 0; q0 < calls * b; q0 += b) {
+    const r = await ivf.search(data.xq.subarray(q0 * d, (q0 + b) * d), k);
     labels.push(r.labels);
   }
-  return { qps: data.nq / ((performance.now() - t) / 1000), labels };
+  return { qps: (calls * b) / ((performance.now() - t) / 1000), labels };
 }
 
-const median = (v) => [...v].sort((a, b) => a - b)[v.length >> 1];
+const median = (v) => {
+  const s = [...v].sort((a, b) => a - b);
+  return (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2;
+};
 console.log('batch  queries/list  scan q/s  gemm q/s  gemm/scan');
 for (const b of batches) {
   const qps = { scan: [], gemm: [] };
@@ -95,7 +101,7 @@ for (const b of batches) {
   for (const ivf of Object.values(index)) await pass(ivf, b);
   for (let r = 0; r < rounds; r++) {
     const got = {};
-    for (const name of ['scan', 'gemm']) {
+    for (const name of r % 2 === 0 ? ['scan', 'gemm'] : ['gemm', 'scan']) {
       const p = await pass(index[name], b);
       qps[name].push(p.qps);
       got[name] = p.labels;

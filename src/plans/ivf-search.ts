@@ -49,8 +49,8 @@ export function chooseIvfStrategy(device: Device, rows: number, nprobe: number, 
 
 /**
  * Measured on lavapipe with scripts/ivf-crossover.mjs (clustered 200,000 x 128, IVF512, nprobe 16,
- * k = 10, the scan on half rows; queries/s, GEMM / scan): 0.34 - 0.62 at batches of 1 - 30 (up to
- * 0.9 queries per list), 0.89 at 100 (3.1), 1.09 at 200 (6.3), 1.97 at 1000 (31): the crossover
+ * k = 10, the scan on half rows; queries/s, GEMM / scan): 0.40 - 0.61 at batches of 1 - 30 (up to
+ * 0.9 queries per list), 0.85 at 100 (3.1), 1.05 at 200 (6.3), 1.81 at 1000 (31): the crossover
  * lies between 3 and 6 queries per list (README). (With the 8-query kernel it was about 3, on
  * Fashion-MNIST 20,000 x 784, IVF128.)
  */

@@ -6,7 +6,7 @@
  * On that device, Flat (both scoring kernels that need no subgroups, heap and radix selection),
  * IVF (both strategies, float and half rows, filtered) and k-means give the CPU backend's results.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
@@ -16,6 +16,7 @@ import { KMeans } from '../../src/kmeans.js';
 import { platform } from '../../src/platform/platform.js';
 import { clusteredFloats } from '../../src/random.js';
 import type { GpuDeviceOptions } from '../../src/gpu/gpu-device.js';
+import { shaderText } from '../../src/gpu/shaders.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
@@ -25,9 +26,14 @@ const DEFAULT_STORAGE_BUFFERS = 8;
 const SHADERS = join(import.meta.dirname, '..', '..', 'shaders');
 
 describe('storage buffers per kernel', () => {
+  // As compiled: with the files each one includes.
   it.each(readdirSync(SHADERS).filter((f) => f.endsWith('.wgsl')))(`%s binds at most ${DEFAULT_STORAGE_BUFFERS}`, (file) => {
-    const declared = readFileSync(join(SHADERS, file), 'utf8').match(/^\s*@group\(0\)\s*@binding\(\d+\)\s*var<storage/gm) ?? [];
+    const declared = shaderText(file.replace(/\.wgsl$/, '')).match(/^\s*@group\(0\)\s*@binding\(\d+\)\s*var<storage/gm) ?? [];
     expect(declared.length).toBeLessThanOrEqual(DEFAULT_STORAGE_BUFFERS);
+  });
+
+  it('counts what the includes bring: gemm-scores binds its io file\'s buffers', () => {
+    expect(shaderText('gemm-scores').match(/var<storage/g)!.length).toBeGreaterThanOrEqual(4);
   });
 });
 
