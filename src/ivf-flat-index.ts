@@ -27,7 +27,7 @@ import type { RowAt } from './stores/rows.js';
 import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from './kmeans.js';
 import type { Metric, SlotResult } from './types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from './vector-source.js';
+import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, copyRows, preparedSource } from './vector-source.js';
 import { type IndexFileHeader, checkLists, codecFileType, idSection } from './io/index-format.js';
 import { platform } from './platform/platform.js';
 import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
@@ -327,10 +327,7 @@ export class IvfFlatIndex extends IndexCore {
     const { maxNorm, maxError } = lists.half!;
     const again = uncertified(cand, xq, nq, this.dim, lists.dpad, kc, need!, this.kernelMetric, maxNorm, maxError);
     if (again.length > 0) {
-      const d = this.dim;
-      const queries = new Float32Array(again.length * d);
-      again.forEach((r, i) => queries.set(xq.subarray(r * d, (r + 1) * d), i * d));
-      const exact = await search(queries, again.length, false);
+      const exact = await search(copyRows(xq, this.dim, again), again.length, false);
       again.forEach((r, i) => {
         cand.distances.set(exact.distances.subarray(i * kc, (i + 1) * kc), r * kc);
         cand.labels.set(exact.labels.subarray(i * kc, (i + 1) * kc), r * kc);

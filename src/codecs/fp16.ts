@@ -11,7 +11,8 @@
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
-function intBits(f: number): number {
+/** The bits of float32 `f` (f rounded to float32 first). */
+export function intBits(f: number): number {
   f32[0] = f;
   return u32[0];
 }

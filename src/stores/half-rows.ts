@@ -34,7 +34,7 @@
  * subnormal halves: so both decodes agree). Both only make ||x - x'|| larger: exactness holds, and
  * data that float16 represents badly just has its queries searched again.
  */
-import { halfToFloat } from '../codecs/fp16.js';
+import { halfToFloat, intBits } from '../codecs/fp16.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { SlotResult } from '../types.js';
 
@@ -43,13 +43,9 @@ export function halfRowWords(dpad: number): number {
   return 4 * Math.ceil(dpad / 8);
 }
 
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
-
 /** The half nearest to float32 `x` (ties to even), clamped to +-65504, below 2^-14 in magnitude zero. */
 export function toHalf(x: number): number {
-  f32[0] = x;
-  return halfOfBits(u32[0]);
+  return halfOfBits(intBits(x));
 }
 
 /**
