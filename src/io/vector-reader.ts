@@ -281,10 +281,13 @@ function gunzipSource(handle: FileHandle, path: string): ByteSource {
       }
       return filled;
     },
-    close() {
-      file.destroy();
+    async close() {
       gunzip.destroy();
-      return handle.close();
+      // Destroying the stream closes the handle (autoClose or not) and emits 'close' once the
+      // descriptor is closed; handle.close() would then resolve at once, before it is (seen as a
+      // file still open after a pass, on a loaded machine).
+      if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()).destroy());
+      await handle.close();
     },
   };
 }
