@@ -1,8 +1,9 @@
-// heap.wgsl: the private max-heap of (score, id) pairs that topk.wgsl and ivf-scan.wgsl keep per
-// invocation, root = the worst pair kept. Not a kernel: inlined where a shader says
-// `//!include heap.wgsl` (src/gpu/shaders.ts). It uses the includer's K_CAP (the heap's capacity)
-// and, in heap_store, its output arrays out_s / out_i. CPU twin: heapOffer / heapSortAndPad in
-// src/cpu/topk.ts.
+// heap.wgsl: the k best (score, id) pairs that topk.wgsl and ivf-scan.wgsl keep per invocation, in
+// a private max-heap (root = the worst pair kept), for K_CAP > LIST_MAX_CAP; smaller K_CAP keep
+// a sorted list in registers instead (sorted-list.wgsl, the same functions). Not a kernel: inlined
+// where a shader says `//!include heap.wgsl` (src/gpu/shaders.ts picks the file by K_CAP). It uses
+// the includer's K_CAP (the heap's capacity) and, in best_store, its output arrays out_s / out_i.
+// CPU twin: heapOffer / heapSortAndPad in src/cpu/topk.ts.
 // Order: (score, id) ascending, equal scores break on the smaller id.
 
 // Id of a padding entry (reads as -1 on the host).
@@ -58,7 +59,7 @@ fn sift_down(s: f32, id: u32, n: u32) {
 
 
 // Offers (s, id) to a heap holding m of at most k pairs; returns the new count.
-fn heap_offer(s: f32, id: u32, m: u32, k: u32) -> u32 {
+fn best_offer(s: f32, id: u32, m: u32, k: u32) -> u32 {
   if (m < k) {
     sift_up(s, id, m);
     return m + 1u;
@@ -70,7 +71,7 @@ fn heap_offer(s: f32, id: u32, m: u32, k: u32) -> u32 {
 }
 
 // Heapsort of the m pairs kept: leaves hs/hi[0, m) ascending (best first).
-fn heap_sort(m: u32) {
+fn best_sort(m: u32) {
   for (var n = m; n > 1u; n--) {
     let s = hs[n - 1u];
     let id = hi[n - 1u];
@@ -80,8 +81,8 @@ fn heap_sort(m: u32) {
   }
 }
 
-// Writes the m pairs kept (sorted by heap_sort) to out_s/out_i[o, o + k), padded with (+inf, PAD_ID).
-fn heap_store(o: u32, m: u32, k: u32) {
+// Writes the m pairs kept (sorted by best_sort) to out_s/out_i[o, o + k), padded with (+inf, PAD_ID).
+fn best_store(o: u32, m: u32, k: u32) {
   let inf = bitcast<f32>(INF_BITS);
   for (var j = 0u; j < m; j++) {
     out_s[o + j] = hs[j];

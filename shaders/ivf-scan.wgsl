@@ -18,7 +18,8 @@
 //   output list (r, p, g): out_s/out_i[((r * nprobe + p) * nseg + g) * k .. + k), padded with
 //   (+inf, 0xffffffff); the lists are then merged by topk-merge.wgsl.
 // CPU twin: src/cpu/ivf-scan.ts.
-// Order: (score, id) ascending, equal scores break on the smaller id (heap.wgsl).
+// Order: (score, id) ascending, equal scores break on the smaller id. The k best of a segment are
+// kept as topk.wgsl keeps them (sorted-list.wgsl for K_CAP <= 16, else heap.wgsl).
 // Dispatch: one invocation per (row, probe, segment), 1-D, folded into (x, y):
 //   invocation = gid.x + gid.y * num_workgroups.x * WG.
 
@@ -63,7 +64,7 @@ fn allowed(v: u32) -> bool {
   return ((mask[b >> 5u] >> (b & 31u)) & 1u) != 0u;
 }
 
-// Scores row v from its dot product's four lane sums and offers it to the heap of m entries,
+// Scores row v from its dot product's four lane sums and offers it to the k best kept (m so far),
 // unless the mask skips it.
 fn offer_dot(v: u32, acc: vec4<f32>, m: u32, k: u32) -> u32 {
   if (!allowed(v)) {
@@ -74,7 +75,7 @@ fn offer_dot(v: u32, acc: vec4<f32>, m: u32, k: u32) -> u32 {
   if (METRIC == 0u) {
     s = xnorm[v] - 2.0 * dot_qx;
   }
-  return heap_offer(s, ids[v], m, k);
+  return best_offer(s, ids[v], m, k);
 }
 
 // The lane products of query dimensions 8j .. 8j + 7 (qa, qc) with the eight halves of w.
@@ -182,6 +183,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       }
     }
   }
-  heap_sort(m);
-  heap_store(inv * k, m, k);
+  best_sort(m);
+  best_store(inv * k, m, k);
 }

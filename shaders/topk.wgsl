@@ -7,11 +7,12 @@
 // Bound: when use_bound == 1, candidates no better than the row's running k-th best
 // (bound_*[(row0 + r) * k + k - 1], from earlier tiles) cannot reach the final k and are skipped
 // with one compare. After the first tile almost every candidate is rejected this way.
-// Method: each invocation keeps its segment's best (up to) k in a private max-heap (root = the
-// worst kept), so an accepted candidate costs O(log k); a heapsort of the m entries kept orders
-// the list. Thanks to the bound, m is small after the first tile, and so is the sort.
-// K_CAP is the heap's capacity, a power of two >= k, substituted into the text when the pipeline
-// is built (WGSL private arrays need a const size); k itself is a runtime parameter.
+// Method: each invocation keeps its segment's best (up to) k: for K_CAP <= 16 in a sorted list in
+// registers (sorted-list.wgsl), else in a private max-heap (heap.wgsl: root = the worst kept, an
+// accepted candidate costs O(log k), a heapsort of the m entries kept orders the list). Thanks to
+// the bound, few candidates are accepted after the first tile.
+// K_CAP is the capacity, a power of two >= k, substituted into the text when the pipeline is built
+// (WGSL private arrays need a const size); k itself is a runtime parameter.
 // Dispatch: one invocation per (row, segment), 1-D, folded into (x, y):
 //   invocation = gid.x + gid.y * num_workgroups.x * WG; row = invocation / nseg.
 
@@ -67,8 +68,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (!better(s, id, bs, bi)) {
       continue;
     }
-    m = heap_offer(s, id, m, k);
+    m = best_offer(s, id, m, k);
   }
-  heap_sort(m);
-  heap_store(inv * k, m, k);
+  best_sort(m);
+  best_store(inv * k, m, k);
 }

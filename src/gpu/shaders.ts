@@ -11,16 +11,25 @@ import { platform } from '../platform/platform.js';
 const textCache = new Map<string, string>();
 
 /**
- * The text of shaders/NAME.wgsl, with each `//!include FILE.wgsl` line replaced by that file (WGSL
- * has no includes; this is how kernels share code such as heap.wgsl, kept in one place).
+ * Largest K_CAP whose k best are kept in a sorted list in registers (shaders/sorted-list.wgsl, which
+ * writes out one step per position up to it) rather than a heap (shaders/heap.wgsl): see
+ * sorted-list.wgsl for why and what it measured.
  */
-export function shaderText(name: string): string {
-  let text = textCache.get(name);
+export const LIST_MAX_CAP = 16;
+
+/**
+ * The text of shaders/NAME.wgsl, with each `//!include FILE.wgsl` line replaced by that file (WGSL
+ * has no includes; this is how kernels share code such as heap.wgsl, kept in one place), or by
+ * `swap[FILE]` where `swap` names another.
+ */
+export function shaderText(name: string, swap: Record<string, string> = {}): string {
+  const key = [name, ...Object.entries(swap).map(([from, to]) => `${from}>${to}`)].join('|');
+  let text = textCache.get(key);
   if (text === undefined) {
     text = platform.shaderSource(name).replace(/^\/\/!include (\S+)\.wgsl$/gm, (_, inc: string) =>
-      shaderText(inc),
+      shaderText(swap[inc] ?? inc, swap),
     );
-    textCache.set(name, text);
+    textCache.set(key, text);
   }
   return text;
 }
@@ -33,7 +42,9 @@ export function specialize(
   name: string,
   constants: Record<string, number>,
 ): { code: string; overrides: Record<string, number> } {
-  let code = shaderText(name);
+  // A small K_CAP keeps the k best in a sorted list, a larger one in a heap (the same functions).
+  const small = constants.K_CAP !== undefined && constants.K_CAP <= LIST_MAX_CAP;
+  let code = shaderText(name, small ? { heap: 'sorted-list' } : {});
   const overrides: Record<string, number> = {};
   for (const [key, value] of Object.entries(constants)) {
     const decl = new RegExp(`^const ${key}: u32 = [^;]+;`, 'm');

@@ -20,11 +20,15 @@ function scoresFor(len: number, seed: number, ties: boolean): Float32Array {
   return out;
 }
 
-// [rows, cols, ldc, k, nseg]: k = 1, k = max, k > segment (padding), one segment, uneven segments.
+// [rows, cols, ldc, k, nseg]: k = 1, k = max, k > segment (padding), one segment, uneven segments;
+// k <= 16 in a sorted list (k = 3, 9 and 10 below its capacity, 16 at it), larger k in a heap.
 const shapes: number[][] = [
   [1, 1, 1, 1, 1],
   [3, 50, 53, 1, 4],
   [4, 100, 100, 10, 3],
+  [4, 90, 95, 3, 2],
+  [2, 40, 40, 9, 1],
+  [3, 300, 301, 16, 3],
   [2, 33, 40, 50, 2],
   [5, 700, 700, 64, 5],
   [2, 2100, 2100, TOPK_MAX_K, 2],
