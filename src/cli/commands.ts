@@ -341,14 +341,22 @@ function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings {
   return { type, metric: metricOf(v), nprobe: nprobeOf(v, type, defaultNprobe), trainSample: trainSampleOf(v, type) };
 }
 
-/** `file` as a source whose every pass reports the bytes it has read, under `label`. */
-function reporting(file: VectorReader, label: string): VectorSource {
+/**
+ * `file` as a source whose every pass reports the bytes it has read, under `label`; `onRead` is
+ * called when a pass has read the whole file.
+ */
+function reporting(file: VectorReader, label: string, onRead?: () => void): VectorSource {
   return {
     rows: file.rows,
     dim: file.dim,
     blocks: () => {
       const p = new Progress(label);
-      return file.blocks({ onProgress: (done, total) => p.update(done, total) });
+      return file.blocks({
+        onProgress: (done, total) => {
+          p.update(done, total);
+          if (done === total) onRead?.();
+        },
+      });
     },
   };
 }
@@ -366,8 +374,10 @@ async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader
     if (!progress.has(phase)) progress.set(phase, new Progress(phase === 'assign' ? 'assigning to lists' : phase === 'add' ? 'adding to lists' : phase));
     progress.get(phase)!.update(done, total);
   };
-  const p = new Progress('training');
-  await index.train(reporting(file, 'reading the training sample'), { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
+  // Training is timed from the end of the sample's read, which reports its own time.
+  let p: Progress | null = null;
+  const sample = reporting(file, 'reading the training sample', () => (p = new Progress('training')));
+  await index.train(sample, { onProgress: (e) => (p ??= new Progress('training')).update(e.iteration, e.niter), maxPoints: s.trainSample });
   await index.addFrom(file, { onProgress, ids });
   return index;
 }
