@@ -16,7 +16,7 @@ export const MERGE_ROUND = 32;
 
 /**
  * Largest k the private-heap kernels hold (topk.wgsl, ivf-scan.wgsl: a heap of K_CAP, the next
- * power of two >= k, per invocation).
+ * power of two >= k, per invocation; up to K_CAP 16 a sorted list in registers instead).
  */
 export const TOPK_MAX_K = 1024;
 

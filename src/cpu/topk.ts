@@ -11,8 +11,9 @@
  * Layout: `scores[r * ldc + c]` for r < rows, c < cols; the id of column c is `id0 + c`.
  * Segment g covers columns [g * segLen, min(cols, (g + 1) * segLen)).
  * Output `outS` / `outI`: `rows * nseg * k`, list (r, g) at offset `(r * nseg + g) * k`.
- * Method (as on the GPU): a max-heap of the best (up to) k so far (root = the worst kept), then a
- * heapsort of the m entries kept; the rest of the list is padding.
+ * Method: a max-heap of the best (up to) k so far (root = the worst kept), then a heapsort of the
+ * m entries kept; the rest of the list is padding. The GPU keeps the same k (for k <= 16 in a
+ * sorted list instead: shaders/sorted-list.wgsl), so the lists are the same element by element.
  */
 import { PAD_ID } from '../kernel-facts.js';
 

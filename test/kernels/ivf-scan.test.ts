@@ -22,9 +22,10 @@ const shapes: number[][] = [
   [200, 5, 7, 4, 3, 2, 10],
   [1000, 16, 40, 9, 40, 1, 5],
   [600, 9, 100, 3, 7, 3, 64],
-  // k = 16 and k = 3: a full sorted list (K_CAP 16) and one under its capacity (K_CAP 4); the
+  // k = 16, 8 and 3: full sorted lists (K_CAP 16, 8) and one under its capacity (K_CAP 4); the
   // shapes above keep k = 10 and 5 in a list of 16 or 8 and k = 64 in a heap (src/gpu/shaders.ts).
   [900, 12, 30, 6, 5, 2, 16],
+  [500, 10, 25, 4, 6, 2, 8],
   [300, 7, 20, 5, 4, 2, 3],
 ];
 

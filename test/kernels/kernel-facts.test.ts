@@ -26,7 +26,7 @@ describe('kernel facts shared by the WGSL and the TypeScript', () => {
 
   it('k best: a sorted list up to K_CAP = LIST_MAX_CAP, a heap above', () => {
     for (const kernel of ['topk', 'ivf-scan']) {
-      for (const cap of [2, LIST_MAX_CAP, 2 * LIST_MAX_CAP]) {
+      for (const cap of [2, 4, 8, LIST_MAX_CAP, 2 * LIST_MAX_CAP]) {
         const { code } = specialize(kernel, { K_CAP: cap });
         expect(code.includes('fn list_step('), `${kernel} K_CAP ${cap}`).toBe(cap <= LIST_MAX_CAP);
         expect(code.includes('fn sift_down('), `${kernel} K_CAP ${cap}`).toBe(cap > LIST_MAX_CAP);

@@ -12,23 +12,32 @@ import { KernelHarness, POISON } from './harness.js';
 const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);
 
-/** Scores with many exact ties (integers) or distinct floats. */
-function scoresFor(len: number, seed: number, ties: boolean): Float32Array {
+type ScoreKind = 'ties' | 'floats' | 'infs';
+
+/** Scores with many exact ties (integers), distinct floats, or ties with about a third +Infinity (rows a mask ruled out). */
+function scoresFor(len: number, seed: number, kind: ScoreKind): Float32Array {
   const r = rng(seed);
   const out = new Float32Array(len);
-  for (let i = 0; i < len; i++) out[i] = ties ? Math.floor(r() * 16) - 8 : r() * 2 - 1;
+  for (let i = 0; i < len; i++) {
+    const v = r();
+    out[i] = kind === 'floats' ? v * 2 - 1 : kind === 'infs' && v < 1 / 3 ? Infinity : Math.floor(v * 16) - 8;
+  }
   return out;
 }
 
 // [rows, cols, ldc, k, nseg]: k = 1, k = max, k > segment (padding), one segment, uneven segments;
-// k <= 16 in a sorted list (k = 3, 9 and 10 below its capacity, 16 at it), larger k in a heap.
+// k <= 16 in a sorted list of K_CAP 2, 4, 8 or 16 (k = 3, 9 and 10 below the capacity; 4, 8 and 16
+// at it), larger k in a heap (k = 17: the smallest heap).
 const shapes: number[][] = [
   [1, 1, 1, 1, 1],
   [3, 50, 53, 1, 4],
   [4, 100, 100, 10, 3],
   [4, 90, 95, 3, 2],
+  [2, 30, 30, 4, 2],
+  [3, 64, 64, 8, 2],
   [2, 40, 40, 9, 1],
   [3, 300, 301, 16, 3],
+  [2, 120, 128, 17, 2],
   [2, 33, 40, 50, 2],
   [5, 700, 700, 64, 5],
   [2, 2100, 2100, TOPK_MAX_K, 2],
@@ -36,18 +45,18 @@ const shapes: number[][] = [
 
 describe.skipIf(!gpu)('gpu topk and topk-merge vs cpu twins', () => {
   for (const [rows, cols, ldc, k, nseg] of shapes) {
-    for (const ties of [true, false]) {
+    for (const kind of ['ties', 'floats', 'infs'] as const) {
       for (const withBound of [false, true]) {
-        it(`rows=${rows} cols=${cols} k=${k} nseg=${nseg} ${ties ? 'ties' : 'floats'}${withBound ? ', bounded by a running list' : ''}`, async () => {
+        it(`rows=${rows} cols=${cols} k=${k} nseg=${nseg} ${kind}${withBound ? ', bounded by a running list' : ''}`, async () => {
           const h = new KernelHarness(gpu!);
-          const scores = scoresFor(rows * ldc, rows * cols + k, ties);
+          const scores = scoresFor(rows * ldc, rows * cols + k, kind);
           const segLen = Math.ceil(cols / nseg);
           const id0 = 1000;
           const len = rows * nseg * k;
           // A running list from an earlier tile (ids below id0), for the bound and the merge.
           const prevS = new Float32Array(rows * k);
           const prevI = new Uint32Array(rows * k);
-          const prevScores = scoresFor(rows * 3 * k, 99, ties);
+          const prevScores = scoresFor(rows * 3 * k, 99, kind);
           const prevPart = { s: new Float32Array(rows * k), i: new Uint32Array(rows * k) };
           topk(prevScores, 3 * k, rows, 3 * k, 0, k, 1, 3 * k, prevPart.s, prevPart.i);
           topkMerge(prevPart.s, prevPart.i, rows, 1, k, null, null, prevS, prevI);

@@ -5,7 +5,7 @@ import type { Kernels } from './kernels.js';
 
 const WG = 64;
 
-/** The heap capacity (a pipeline constant) for k <= TOPK_MAX_K: the next power of two, at least 2. */
+/** The capacity K_CAP of the k best kept (a heap, or a sorted list up to LIST_MAX_CAP) for k <= TOPK_MAX_K: the next power of two, at least 2. */
 export function kBucket(k: number): number {
   if (k > TOPK_MAX_K) throw new Error(`a private heap holds k in [1, ${TOPK_MAX_K}]; got ${k} (larger k take select-radix)`);
   let cap = 2;
