@@ -286,7 +286,11 @@ function gunzipSource(handle: FileHandle, path: string): ByteSource {
       // Destroying the stream closes the handle (autoClose or not) and emits 'close' once the
       // descriptor is closed; handle.close() would then resolve at once, before it is (seen as a
       // file still open after a pass, on a loaded machine).
-      if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()).destroy());
+      if (!file.closed) {
+        const closed = new Promise<void>((resolve) => file.once('close', () => resolve()));
+        file.destroy();
+        await closed;
+      }
       await handle.close();
     },
   };

@@ -134,14 +134,12 @@ function scanLists(
   const rangeBytes = 8 * lists.nlist;
   const scanned = scratch.buffer('scan_lists', rangeBytes + nq * nprobe * 4);
   device.copy(probes, 0, scanned, rangeBytes, nq * nprobe * 4);
-  let rangesOf = -1;
   let rounds = 0;
   for (let q0 = 0; q0 < nq; q0 += rowsPerTile) {
     const rows = Math.min(rowsPerTile, nq - q0);
     rounds = 0;
     for (const [c, ch] of lists.chunks.entries()) {
-      if (rangesOf !== c) device.copy(ch.rangesBuf, 0, scanned, 0, rangeBytes);
-      rangesOf = c;
+      device.copy(ch.rangesBuf, 0, scanned, 0, rangeBytes);
       device.dispatch({
         kernel: 'ivf-scan', metric, mask: masks?.[c] ?? null, maskBit0: 0, xq, lists: scanned, probe0: rangeBytes / 4 + q0 * nprobe, xb: ch.xb, xh: half ? ch.xh : null,
         xnorm: ch.xnorm, ids: ch.ids, outS: partS, outI: partI, rows, k, nprobe, nseg, dpad: lists.dpad, q0,

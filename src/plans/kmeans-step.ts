@@ -297,12 +297,17 @@ export class AssignmentBounds {
     // Distances from every centroid to each of F, at their new places.
     const inF = new Int32Array(nc).fill(-1);
     for (let f = 0; f < nf; f++) inF[order[f]] = f;
+    // nearestFar[a]: the nearest f in F but a, for the quick form of the last bound (each f in F but
+    // a at least max(its old value less the farthest move of any centroid but a, d(a, nearest f
+    // but a) - d(x, a))).
     const apart = new Float64Array(nc * nf);
-    for (let a = 0; a < nc; a++) for (let f = 0; f < nf; f++) apart[a * nf + f] = Math.sqrt(rowDistance2(next, a, next, order[f], d));
-    // The quick form of the last bound: each f in F but a at least max(its old value less the
-    // farthest move of any centroid but a, d(a, nearest f but a) - d(x, a)).
     const nearestFar = new Float64Array(nc).fill(Infinity);
-    for (let a = 0; a < nc; a++) for (let f = 0; f < nf; f++) if (order[f] !== a) nearestFar[a] = Math.min(nearestFar[a], apart[a * nf + f]);
+    for (let a = 0; a < nc; a++) {
+      for (let f = 0; f < nf; f++) {
+        const dist = (apart[a * nf + f] = Math.sqrt(rowDistance2(next, a, next, order[f], d)));
+        if (order[f] !== a) nearestFar[a] = Math.min(nearestFar[a], dist);
+      }
+    }
     const [far, second] = [moved[order[0]], nc > 1 ? moved[order[1]] : 0];
     const { lower, near, labels, slots, upper } = this;
     for (let i = 0; i < this.n; i++) {
