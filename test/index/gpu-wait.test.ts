@@ -4,12 +4,24 @@
  * that settles at once, after several polls, or after the first sleep.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { pollSleepMs } from '../../src/gpu/context.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);
 
 const later = <T>(ms: number, value: T): Promise<T> => new Promise((resolve) => setTimeout(() => resolve(value), ms));
+
+describe('pollSleepMs', () => {
+  it('sleeps a quarter of the time waited, from 50 us up to 1 ms', () => {
+    expect(pollSleepMs(0)).toBe(0.05);
+    expect(pollSleepMs(0.1)).toBe(0.05);
+    expect(pollSleepMs(0.4)).toBeCloseTo(0.1, 12);
+    expect(pollSleepMs(2)).toBe(0.5);
+    expect(pollSleepMs(4)).toBe(1);
+    expect(pollSleepMs(1000)).toBe(1);
+  });
+});
 
 describe.skipIf(!gpu)('GpuContext.wait', () => {
   it('resolves with the work value, settled at once or later', async () => {
