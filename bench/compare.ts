@@ -3,8 +3,9 @@
  * with --index, the factory strings given, IVF ones over the sweep, ,RFlat ones over kFactor) on
  * every backend (webgpu, cpu), and the installed peers (Faiss with the same configurations;
  * hnswlib-node and usearch HNSW at a few ef), on one data set, measured the same way
- * (bench/measure.ts) and scored the same way (bench/exact.ts: tie-aware recall by ids against
- * exact float64 distances). Writes JSON lines, a Markdown report and SVG plots (compare-report.ts).
+ * (bench/measure.ts: everything built first, then the passes of all configurations interleaved)
+ * and scored the same way (bench/exact.ts: tie-aware recall by ids against exact float64
+ * distances). Writes JSON lines, a Markdown report and SVG plots (compare-report.ts).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem, type as osType } from 'node:os';
@@ -15,8 +16,8 @@ import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, table
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { benchReference, tieAwareRecall } from './exact.js';
 import { FACTORY_KMEANS_NITER, type IndexString, searchGrid, searchParams } from './index-strings.js';
-import { type BatchSearch, type Measured, type MeasureOptions, measure, percentile, serializedBytes } from './measure.js';
-import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, runFaiss } from './peers.js';
+import { type BatchSearch, type Measured, type MeasureOptions, type PassRunner, SETTLE_MS, measureInterleaved, percentile, serializedBytes, timePass } from './measure.js';
+import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, startFaiss } from './peers.js';
 import { summarize, table } from './stats.js';
 
 export interface CompareOptions extends MeasureOptions {
@@ -78,10 +79,8 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
   const records: CompareRecord[] = [];
   let adapter: string | null = null;
   const version = projectVersion();
-  const add = (
-    base: Pick<CompareRecord, 'engine' | 'version' | 'backend' | 'device' | 'threads' | 'index' | 'param' | 'series' | 'buildSeconds' | 'indexBytes'>,
-    m: Measured,
-  ): void => {
+  type RecordBase = Pick<CompareRecord, 'engine' | 'version' | 'backend' | 'device' | 'threads' | 'index' | 'param' | 'series' | 'buildSeconds' | 'indexBytes'>;
+  const add = (base: RecordBase, m: Measured): void => {
     const rec = (r: number): number | null => (r <= k ? tieAwareRecall(r, m.labels, k, reference, kRef, data.xb, data.xq, data.d, metric) : null);
     const record: CompareRecord = {
       bench: 'compare',
@@ -106,7 +105,6 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     console.log(JSON.stringify(record));
     o.log(`${record.series} ${record.param}: ${record.qps.toFixed(1)} queries/s, recall@${k >= 10 ? 10 : 1} ${plottedRecall(record).toFixed(3)}`);
   };
-  const timed = (search: BatchSearch): Promise<Measured> => measure(search, data.xq, data.nq, data.d, k, o);
   // A configuration that cannot run here (an IVF too big for one GPU binding, a peer that fails) is
   // reported as not measured, and the run goes on: what was measured is kept.
   const notMeasured: string[] = [];
@@ -122,16 +120,29 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       skip(what, err);
     }
   };
+  const peerVersion = (name: PeerName): string => peers.find((p) => p.name === name)?.version ?? '?';
+  const failed = (name: PeerName, err: unknown): void => {
+    peers.find((p) => p.name === name)!.error = (err as Error).message.split('\n')[0];
+    skip(name, err);
+  };
 
-  for (const name of o.backends) {
-    let be: Backend;
-    try {
-      be = await createBackend({ backend: name });
-    } catch (err) {
-      skip(`webgpu-knn ${name}`, err);
-      continue;
-    }
-    try {
+  // Everything is built first and stays loaded; then every configuration is timed, passes
+  // interleaved (bench/measure.ts), and recorded in the order built.
+  const entries: { what: string; peer: PeerName | null; base: RecordBase; pass: PassRunner }[] = [];
+  const ours = (what: string, base: RecordBase, search: BatchSearch): void => {
+    entries.push({ what, peer: null, base, pass: () => timePass(search, data.xq, data.nq, data.d, k, o.batch) });
+  };
+  const cleanups: (() => unknown)[] = [];
+  try {
+    for (const name of o.backends) {
+      let be: Backend;
+      try {
+        be = await createBackend({ backend: name });
+      } catch (err) {
+        skip(`webgpu-knn ${name}`, err);
+        continue;
+      }
+      cleanups.push(() => be.dispose());
       if (name === 'webgpu') adapter = be.description;
       const who = { engine: 'webgpu-knn', version, backend: name, device: name === 'webgpu' ? be.description : 'CPU', threads: name === 'webgpu' ? null : 1 };
 
@@ -143,19 +154,16 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
           if (!grid.length) throw new InvalidArgumentError(`no --nprobe value is at most its nlist = ${s.nlist}`);
           const t = performance.now();
           const index = indexFactory(be, data.d, s.description, metric);
-          try {
-            await index.train(data.xb, { onProgress: (p) => o.log(`${name}: ${s.description} k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`) });
-            await index.add(data.xb);
-            const build = (performance.now() - t) / 1000;
-            o.log(`${name}: ${s.description} trained and added in ${build.toFixed(2)} s`);
-            const bytes = await serializedBytes((p) => index.save(p));
-            for (const c of grid) {
-              const params = searchParams(c);
-              const m = await timed(async (xq) => (await index.search(xq, k, params)).labels);
-              add({ ...who, index: s.description, param: c.param, series: `webgpu-knn ${name} ${s.description}`, buildSeconds: build, indexBytes: bytes }, m);
-            }
-          } finally {
-            await index.dispose();
+          cleanups.push(() => index.dispose());
+          await index.train(data.xb, { onProgress: (p) => o.log(`${name}: ${s.description} k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`) });
+          await index.add(data.xb);
+          const build = (performance.now() - t) / 1000;
+          o.log(`${name}: ${s.description} trained and added in ${build.toFixed(2)} s`);
+          const bytes = await serializedBytes((p) => index.save(p));
+          for (const c of grid) {
+            const params = searchParams(c);
+            ours(`webgpu-knn ${name} ${s.description} ${c.param}`, { ...who, index: s.description, param: c.param, series: `webgpu-knn ${name} ${s.description}`, buildSeconds: build, indexBytes: bytes },
+              async (xq) => (await index.search(xq, k, params)).labels);
           }
         });
       }
@@ -164,15 +172,13 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       await guarded(`webgpu-knn ${name} Flat`, async () => {
         const t = performance.now();
         const flat = new FlatIndex(be, { dim: data.d, metric });
-        try {
-          await flat.add(data.xb);
-          const build = (performance.now() - t) / 1000;
-          o.log(`${name}: Flat built in ${build.toFixed(2)} s`);
-          const m = await timed(async (xq) => (await flat.search(xq, k)).labels);
-          add({ ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: build, indexBytes: await serializedBytes((p) => flat.save(p)) }, m);
-        } finally {
-          await flat.dispose();
-        }
+        cleanups.push(() => flat.dispose());
+        await flat.add(data.xb);
+        const build = (performance.now() - t) / 1000;
+        o.log(`${name}: Flat built in ${build.toFixed(2)} s`);
+        const bytes = await serializedBytes((p) => flat.save(p));
+        ours(`webgpu-knn ${name} Flat`, { ...who, index: 'Flat', param: '-', series: `webgpu-knn ${name} Flat`, buildSeconds: build, indexBytes: bytes },
+          async (xq) => (await flat.search(xq, k)).labels);
       });
 
       if (nprobes.length) {
@@ -186,71 +192,90 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
             seed: o.seed,
             onTrainProgress: (p) => o.log(`${name}: k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`),
           });
-          try {
-            await ivf.train(data.xb);
-            await ivf.add(data.xb);
-            const build = (performance.now() - t) / 1000;
-            o.log(`${name}: IVF${o.nlist},Flat trained and added in ${build.toFixed(2)} s`);
-            const bytes = await serializedBytes((p) => ivf.save(p));
-            for (const nprobe of nprobes) {
-              const m = await timed(async (xq) => (await ivf.search(xq, k, { nprobe })).labels);
-              add({ ...who, index: `IVF${o.nlist},Flat`, param: `nprobe=${nprobe}`, series: `webgpu-knn ${name} IVF`, buildSeconds: build, indexBytes: bytes }, m);
-            }
-          } finally {
-            await ivf.dispose();
+          cleanups.push(() => ivf.dispose());
+          await ivf.train(data.xb);
+          await ivf.add(data.xb);
+          const build = (performance.now() - t) / 1000;
+          o.log(`${name}: IVF${o.nlist},Flat trained and added in ${build.toFixed(2)} s`);
+          const bytes = await serializedBytes((p) => ivf.save(p));
+          for (const nprobe of nprobes) {
+            ours(`webgpu-knn ${name} IVF${o.nlist},Flat nprobe=${nprobe}`,
+              { ...who, index: `IVF${o.nlist},Flat`, param: `nprobe=${nprobe}`, series: `webgpu-knn ${name} IVF`, buildSeconds: build, indexBytes: bytes },
+              async (xq) => (await ivf.search(xq, k, { nprobe })).labels);
           }
         });
       }
-    } finally {
-      be.dispose();
     }
-  }
 
-  const peerVersion = (name: PeerName): string => peers.find((p) => p.name === name)?.version ?? '?';
-  const failed = (name: PeerName, err: unknown): void => {
-    peers.find((p) => p.name === name)!.error = (err as Error).message.split('\n')[0];
-    skip(name, err);
-  };
-  if (runs('faiss')) {
-    o.log(o.indexes.length ? `faiss: ${o.indexes.map((s) => s.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
-    try {
-      const factory = o.indexes.length
-        ? o.indexes.map((s) => ({ description: s.description, niter: FACTORY_KMEANS_NITER, seed: o.seed, configs: searchGrid(s, o.nprobes, o.kFactors) })).filter((f) => f.configs.length)
-        : null;
-      const results = await runFaiss(peers.find((p) => p.name === 'faiss')!.python!, data.xb, data.xq, data.n, data.nq, data.d, {
-        metric, k, batch: o.batch, warmup: o.warmup, repeats: o.repeats,
-        ivf: !factory && nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
-        factory,
-      }, o.log, (index, why) => skip(`faiss ${index}`, new Error(why)));
-      for (const r of results) {
-        add({
-          engine: 'faiss', version: peerVersion('faiss'), backend: 'cpu', device: 'CPU', threads: r.threads, index: r.index, param: r.param,
-          series: factory ? `faiss ${r.index}` : `faiss ${r.index === 'Flat' ? 'Flat' : 'IVF'}`, buildSeconds: r.buildSeconds, indexBytes: r.indexBytes,
-        }, r);
+    if (runs('faiss')) {
+      o.log(o.indexes.length ? `faiss: ${o.indexes.map((s) => s.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
+      try {
+        const factory = o.indexes.length
+          ? o.indexes.map((s) => ({ description: s.description, niter: FACTORY_KMEANS_NITER, seed: o.seed, configs: searchGrid(s, o.nprobes, o.kFactors) })).filter((f) => f.configs.length)
+          : null;
+        const session = await startFaiss(peers.find((p) => p.name === 'faiss')!.python!, data.xb, data.xq, data.n, data.nq, data.d, {
+          metric, k, batch: o.batch,
+          ivf: !factory && nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
+          factory,
+        }, o.log, (index, why) => skip(`faiss ${index}`, new Error(why)));
+        cleanups.push(() => session.close());
+        for (const c of session.configs) {
+          entries.push({
+            what: `faiss ${c.index} ${c.param}`,
+            peer: 'faiss',
+            base: {
+              engine: 'faiss', version: peerVersion('faiss'), backend: 'cpu', device: 'CPU', threads: c.threads, index: c.index, param: c.param,
+              series: factory ? `faiss ${c.index}` : `faiss ${c.index === 'Flat' ? 'Flat' : 'IVF'}`, buildSeconds: c.buildSeconds, indexBytes: c.indexBytes,
+            },
+            pass: c.pass,
+          });
+        }
+      } catch (err) {
+        failed('faiss', err);
       }
-    } catch (err) {
-      failed('faiss', err);
     }
-  }
-  const hnswPeers: [PeerName, () => Promise<PeerBuild>][] = [
-    ['hnswlib-node', () => buildHnswlib(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw, o.log)],
-    ['usearch', () => buildUsearch(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw)],
-  ];
-  for (const [name, build] of hnswPeers) {
-    if (!runs(name)) continue;
-    o.log(`${name}: building HNSW (M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction})`);
-    try {
-      const b = await build();
-      o.log(`${name}: built in ${b.buildSeconds.toFixed(2)} s`);
-      for (const c of b.configs) {
-        add({
-          engine: name, version: peerVersion(name), backend: 'cpu', device: 'CPU', threads: b.threads, index: b.index, param: c.param,
-          series: `${name} HNSW`, buildSeconds: b.buildSeconds, indexBytes: b.indexBytes,
-        }, await timed(c.search));
+    const hnswPeers: [PeerName, () => Promise<PeerBuild>][] = [
+      ['hnswlib-node', () => buildHnswlib(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw, o.log)],
+      ['usearch', () => buildUsearch(o.lookup, data.xb, data.n, data.d, metric, k, o.hnsw)],
+    ];
+    for (const [name, build] of hnswPeers) {
+      if (!runs(name)) continue;
+      o.log(`${name}: building HNSW (M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction})`);
+      try {
+        const b = await build();
+        o.log(`${name}: built in ${b.buildSeconds.toFixed(2)} s`);
+        for (const c of b.configs) {
+          entries.push({
+            what: `${name} ${c.param}`,
+            peer: name,
+            base: {
+              engine: name, version: peerVersion(name), backend: 'cpu', device: 'CPU', threads: b.threads, index: b.index, param: c.param,
+              series: `${name} HNSW`, buildSeconds: b.buildSeconds, indexBytes: b.indexBytes,
+            },
+            pass: () => timePass(c.search, data.xq, data.nq, data.d, k, o.batch),
+          });
+        }
+      } catch (err) {
+        failed(name, err);
       }
-    } catch (err) {
-      failed(name, err);
     }
+
+    o.log(`timing ${entries.length} configurations, ${o.warmup + o.repeats} passes each, interleaved`);
+    const t0 = performance.now();
+    const measured = await measureInterleaved(entries.map((e) => e.pass), {
+      ...o,
+      onError: (i, err) => o.log(`${entries[i].what}: failed: ${err.message.split('\n')[0]}`),
+      onRound: (round, rounds) => o.log(`timing: round ${round}/${rounds} done, ${((performance.now() - t0) / 1000).toFixed(1)} s`),
+    });
+    // A peer that failed in any configuration is reported failed (its other rows are kept).
+    entries.forEach((e, i) => {
+      const m = measured[i];
+      if (!(m instanceof Error)) add(e.base, m);
+      else if (e.peer) failed(e.peer, m);
+      else skip(e.what, m);
+    });
+  } finally {
+    for (const done of cleanups.reverse()) await done();
   }
 
   const run: CompareRun = {
@@ -269,7 +294,8 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       date: new Date().toISOString(),
       settings: [
         `Timing: ${o.warmup} warm-up pass(es), then ${o.repeats} timed pass(es) over the queries in batches of ${o.batch}: ` +
-          `${Math.ceil(data.nq / o.batch) * o.repeats} timed batches per configuration (nearest-rank percentiles: with fewer than 100 batches p99 is the slowest)`,
+          `${Math.ceil(data.nq / o.batch) * o.repeats} timed batches per configuration (nearest-rank percentiles: with fewer than 100 batches p99 is the slowest); ` +
+          `every index built first, then the passes interleaved: each round runs one pass of every configuration, starting one configuration later than the round before, each pass ${SETTLE_MS} ms after the last`,
         ...(o.indexes.length
           ? [
             `Indexes (--index): ${o.indexes.map((s) => s.description).join('; ')}; each trained on the base`,

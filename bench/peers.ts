@@ -11,15 +11,16 @@
  *                         the project, which also finds the project's own node_modules)
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import type { Metric } from 'webgpu-knn';
 import { normalizeRows } from 'webgpu-knn';
 import { PROJECT_ROOT } from './data.js';
 import type { SearchConfig } from './index-strings.js';
-import { type BatchSearch, inScratchDir, type MeasureOptions, type Measured, serializedBytes } from './measure.js';
+import { type BatchSearch, inScratchDir, type Pass, type PassRunner, serializedBytes } from './measure.js';
 
 export const PEERS = ['faiss', 'hnswlib-node', 'usearch'] as const;
 export type PeerName = (typeof PEERS)[number];
@@ -246,13 +247,21 @@ export async function buildUsearch(lookup: PeerLookup, xb: Float32Array, n: numb
   return { index: `HNSW${s.m}`, threads: availableParallelism(), buildSeconds, indexBytes, configs };
 }
 
-/** A configuration Faiss ran, timed by scripts/faiss-peer.py the way measure() times. */
-export interface FaissResult extends Measured {
+/** A configuration Faiss built; `pass` has scripts/faiss-peer.py run one pass of it (see bench/measure.ts). */
+export interface FaissConfig {
   index: string;
   param: string;
   threads: number;
   buildSeconds: number;
   indexBytes: number;
+  pass: PassRunner;
+}
+
+/** The Faiss process, its indexes built, running passes when asked. */
+export interface FaissSession {
+  configs: FaissConfig[];
+  /** Ends the process (it exits when its stdin closes) and removes its files. */
+  close(): Promise<void>;
 }
 
 /** One factory string for faiss.index_factory, trained on the base and searched with each config. */
@@ -264,9 +273,11 @@ export interface FaissFactoryJob {
   configs: SearchConfig[];
 }
 
-export interface FaissJob extends MeasureOptions {
+export interface FaissJob {
   metric: Metric;
   k: number;
+  /** Queries a search call (bench/measure.ts). */
+  batch: number;
   /** IVF lists and the nprobe sweep; null: Flat only. Ignored when `factory` is given. */
   ivf: { nlist: number; niter: number; seed: number; nprobes: number[] } | null;
   /** Factory strings to run instead of IndexFlat and IndexIVFFlat; null or absent: those two. */
@@ -274,12 +285,14 @@ export interface FaissJob extends MeasureOptions {
 }
 
 /**
- * Runs IndexFlat and IndexIVFFlat, or the job's factory strings, in `python` (one that imports
- * faiss: `PeerStatus.python`). Cosine runs as inner product on rows normalised here. Progress lines
- * from Python go to `log`; a factory string Faiss could not build or search goes to `failed` (with
- * Faiss's message) and the others still run.
+ * Starts `python` (one that imports faiss: `PeerStatus.python`) on scripts/faiss-peer.py, which
+ * builds IndexFlat and IndexIVFFlat, or the job's factory strings, and then runs passes over the
+ * queries when asked, so that they interleave with the other engines' (bench/measure.ts). Cosine
+ * runs as inner product on rows normalised here. Progress lines from Python go to `log`; a factory
+ * string Faiss could not build goes to `failed` (with Faiss's message) and the others are built.
+ * Throws, leaving nothing behind, when the process ends before its indexes are built.
  */
-export async function runFaiss(
+export async function startFaiss(
   python: string,
   xb: Float32Array,
   xq: Float32Array,
@@ -289,41 +302,85 @@ export async function runFaiss(
   job: FaissJob,
   log: (l: string) => void,
   failed: (index: string, why: string) => void = () => {},
-): Promise<FaissResult[]> {
-  return inScratchDir(async (dir) => {
-    const cosine = job.metric === 'cosine';
-    writeFileSync(join(dir, 'base.f32'), cosine ? normalizeRows(xb, d) : xb);
-    writeFileSync(join(dir, 'query.f32'), cosine ? normalizeRows(xq, d) : xq);
-    writeFileSync(join(dir, 'job.json'), JSON.stringify({ ...job, metric: cosine ? 'ip' : job.metric, n, nq, d, dir }));
-    const lines: string[] = [];
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn(python, [FAISS_SCRIPT, join(dir, 'job.json')], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let errTail = '';
-      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-      child.stderr.on('data', (b: Buffer) => {
-        for (const line of b.toString().split('\n').filter(Boolean)) {
-          errTail = line;
-          log(`faiss: ${line}`);
-        }
-      });
-      child.on('error', reject);
-      child.on('close', (code) => {
-        lines.push(...out.split('\n').filter(Boolean));
-        if (code === 0) resolve();
-        else reject(new Error(`${FAISS_SCRIPT} exited with ${code}: ${errTail}`));
-      });
-    });
-    const results: FaissResult[] = [];
-    for (const line of lines) {
-      const r = JSON.parse(line) as (Omit<FaissResult, 'labels'> & { labels: string }) | { index: string; error: string };
-      if ('error' in r) {
-        failed(r.index, r.error);
-        continue;
-      }
-      const raw = readFileSync(join(dir, r.labels));
-      results.push({ ...r, labels: new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4).slice() });
+): Promise<FaissSession> {
+  const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-faiss-'));
+  const cosine = job.metric === 'cosine';
+  writeFileSync(join(dir, 'base.f32'), cosine ? normalizeRows(xb, d) : xb);
+  writeFileSync(join(dir, 'query.f32'), cosine ? normalizeRows(xq, d) : xq);
+  writeFileSync(join(dir, 'job.json'), JSON.stringify({ ...job, metric: cosine ? 'ip' : job.metric, n, nq, d, dir }));
+  const child = spawn(python, [FAISS_SCRIPT, join(dir, 'job.json')], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines = new LineReader();
+  let errTail = '';
+  child.stderr.on('data', (b: Buffer) => {
+    for (const line of b.toString().split('\n').filter(Boolean)) {
+      errTail = line;
+      log(`faiss: ${line}`);
     }
-    return results;
   });
+  child.stdin.on('error', () => {}); // a write after the process died: its exit says why
+  createInterface({ input: child.stdout }).on('line', (line) => lines.push(line));
+  const exited = new Promise<void>((resolve) => {
+    child.on('error', (err) => {
+      lines.end(err);
+      resolve();
+    });
+    child.on('close', (code) => {
+      lines.end(new Error(`${FAISS_SCRIPT} exited with ${code}: ${errTail}`));
+      resolve();
+    });
+  });
+  const close = async (): Promise<void> => {
+    child.stdin.end();
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+
+  const pass = async (config: number): Promise<Pass> => {
+    child.stdin.write(`${JSON.stringify({ pass: config })}\n`);
+    const r = JSON.parse(await lines.next()) as { batchMs: number[]; labels: string };
+    const raw = readFileSync(join(dir, r.labels));
+    return { batchMs: r.batchMs, labels: new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4).slice() };
+  };
+  const configs: FaissConfig[] = [];
+  try {
+    for (;;) {
+      const r = JSON.parse(await lines.next()) as { ready: true } | { index: string; error: string } | (Omit<FaissConfig, 'pass'> & { config: number });
+      if ('ready' in r) break;
+      if ('error' in r) failed(r.index, r.error);
+      else {
+        const { config, ...rest } = r;
+        configs.push({ ...rest, pass: () => pass(config) });
+      }
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { configs, close };
+}
+
+/** Lines of a child's stdout, handed out in order as they are asked for. */
+class LineReader {
+  private readonly lines: string[] = [];
+  private readonly waiting: { resolve: (line: string) => void; reject: (err: Error) => void }[] = [];
+  private ended: Error | null = null;
+
+  push(line: string): void {
+    if (!line) return;
+    const w = this.waiting.shift();
+    if (w) w.resolve(line);
+    else this.lines.push(line);
+  }
+
+  /** No more lines: those asked for from now on fail with `why`. */
+  end(why: Error): void {
+    this.ended ??= why;
+    for (const w of this.waiting.splice(0)) w.reject(this.ended);
+  }
+
+  next(): Promise<string> {
+    if (this.lines.length) return Promise.resolve(this.lines.shift()!);
+    if (this.ended) return Promise.reject(this.ended);
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
+  }
 }

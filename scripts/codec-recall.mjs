@@ -18,7 +18,7 @@ import { FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, parseIndexString, searchGrid,
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultPeerLookup, detectPeers, runFaiss } from '../dist/bench/peers.js';
+import { defaultPeerLookup, detectPeers, startFaiss } from '../dist/bench/peers.js';
 import { FlatIndex, createBackend, indexFactory, loadIndex } from '../dist/index.js';
 
 const SETS = ['siftsmall', 'fashion-mnist-small', 'fashion-mnist'];
@@ -164,13 +164,20 @@ for (const s of strings) {
   } else {
     try {
       const job = {
-        metric: 'l2', k: K, batch: nq, warmup: 0, repeats: 1, ivf: null,
+        metric: 'l2', k: K, batch: nq, ivf: null,
         factory: [{ description: s.description, niter: FACTORY_KMEANS_NITER, seed: 1, configs: [config] }],
       };
-      const [r] = await runFaiss(faiss.python, xb, xq, n, nq, d, job, () => {}, (_, why) => {
+      const session = await startFaiss(faiss.python, xb, xq, n, nq, d, job, () => {}, (_, why) => {
         throw new Error(why);
       });
-      row(s, config.param, `faiss ${faiss.version}`, measured(r.labels, r.buildSeconds + r.passSeconds[0], r.indexBytes));
+      try {
+        const [c] = session.configs;
+        const pass = await c.pass();
+        const seconds = c.buildSeconds + pass.batchMs.reduce((a, b) => a + b, 0) / 1000;
+        row(s, config.param, `faiss ${faiss.version}`, measured(pass.labels, seconds, c.indexBytes));
+      } finally {
+        await session.close();
+      }
     } catch (err) {
       row(s, config.param, `faiss ${faiss.version}`, `not run (${reason(err)})`);
     }

@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { type CompareRecord, REPORT_FILES, TABLE_HEADER, rowLabel } from '../../bench/compare-report.js';
 import { exactScores, tieAwareRecall } from '../../bench/exact.js';
 import { parseIndexString, searchGrid } from '../../bench/index-strings.js';
-import { buildHnswlib, buildUsearch, defaultPeerLookup, detectPeers, PEERS, runFaiss } from '../../bench/peers.js';
+import { measureInterleaved } from '../../bench/measure.js';
+import { type FaissJob, buildHnswlib, buildUsearch, defaultPeerLookup, detectPeers, PEERS, startFaiss } from '../../bench/peers.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { clusteredFloats, randomSmallInts } from '../../src/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -280,21 +281,48 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
 });
 
 describe('bench compare when a peer fails', () => {
-  // A "Python" whose faiss imports fine but whose job dies: the run must keep what it measured.
-  const fake = join(work, 'fake-python');
-  writeFileSync(fake, '#!/bin/sh\nif [ "$1" = "-c" ]; then printf "9.9.9\\nnone\\n"; exit 0; fi\necho "boom: out of luck" >&2\nexit 3\n');
-  chmodSync(fake, 0o755);
+  /** A "Python" whose faiss imports fine (version 9.9.9) and which then runs `lines` of sh. */
+  const fakePython = (name: string, lines: string[]): string => {
+    const path = join(work, name);
+    writeFileSync(path, ['#!/bin/sh', 'if [ "$1" = "-c" ]; then printf "9.9.9\\nnone\\n"; exit 0; fi', ...lines, ''].join('\n'));
+    chmodSync(path, 0o755);
+    return path;
+  };
+  /** A small cpu run with `python` as Faiss: its output, the report, and the report's faiss row. */
+  const runWith = (python: string, out: string, repeats: number) => {
+    const r = bench(['--data', 'uniform', '--n', '300', '--d', '4', '--nq', '6', '--k', '5', '--nlist', '4', '--nprobe', '2', '--backend', 'cpu',
+      '--warmup', '0', '--repeats', String(repeats), '--out', out], { WEBGPU_KNN_PYTHON: python, WEBGPU_KNN_PEER_PATH: nowhere });
+    expect(r.code, r.err).toBe(0);
+    const md = readFileSync(join(work, out, REPORT_FILES.report), 'utf8');
+    const faiss = markdownRows(md, ['engine', 'status', 'version', 'where / why']).find((e) => e[0] === 'faiss')!;
+    return { r, md, faiss };
+  };
 
   it('reports the peer as failed, with its error, and keeps the other rows', () => {
-    const r = bench(['--data', 'uniform', '--n', '300', '--d', '4', '--nq', '6', '--k', '5', '--nlist', '4', '--nprobe', '2', '--backend', 'cpu',
-      '--warmup', '0', '--repeats', '1', '--out', 'failing'], { WEBGPU_KNN_PYTHON: fake, WEBGPU_KNN_PEER_PATH: nowhere });
-    expect(r.code, r.err).toBe(0);
-    const md = readFileSync(join(work, 'failing', REPORT_FILES.report), 'utf8');
-    const faiss = markdownRows(md, ['engine', 'status', 'version', 'where / why']).find((e) => e[0] === 'faiss')!;
+    // Its job dies before any index is built: the run must keep what it measured.
+    const { md, faiss } = runWith(fakePython('fake-python', ['echo "boom: out of luck" >&2', 'exit 3']), 'failing', 1);
     expect(faiss.slice(1, 3)).toEqual(['failed', '9.9.9']);
     expect(faiss[3]).toMatch(/exited with 3: boom: out of luck/);
     expect(md).toMatch(/Not measured:\n\n- faiss: .*boom: out of luck/);
     expect(markdownRows(md, TABLE_HEADER).map((row) => `${row[0]} ${row[2]}`)).toEqual(['webgpu-knn Flat', 'webgpu-knn IVF4,Flat']);
+  });
+
+  it('reports a peer that dies in a pass as failed, and keeps the passes of the others', () => {
+    // It builds one configuration, says it is ready, and dies in its first pass.
+    const dying = fakePython('dying-python', [
+      'echo \'{"config": 0, "index": "Flat", "param": "-", "threads": 1, "buildSeconds": 0.5, "indexBytes": 4800}\'',
+      'echo \'{"ready": true}\'',
+      'read line',
+      'echo "died in $line" >&2',
+      'exit 4',
+    ]);
+    const { r, md, faiss } = runWith(dying, 'dying', 2);
+    expect(faiss.slice(1, 3)).toEqual(['failed', '9.9.9']);
+    expect(faiss[3]).toMatch(/exited with 4: died in \{"pass":0\}/);
+    expect(markdownRows(md, TABLE_HEADER).map((row) => `${row[0]} ${row[2]}`)).toEqual(['webgpu-knn Flat', 'webgpu-knn IVF4,Flat']);
+    // Both of ours ran both passes: the one that failed did not stop the rounds.
+    const records = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
+    expect(records.map((x) => x.batches)).toEqual([2, 2]);
   });
 });
 
@@ -365,10 +393,24 @@ describe('peer detection', () => {
   const ref = exactScores(xb, xq, n, nq, d, k, 'l2');
   const recall = (labels: Int32Array | Float64Array) => tieAwareRecall(k, labels, k, ref, k, xb, xq, d, 'l2');
   const opts = { batch: 7, warmup: 0, repeats: 1 };
+  /** Builds in Faiss, then times every configuration as bench compare does; the rows with their configs. */
+  const timedFaiss = async (python: string, job: FaissJob, failed?: (index: string, why: string) => void) => {
+    const session = await startFaiss(python, xb, xq, n, nq, d, job, () => {}, failed);
+    try {
+      const measured = await measureInterleaved(session.configs.map((c) => c.pass), opts);
+      return session.configs.map((c, i) => {
+        const m = measured[i];
+        if (m instanceof Error) throw m;
+        return { ...c, ...m };
+      });
+    } finally {
+      await session.close();
+    }
+  };
 
   it.skipIf(!found.get('faiss'))('faiss: Flat is exact, IVF with every list probed too', async () => {
     const python = detectPeers(defaultPeerLookup())[0].python!;
-    const results = await runFaiss(python, xb, xq, n, nq, d, { metric: 'l2', k, ...opts, ivf: { nlist: 8, niter: 5, seed: 1, nprobes: [1, 8] } }, () => {});
+    const results = await timedFaiss(python, { metric: 'l2', k, batch: opts.batch, ivf: { nlist: 8, niter: 5, seed: 1, nprobes: [1, 8] } });
     expect(results.map((r) => `${r.index} ${r.param}`)).toEqual(['Flat -', 'IVF8,Flat nprobe=1', 'IVF8,Flat nprobe=8']);
     expect(recall(results[0].labels)).toBe(1);
     expect(recall(results[2].labels)).toBe(1);
@@ -382,7 +424,7 @@ describe('peer detection', () => {
     const grid = (description: string, nprobes: number[], kFactors: number[]) =>
       ({ description, niter: 10, seed: 1, configs: searchGrid(parseIndexString(description)!, nprobes, kFactors) });
     const factory = [grid('SQ8', [], []), { description: 'Bogus7', niter: 10, seed: 1, configs: [] }, grid('IVF8,Flat', [1, 8], []), grid('IVF8,SQ8,RFlat', [8], [1, 4])];
-    const results = await runFaiss(python, xb, xq, n, nq, d, { metric: 'l2', k, ...opts, ivf: null, factory }, () => {}, (index, why) => failures.push(`${index}: ${why}`));
+    const results = await timedFaiss(python, { metric: 'l2', k, batch: opts.batch, ivf: null, factory }, (index, why) => failures.push(`${index}: ${why}`));
     expect(results.map((r) => `${r.index} ${r.param}`)).toEqual([
       'SQ8 -', 'IVF8,Flat nprobe=1', 'IVF8,Flat nprobe=8', 'IVF8,SQ8,RFlat nprobe=8,kFactor=1', 'IVF8,SQ8,RFlat nprobe=8,kFactor=4',
     ]);
