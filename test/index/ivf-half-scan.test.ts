@@ -93,6 +93,16 @@ describe('IVF search on half rows', () => {
       expect(stats.again).toBe(nq);
     });
 
+    it.skipIf(skip)(`${device}: every query searched again under a pre-filter, which the search again keeps`, async () => {
+      const even = (id: number) => id % 2 === 0;
+      for (const metric of ['l2', 'ip'] as Metric[]) {
+        const { ra, rb, stats } = await searchBoth(half()!, float()!, 'past the largest half', metric, 5, 3, even, 'pre');
+        expectSame(ra, rb);
+        expect(stats.again).toBe(nq);
+        expect(Array.from(ra.labels).every((id) => id >= 0 && id % 2 === 0)).toBe(true);
+      }
+    });
+
     it.skipIf(skip)(`${device}: a pre-filter scans the half rows, a post-filter the float32 rows`, async () => {
       const even = (id: number) => id % 2 === 0;
       const pre = await searchBoth(half()!, float()!, 'clustered', 'l2', 8, 3, even, 'pre');
