@@ -295,7 +295,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       settings: [
         `Timing: ${o.warmup} warm-up pass(es), then ${o.repeats} timed pass(es) over the queries in batches of ${o.batch}: ` +
           `${Math.ceil(data.nq / o.batch) * o.repeats} timed batches per configuration (nearest-rank percentiles: with fewer than 100 batches p99 is the slowest); ` +
-          `every index built first, then the passes interleaved: each round runs one pass of every configuration, starting one configuration later than the round before, each pass ${SETTLE_MS} ms after the last`,
+          `every index built first, then the passes interleaved: each round runs one pass of every configuration, starting one configuration later than the round before, each pass ${SETTLE_MS} ms after the last and beginning with one untimed batch`,
         ...(o.indexes.length
           ? [
             `Indexes (--index): ${o.indexes.map((s) => s.description).join('; ')}; each trained on the base`,
