@@ -58,10 +58,10 @@ export function rescore(
   const distances = new Float32Array(nq * k).fill(metric === 'l2' ? Infinity : -Infinity);
   const labels = new Int32Array(nq * k).fill(-1);
   const scores = withScores ? new Float64Array(nq * k).fill(Infinity) : null;
-  // Per row: the candidates' minimised float64 scores and ids, then their order.
-  const keys = new Float64Array(kc);
-  const ids = new Int32Array(kc);
-  const order: number[] = [];
+  // Per row: the k best so far by (minimised float64 score, tie key), best first. Candidates come
+  // nearly in order, so most fail the first compare, with the k-th.
+  const keys = new Float64Array(k);
+  const ids = new Int32Array(k);
   const labelsIn = cand.labels;
   const score = exactScorer(metric, xq, nq, d);
   for (let r = 0; r < nq; r++) {
@@ -69,18 +69,21 @@ export function rescore(
     for (let c = 0; c < kc; c++) {
       const id = labelsIn[r * kc + c];
       if (id < 0) continue;
-      keys[m] = score(r, rowAt(id));
-      ids[m] = id;
-      m++;
+      const key = score(r, rowAt(id));
+      const before = (j: number): boolean => key < keys[j] || (key === keys[j] && tieKey(id) < tieKey(ids[j]));
+      if (m === k && !before(k - 1)) continue;
+      let j = m < k ? m++ : k - 1;
+      for (; j > 0 && before(j - 1); j--) {
+        keys[j] = keys[j - 1];
+        ids[j] = ids[j - 1];
+      }
+      keys[j] = key;
+      ids[j] = id;
     }
-    order.length = m;
-    for (let i = 0; i < m; i++) order[i] = i;
-    order.sort((a, b) => keys[a] - keys[b] || tieKey(ids[a]) - tieKey(ids[b]));
-    for (let i = 0; i < Math.min(k, m); i++) {
-      const o = order[i];
-      labels[r * k + i] = ids[o];
-      distances[r * k + i] = reportedScore(metric, keys[o]);
-      if (scores) scores[r * k + i] = keys[o];
+    for (let i = 0; i < m; i++) {
+      labels[r * k + i] = ids[i];
+      distances[r * k + i] = reportedScore(metric, keys[i]);
+      if (scores) scores[r * k + i] = keys[i];
     }
   }
   return scores ? { distances, labels, scores } : { distances, labels };
@@ -93,10 +96,23 @@ export function rescore(
  */
 export function exactScorer(metric: Metric, xq: Float32Array, nq: number, d: number): (r: number, x: Float32Array) => number {
   if (metric === 'l2') {
+    // Four columns a step, added in column order all the same (about 1.2x the plain loop in V8).
+    const d4 = d - (d % 4);
     return (r, x) => {
       const q = r * d;
       let s = 0;
-      for (let j = 0; j < d; j++) {
+      let j = 0;
+      for (; j < d4; j += 4) {
+        const t0 = xq[q + j] - x[j];
+        const t1 = xq[q + j + 1] - x[j + 1];
+        const t2 = xq[q + j + 2] - x[j + 2];
+        const t3 = xq[q + j + 3] - x[j + 3];
+        s += t0 * t0;
+        s += t1 * t1;
+        s += t2 * t2;
+        s += t3 * t3;
+      }
+      for (; j < d; j++) {
         const t = xq[q + j] - x[j];
         s += t * t;
       }
