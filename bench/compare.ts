@@ -130,7 +130,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
   // interleaved (bench/measure.ts), and recorded in the order built.
   const entries: { what: string; peer: PeerName | null; base: RecordBase; pass: PassRunner }[] = [];
   const ours = (what: string, base: RecordBase, search: BatchSearch): void => {
-    entries.push({ what, peer: null, base, pass: () => timePass(search, data.xq, data.nq, data.d, k, o.batch) });
+    entries.push({ what, peer: null, base, pass: (warm) => timePass(search, data.xq, data.nq, data.d, k, o.batch, warm) });
   };
   const cleanups: (() => unknown)[] = [];
   try {
@@ -252,7 +252,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
               engine: name, version: peerVersion(name), backend: 'cpu', device: 'CPU', threads: b.threads, index: b.index, param: c.param,
               series: `${name} HNSW`, buildSeconds: b.buildSeconds, indexBytes: b.indexBytes,
             },
-            pass: () => timePass(c.search, data.xq, data.nq, data.d, k, o.batch),
+            pass: (warm) => timePass(c.search, data.xq, data.nq, data.d, k, o.batch, warm),
           });
         }
       } catch (err) {
@@ -267,15 +267,24 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       onError: (i, err) => o.log(`${entries[i].what}: failed: ${err.message.split('\n')[0]}`),
       onRound: (round, rounds) => o.log(`timing: round ${round}/${rounds} done, ${((performance.now() - t0) / 1000).toFixed(1)} s`),
     });
-    // A peer that failed in any configuration is reported failed (its other rows are kept).
+    // A configuration whose pass failed is not measured; a peer with such a configuration is
+    // reported failed, with the first error (its other rows are kept).
     entries.forEach((e, i) => {
       const m = measured[i];
-      if (!(m instanceof Error)) add(e.base, m);
-      else if (e.peer) failed(e.peer, m);
-      else skip(e.what, m);
+      if (!(m instanceof Error)) return add(e.base, m);
+      skip(e.what, m);
+      const peer = peers.find((p) => p.name === e.peer);
+      if (peer) peer.error ??= m.message.split('\n')[0];
     });
   } finally {
-    for (const done of cleanups.reverse()) await done();
+    // Every cleanup runs; one that fails is logged and does not hide an error already thrown.
+    for (const done of cleanups.reverse()) {
+      try {
+        await done();
+      } catch (err) {
+        o.log(`cleanup: ${(err as Error).message.split('\n')[0]}`);
+      }
+    }
   }
 
   const run: CompareRun = {

@@ -15,8 +15,8 @@
  * the like: 8 - 15 ms of CPU in the 50 ms after a WebGPU search) does not slow the next. On this
  * 2-core machine Faiss's 2-thread Flat batches of 5 ms (20,000 x 32, 100 queries), each pass right
  * after two WebGPU searches, took over 20 ms in 9 - 11 of 32 batches; with 100 ms between, in 2
- * (three runs each, after four rounds of warm-up). And each pass first searches its first batch
- * once, untimed, so that an engine is timed warm again after the others' passes: our WebGPU IVF's
+ * (three runs each, after four rounds of warm-up). And each pass first searches one batch (its
+ * last) untimed, so that an engine is timed warm again after the others' passes: our WebGPU IVF's
  * first batch of a pass after 0.8 s of other work took 25 - 28 ms where the rest took 18 - 19; with
  * the untimed batch, 22 - 23.
  *
@@ -45,8 +45,8 @@ export interface Pass {
   labels: Int32Array;
 }
 
-/** Runs one pass of a configuration. */
-export type PassRunner = () => Promise<Pass>;
+/** Runs one pass of a configuration; `warm`: first one untimed batch (see timePass). */
+export type PassRunner = (warm: boolean) => Promise<Pass>;
 
 /** The pause before each pass of measureInterleaved (see the file comment). */
 export const SETTLE_MS = 100;
@@ -61,14 +61,17 @@ export interface Measured {
 }
 
 /**
- * One pass of `search` over the `nq` queries of `xq` in batches of `batch`, after one untimed
- * search of the first batch (see the file comment).
+ * One pass of `search` over the `nq` queries of `xq` in batches of `batch`; with `warm`, after one
+ * untimed search of the last full batch (see the file comment; the last, so that the first timed
+ * batch is not a repeat of it, unless there is one batch).
  */
-export async function timePass(search: BatchSearch, xq: Float32Array, nq: number, d: number, k: number, batch: number): Promise<Pass> {
+export async function timePass(search: BatchSearch, xq: Float32Array, nq: number, d: number, k: number, batch: number, warm: boolean): Promise<Pass> {
   const labels = new Int32Array(nq * k);
   const batchMs: number[] = [];
-  const nb0 = Math.min(batch, nq);
-  await search(xq.subarray(0, nb0 * d), nb0);
+  if (warm) {
+    const nb = Math.min(batch, nq);
+    await search(xq.subarray((nq - nb) * d, nq * d), nb);
+  }
   for (let q0 = 0; q0 < nq; q0 += batch) {
     const nb = Math.min(batch, nq - q0);
     const t = performance.now();
@@ -83,6 +86,8 @@ export async function timePass(search: BatchSearch, xq: Float32Array, nq: number
 export interface InterleaveOptions extends MeasureOptions {
   /** Pause before each pass (default SETTLE_MS). */
   settleMs?: number;
+  /** Whether each pass begins with an untimed batch (default true; see timePass). */
+  warmBatch?: boolean;
   /** Hears at once of a configuration whose pass threw (it is timed no further). */
   onError?: (i: number, err: Error) => void;
   /** Hears of each round as it ends. */
@@ -104,7 +109,7 @@ export async function measureInterleaved(runners: PassRunner[], o: InterleaveOpt
       await new Promise((resolve) => setTimeout(resolve, o.settleMs ?? SETTLE_MS));
       let pass: Pass;
       try {
-        pass = await runners[i]();
+        pass = await runners[i](o.warmBatch ?? true);
       } catch (err) {
         out[i] = err instanceof Error ? err : new Error(String(err));
         o.onError?.(i, out[i] as Error);
@@ -120,9 +125,12 @@ export async function measureInterleaved(runners: PassRunner[], o: InterleaveOpt
   return out;
 }
 
-/** Times one configuration (`measureInterleaved` of one, passes back to back); throws what its pass throws. */
+/**
+ * Times one configuration (`measureInterleaved` of one): passes back to back, no untimed batches
+ * (nothing runs between its passes); throws what its pass throws.
+ */
 export async function measure(search: BatchSearch, xq: Float32Array, nq: number, d: number, k: number, o: MeasureOptions): Promise<Measured> {
-  const [m] = await measureInterleaved([() => timePass(search, xq, nq, d, k, o.batch)], { ...o, settleMs: 0 });
+  const [m] = await measureInterleaved([(warm) => timePass(search, xq, nq, d, k, o.batch, warm)], { ...o, settleMs: 0, warmBatch: false });
   if (m instanceof Error) throw m;
   return m;
 }

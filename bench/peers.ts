@@ -247,7 +247,7 @@ export async function buildUsearch(lookup: PeerLookup, xb: Float32Array, n: numb
   return { index: `HNSW${s.m}`, threads: availableParallelism(), buildSeconds, indexBytes, configs };
 }
 
-/** A configuration Faiss built; `pass` has scripts/faiss-peer.py run one pass of it (see bench/measure.ts). */
+/** A configuration Faiss built; `pass` has scripts/faiss-peer.py run one pass of it (see bench/measure.ts): a search error there fails that pass alone. */
 export interface FaissConfig {
   index: string;
   param: string;
@@ -260,7 +260,7 @@ export interface FaissConfig {
 /** The Faiss process, its indexes built, running passes when asked. */
 export interface FaissSession {
   configs: FaissConfig[];
-  /** Ends the process (it exits when its stdin closes) and removes its files. */
+  /** Ends the process (it exits when its stdin closes; killed if it has not in 10 s) and removes its files. */
   close(): Promise<void>;
 }
 
@@ -290,7 +290,8 @@ export interface FaissJob {
  * queries when asked, so that they interleave with the other engines' (bench/measure.ts). Cosine
  * runs as inner product on rows normalised here. Progress lines from Python go to `log`; a factory
  * string Faiss could not build goes to `failed` (with Faiss's message) and the others are built.
- * Throws, leaving nothing behind, when the process ends before its indexes are built.
+ * Throws, leaving nothing behind (the process killed, its files removed), when the process ends
+ * before its indexes are built or a `failed` callback throws.
  */
 export async function startFaiss(
   python: string,
@@ -311,6 +312,7 @@ export async function startFaiss(
   const child = spawn(python, [FAISS_SCRIPT, join(dir, 'job.json')], { stdio: ['pipe', 'pipe', 'pipe'] });
   const lines = new LineReader();
   let errTail = '';
+  let closed = false;
   child.stderr.on('data', (b: Buffer) => {
     for (const line of b.toString().split('\n').filter(Boolean)) {
       errTail = line;
@@ -324,40 +326,65 @@ export async function startFaiss(
       lines.end(err);
       resolve();
     });
-    child.on('close', (code) => {
-      lines.end(new Error(`${FAISS_SCRIPT} exited with ${code}: ${errTail}`));
+    child.on('close', (code, signal) => {
+      const how = signal ? `was killed by ${signal}${signal === 'SIGKILL' ? ' (out of memory?)' : ''}` : `exited with ${code}`;
+      lines.end(new Error(`${FAISS_SCRIPT} ${how}: ${errTail}`));
       resolve();
     });
   });
-  const close = async (): Promise<void> => {
+  /** Ends the process: it exits when its stdin closes; `kill` (or CLOSE_GRACE_MS without an exit) kills it. */
+  const close = async (kill = false): Promise<void> => {
+    closed = true;
     child.stdin.end();
+    if (kill) child.kill();
+    const timer = setTimeout(() => child.kill('SIGKILL'), CLOSE_GRACE_MS);
     await exited;
+    clearTimeout(timer);
     rmSync(dir, { recursive: true, force: true });
   };
+  /** The next JSON object the process prints; other lines (a library's own output) are logged and skipped. */
+  const message = async (): Promise<Record<string, unknown>> => {
+    for (;;) {
+      const line = await lines.next();
+      try {
+        const m = JSON.parse(line) as unknown;
+        if (m !== null && typeof m === 'object' && !Array.isArray(m)) return m as Record<string, unknown>;
+      } catch {
+        // not JSON: logged below
+      }
+      log(`faiss (stdout): ${line}`);
+    }
+  };
 
-  const pass = async (config: number): Promise<Pass> => {
-    child.stdin.write(`${JSON.stringify({ pass: config })}\n`);
-    const r = JSON.parse(await lines.next()) as { batchMs: number[]; labels: string };
+  const pass = async (config: number, warm: boolean): Promise<Pass> => {
+    if (closed) throw new Error('the Faiss process was closed');
+    child.stdin.write(`${JSON.stringify({ pass: config, warm })}\n`);
+    const r = (await message()) as { pass?: number; error?: string; batchMs: number[]; labels: string };
+    if (r.pass !== config) throw new Error(`${FAISS_SCRIPT} answered for pass ${r.pass} when asked for pass ${config}`);
+    if (r.error !== undefined) throw new Error(r.error);
     const raw = readFileSync(join(dir, r.labels));
     return { batchMs: r.batchMs, labels: new Int32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4).slice() };
   };
   const configs: FaissConfig[] = [];
   try {
     for (;;) {
-      const r = JSON.parse(await lines.next()) as { ready: true } | { index: string; error: string } | (Omit<FaissConfig, 'pass'> & { config: number });
+      const r = (await message()) as { ready: true } | { index: string; error: string } | (Omit<FaissConfig, 'pass'> & { config: number });
       if ('ready' in r) break;
       if ('error' in r) failed(r.index, r.error);
       else {
         const { config, ...rest } = r;
-        configs.push({ ...rest, pass: () => pass(config) });
+        configs.push({ ...rest, pass: (warm) => pass(config, warm) });
       }
     }
   } catch (err) {
-    await close();
+    await close(true);
     throw err;
   }
-  return { configs, close };
+  return { configs, close: () => close() };
 }
+
+/** How long closing waits for the Faiss process to exit before it kills it. */
+const CLOSE_GRACE_MS = 10_000;
 
 /** Lines of a child's stdout, handed out in order as they are asked for. */
 class LineReader {

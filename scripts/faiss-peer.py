@@ -14,13 +14,14 @@ inside (faiss.extract_index_ivf, unwrapping an ,RFlat IndexRefine first), k_fact
 
 It builds everything first, then runs passes when asked, so that bench/measure.ts can interleave
 them with the other engines' passes. A pass searches the queries exactly as bench/measure.ts does:
-its first batch once untimed, then all in batches of `batch`, each batch timed on its own.
+(when asked to warm) the last full batch once untimed, then all in batches of `batch`, each batch
+timed on its own.
 
 stdout, one JSON line each: per configuration built, its config number, index, param, threads,
 buildSeconds and indexBytes (or, for a factory string Faiss could not build, index and error);
-then {"ready": true}. After that, each line read from stdin, {"pass": N}, runs one pass of config N
-and answers batchMs and labels: the name of an int32 file (in dir) of the pass's nq * k labels.
-It exits when stdin closes.
+then {"ready": true}. After that, each line read from stdin, {"pass": N, "warm": true|false}, runs
+one pass of config N and answers pass (N), batchMs and labels: the name of an int32 file (in dir)
+of the pass's nq * k labels; or pass and error, when the search failed. It exits when stdin closes.
 stderr: progress.
 """
 import json
@@ -36,13 +37,14 @@ def log(line):
     print(line, file=sys.stderr, flush=True)
 
 
-def run_pass(index, xq, k, batch):
-    """One pass over the queries in batches of `batch`, after one untimed search of the first batch
-    (as bench/measure.ts's timePass): each batch's milliseconds and the labels."""
+def run_pass(index, xq, k, batch, warm):
+    """One pass over the queries in batches of `batch`, with `warm` after one untimed search of the
+    last full batch (as bench/measure.ts's timePass): each batch's milliseconds and the labels."""
     nq = xq.shape[0]
     labels = np.full((nq, k), -1, dtype=np.int64)
     batch_ms = []
-    index.search(xq[:batch], k)
+    if warm:
+        index.search(xq[max(0, nq - batch):], k)
     for q0 in range(0, nq, batch):
         block = xq[q0:q0 + batch]
         t = time.perf_counter()
@@ -164,13 +166,18 @@ def main():
     for line in sys.stdin:
         if not line.strip():
             continue
-        i = json.loads(line)["pass"]
-        name, param, index, apply = configs.runs[i]
-        apply()
-        labels, batch_ms = run_pass(index, xq, k, job["batch"])
-        path = "labels-%d.i32" % i
-        labels.astype(np.int32).tofile(os.path.join(job["dir"], path))
-        print(json.dumps({"batchMs": batch_ms, "labels": path}), flush=True)
+        ask = json.loads(line)
+        i = ask["pass"]
+        try:
+            name, param, index, apply = configs.runs[i]
+            apply()
+            labels, batch_ms = run_pass(index, xq, k, job["batch"], ask.get("warm", True))
+            path = "labels-%d.i32" % i
+            labels.astype(np.int32).tofile(os.path.join(job["dir"], path))
+            print(json.dumps({"pass": i, "batchMs": batch_ms, "labels": path}), flush=True)
+        except Exception as e:  # this configuration's pass fails, the others go on
+            log("pass %d: %s" % (i, e))
+            print(json.dumps({"pass": i, "error": str(e).strip().split("\n")[-1]}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -288,15 +288,27 @@ describe('bench compare when a peer fails', () => {
     chmodSync(path, 0o755);
     return path;
   };
-  /** A small cpu run with `python` as Faiss: its output, the report, and the report's faiss row. */
+  /**
+   * A small cpu run with `python` as Faiss, in a temporary folder of its own (which must be empty
+   * again after it): its output, the report, and the report's faiss row.
+   */
   const runWith = (python: string, out: string, repeats: number) => {
+    const tmp = mkdtempSync(join(tmpdir(), 'webgpu-knn-compare-tmp-'));
     const r = bench(['--data', 'uniform', '--n', '300', '--d', '4', '--nq', '6', '--k', '5', '--nlist', '4', '--nprobe', '2', '--backend', 'cpu',
-      '--warmup', '0', '--repeats', String(repeats), '--out', out], { WEBGPU_KNN_PYTHON: python, WEBGPU_KNN_PEER_PATH: nowhere });
+      '--warmup', '0', '--repeats', String(repeats), '--out', out], { WEBGPU_KNN_PYTHON: python, WEBGPU_KNN_PEER_PATH: nowhere, TMPDIR: tmp });
     expect(r.code, r.err).toBe(0);
+    expect(readdirSync(tmp), 'temporary files left behind').toEqual([]);
+    rmSync(tmp, { recursive: true });
     const md = readFileSync(join(work, out, REPORT_FILES.report), 'utf8');
     const faiss = markdownRows(md, ['engine', 'status', 'version', 'where / why']).find((e) => e[0] === 'faiss')!;
-    return { r, md, faiss };
+    const records = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
+    return { r, md, faiss, records };
   };
+  const built = [
+    'echo \'{"config": 0, "index": "Flat", "param": "-", "threads": 1, "buildSeconds": 0.5, "indexBytes": 4800}\'',
+    'echo \'{"config": 1, "index": "IVF4,Flat", "param": "nprobe=2", "threads": 1, "buildSeconds": 0.7, "indexBytes": 5000}\'',
+    'echo \'{"ready": true}\'',
+  ];
 
   it('reports the peer as failed, with its error, and keeps the other rows', () => {
     // Its job dies before any index is built: the run must keep what it measured.
@@ -307,22 +319,46 @@ describe('bench compare when a peer fails', () => {
     expect(markdownRows(md, TABLE_HEADER).map((row) => `${row[0]} ${row[2]}`)).toEqual(['webgpu-knn Flat', 'webgpu-knn IVF4,Flat']);
   });
 
-  it('reports a peer that dies in a pass as failed, and keeps the passes of the others', () => {
-    // It builds one configuration, says it is ready, and dies in its first pass.
-    const dying = fakePython('dying-python', [
-      'echo \'{"config": 0, "index": "Flat", "param": "-", "threads": 1, "buildSeconds": 0.5, "indexBytes": 4800}\'',
-      'echo \'{"ready": true}\'',
-      'read line',
-      'echo "died in $line" >&2',
-      'exit 4',
-    ]);
-    const { r, md, faiss } = runWith(dying, 'dying', 2);
+  it('reports a peer that dies in a pass as failed, each of its configurations once, and keeps the passes of the others', () => {
+    // It builds two configurations, says it is ready, and dies in its first pass.
+    const { md, faiss, records } = runWith(fakePython('dying-python', [...built, 'read line', 'echo "died in $line" >&2', 'exit 4']), 'dying', 2);
     expect(faiss.slice(1, 3)).toEqual(['failed', '9.9.9']);
-    expect(faiss[3]).toMatch(/exited with 4: died in \{"pass":0\}/);
-    expect(markdownRows(md, TABLE_HEADER).map((row) => `${row[0]} ${row[2]}`)).toEqual(['webgpu-knn Flat', 'webgpu-knn IVF4,Flat']);
+    expect(faiss[3]).toMatch(/exited with 4: died in \{"pass":0,"warm":true\}/);
+    const notMeasured = md.split('\n').filter((l) => l.startsWith('- faiss'));
+    expect(notMeasured).toHaveLength(2);
+    expect(notMeasured[0]).toMatch(/^- faiss Flat -: .*exited with 4/);
+    expect(notMeasured[1]).toMatch(/^- faiss IVF4,Flat nprobe=2: .*exited with 4/);
+    expect(records.map((x) => `${x.engine} ${x.index}`)).toEqual(['webgpu-knn Flat', 'webgpu-knn IVF4,Flat']);
     // Both of ours ran both passes: the one that failed did not stop the rounds.
-    const records = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
     expect(records.map((x) => x.batches)).toEqual([2, 2]);
+  });
+
+  it('says when the peer was killed by a signal, as the kernel does when memory runs out', () => {
+    const { faiss, records } = runWith(fakePython('killed-python', [...built, 'read line', 'kill -9 $$']), 'killed', 1);
+    expect(faiss[1]).toBe('failed');
+    expect(faiss[3]).toMatch(/was killed by SIGKILL \(out of memory\?\)/);
+    expect(records.map((x) => x.engine)).toEqual(['webgpu-knn', 'webgpu-knn']);
+  });
+
+  it('keeps a peer configuration whose passes run when another one fails its search, and skips stray output lines', () => {
+    // Stray lines on stdout (a library's own output) before and between answers; config 0's
+    // search fails, config 1's passes answer with labels (all 0: row 0 of the base). $2 is the job file, in the process's folder.
+    const { r, md, faiss, records } = runWith(fakePython('picky-python', [
+      'echo "OpenBLAS: a stray line"', ...built, 'head -c 120 /dev/zero > "$(dirname "$2")/labels-1.i32"',
+      'while read line; do',
+      '  case "$line" in',
+      '    *\'"pass":0,\'*) echo \'{"pass": 0, "error": "the search blew up"}\' ;;',
+      '    *) echo "another stray line"; echo \'{"pass": 1, "batchMs": [1.5], "labels": "labels-1.i32"}\' ;;',
+      '  esac',
+      'done',
+    ]), 'picky', 2);
+    expect(faiss[1]).toBe('failed');
+    expect(faiss[3]).toMatch(/^the search blew up; /);
+    expect(md.split('\n').filter((l) => l.startsWith('- faiss'))).toEqual(['- faiss Flat -: the search blew up']);
+    expect(records.map((x) => `${x.engine} ${x.index}`)).toEqual(['webgpu-knn Flat', 'webgpu-knn IVF4,Flat', 'faiss IVF4,Flat']);
+    expect(records[2].batches).toBe(2);
+    expect(records[2].latencyMs.p50).toBe(1.5);
+    expect(r.err).toMatch(/faiss \(stdout\): another stray line/);
   });
 });
 

@@ -61,16 +61,22 @@ describe('measureInterleaved', () => {
 });
 
 describe('timePass', () => {
-  it('searches the first batch untimed, then all in batches, the last one smaller, and checks the labels returned', async () => {
-    const sizes: number[] = [];
-    const p = await timePass((xq, nb) => {
-      sizes.push(nb);
-      expect(xq.length).toBe(nb * 3);
-      return new Float64Array(nb * 2).fill(sizes.length);
-    }, new Float32Array(7 * 3), 7, 3, 2, 3);
-    expect(sizes).toEqual([3, 3, 3, 1]);
+  it('warm: searches the last full batch untimed, then all in batches, the last one smaller, and checks the labels returned', async () => {
+    const calls: number[][] = [];
+    const xq = Float32Array.from({ length: 7 * 3 }, (_, i) => i);
+    const search = (q: Float32Array, nb: number) => {
+      calls.push([nb, q[0] / 3]); // batch size, first query row
+      expect(q.length).toBe(nb * 3);
+      return new Float64Array(nb * 2).fill(calls.length);
+    };
+    const p = await timePass(search, xq, 7, 3, 2, 3, true);
+    expect(calls).toEqual([[3, 4], [3, 0], [3, 3], [1, 6]]);
     expect(p.batchMs).toHaveLength(3);
     expect([...p.labels]).toEqual([2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 4, 4]);
-    await expect(timePass((_xq, nb) => new Int32Array(nb), new Float32Array(4), 2, 2, 3, 2)).rejects.toThrow('returned 2 labels; expected 6');
+    calls.length = 0;
+    const cold = await timePass(search, xq, 7, 3, 2, 3, false);
+    expect(calls).toEqual([[3, 0], [3, 3], [1, 6]]);
+    expect([...cold.labels]).toEqual([1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3]);
+    await expect(timePass((_xq, nb) => new Int32Array(nb), new Float32Array(4), 2, 2, 3, 2, true)).rejects.toThrow('returned 2 labels; expected 6');
   });
 });
