@@ -16,9 +16,9 @@
  * 2-core machine Faiss's 2-thread Flat batches of 5 ms (20,000 x 32, 100 queries), each pass right
  * after two WebGPU searches, took over 20 ms in 9 - 11 of 32 batches; with 100 ms between, in 2
  * (three runs each, after four rounds of warm-up). And each pass first searches one batch (its
- * last) untimed, so that an engine is timed warm again after the others' passes: our WebGPU IVF's
- * first batch of a pass after 0.8 s of other work took 25 - 28 ms where the rest took 18 - 19; with
- * the untimed batch, 22 - 23.
+ * last, so that no timed batch repeats it) untimed, so that an engine is timed warm again after the
+ * others' passes: our WebGPU IVF's first batch of a pass, after streaming through 100 MB, had a
+ * median of 25.9 - 27.2 ms without it and 20.1 - 23.9 with it, the other batches 16 - 20.
  *
  * Index size is measured the same way for every engine too: the bytes of its own serialised index
  * (`serializedBytes`).
