@@ -191,10 +191,12 @@ search and index settings:
   --hnsw-m M       HNSW M / usearch connectivity (default 16)
   --ef-construction E  HNSW efConstruction / usearch expansion_add (default 200)
 
-timing and output:
+timing and output (every index is built first and stays in memory; then each round runs one pass
+of every configuration, 100 ms apart, each pass after one untimed batch, so that a machine whose
+speed drifts slows all alike):
   --batch B        queries per timed search call (default 100)
-  --warmup W       untimed passes over the queries first (default 1)
-  --repeats R      timed passes (default 3)
+  --warmup W       untimed rounds of passes first (default 1)
+  --repeats R      timed rounds (default 3)
   --peers P        auto | none | a comma list of faiss, hnswlib-node, usearch (default auto:
                    every one installed; a named one that is missing is an error)
   --out DIR        where compare.jsonl, run.json, report.md, recall-qps.svg, recall-bytes.svg and
