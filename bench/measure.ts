@@ -106,7 +106,8 @@ export async function measureInterleaved(runners: PassRunner[], o: InterleaveOpt
       const i = (round + j) % runners.length;
       const m = out[i];
       if (m instanceof Error) continue;
-      await new Promise((resolve) => setTimeout(resolve, o.settleMs ?? SETTLE_MS));
+      const settle = o.settleMs ?? SETTLE_MS;
+      if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
       let pass: Pass;
       try {
         pass = await runners[i](o.warmBatch ?? true);

@@ -310,9 +310,11 @@ export async function startFaiss(
   writeFileSync(join(dir, 'query.f32'), cosine ? normalizeRows(xq, d) : xq);
   writeFileSync(join(dir, 'job.json'), JSON.stringify({ ...job, metric: cosine ? 'ip' : job.metric, n, nq, d, dir }));
   const child = spawn(python, [FAISS_SCRIPT, join(dir, 'job.json')], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const lines = new LineReader();
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   let errTail = '';
   let closed = false;
+  /** Why the process ended (set when it has). */
+  let ended: Error | null = null;
   child.stderr.on('data', (b: Buffer) => {
     for (const line of b.toString().split('\n').filter(Boolean)) {
       errTail = line;
@@ -320,15 +322,14 @@ export async function startFaiss(
     }
   });
   child.stdin.on('error', () => {}); // a write after the process died: its exit says why
-  createInterface({ input: child.stdout }).on('line', (line) => lines.push(line));
   const exited = new Promise<void>((resolve) => {
     child.on('error', (err) => {
-      lines.end(err);
+      ended ??= err;
       resolve();
     });
     child.on('close', (code, signal) => {
       const how = signal ? `was killed by ${signal}${signal === 'SIGKILL' ? ' (out of memory?)' : ''}` : `exited with ${code}`;
-      lines.end(new Error(`${FAISS_SCRIPT} ${how}: ${errTail}`));
+      ended ??= new Error(`${FAISS_SCRIPT} ${how}: ${errTail}`);
       resolve();
     });
   });
@@ -345,7 +346,12 @@ export async function startFaiss(
   /** The next JSON object the process prints; other lines (a library's own output) are logged and skipped. */
   const message = async (): Promise<Record<string, unknown>> => {
     for (;;) {
-      const line = await lines.next();
+      const { value: line, done } = await lines.next();
+      if (done) {
+        await exited;
+        throw ended!;
+      }
+      if (!line) continue;
       try {
         const m = JSON.parse(line) as unknown;
         if (m !== null && typeof m === 'object' && !Array.isArray(m)) return m as Record<string, unknown>;
@@ -385,29 +391,3 @@ export async function startFaiss(
 
 /** How long closing waits for the Faiss process to exit before it kills it. */
 const CLOSE_GRACE_MS = 10_000;
-
-/** Lines of a child's stdout, handed out in order as they are asked for. */
-class LineReader {
-  private readonly lines: string[] = [];
-  private readonly waiting: { resolve: (line: string) => void; reject: (err: Error) => void }[] = [];
-  private ended: Error | null = null;
-
-  push(line: string): void {
-    if (!line) return;
-    const w = this.waiting.shift();
-    if (w) w.resolve(line);
-    else this.lines.push(line);
-  }
-
-  /** No more lines: those asked for from now on fail with `why`. */
-  end(why: Error): void {
-    this.ended ??= why;
-    for (const w of this.waiting.splice(0)) w.reject(this.ended);
-  }
-
-  next(): Promise<string> {
-    if (this.lines.length) return Promise.resolve(this.lines.shift()!);
-    if (this.ended) return Promise.reject(this.ended);
-    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
-  }
-}

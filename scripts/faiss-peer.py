@@ -58,13 +58,19 @@ def serialized_bytes(index):
     return int(faiss.serialize_index(index).size)
 
 
+def last_line(e):
+    """An exception's message as one line (Faiss's C++ errors span several)."""
+    return str(e).strip().split("\n")[-1]
+
+
 class Configs:
-    """The configurations built so far: each an index and the settings to give it before a pass."""
+    """The configurations built so far: each an index and `apply`, which gives it the configuration's
+    settings before a pass."""
 
     def __init__(self):
         self.runs = []
 
-    def add(self, name, index, param, build_seconds, index_bytes, settings):
+    def add(self, name, index, param, build_seconds, index_bytes, apply):
         print(json.dumps({
             "config": len(self.runs),
             "index": name,
@@ -73,7 +79,7 @@ class Configs:
             "buildSeconds": build_seconds,
             "indexBytes": index_bytes,
         }), flush=True)
-        self.runs.append((name, param, index, settings))
+        self.runs.append((index, apply))
 
 
 def ivf_of(index):
@@ -106,16 +112,13 @@ def build_factory(configs, f, xb, metric):
         if c["kFactor"] is not None and not hasattr(index, "k_factor"):
             raise RuntimeError("kFactor given but %s is no IndexRefine" % f["description"])
 
-    def settings(c):
-        def apply():
+    for c in f["configs"]:
+        def apply(c=c):
             if c["nprobe"] is not None:
                 ivf.nprobe = c["nprobe"]
             if c["kFactor"] is not None:
                 index.k_factor = c["kFactor"]
-        return apply
-
-    for c in f["configs"]:
-        configs.add(f["description"], index, c["param"], build, size, settings(c))
+        configs.add(f["description"], index, c["param"], build, size, apply)
 
 
 def build_default(configs, job, xb, metric):
@@ -158,7 +161,7 @@ def main():
                 build_factory(configs, f, xb, metric)
             except Exception as e:  # one string Faiss rejects does not stop the others
                 log("%s: %s" % (f["description"], e))
-                print(json.dumps({"index": f["description"], "error": str(e).strip().split("\n")[-1]}), flush=True)
+                print(json.dumps({"index": f["description"], "error": last_line(e)}), flush=True)
     else:
         build_default(configs, job, xb, metric)
     print(json.dumps({"ready": True}), flush=True)
@@ -169,7 +172,7 @@ def main():
         ask = json.loads(line)
         i = ask["pass"]
         try:
-            name, param, index, apply = configs.runs[i]
+            index, apply = configs.runs[i]
             apply()
             labels, batch_ms = run_pass(index, xq, k, job["batch"], ask.get("warm", True))
             path = "labels-%d.i32" % i
@@ -177,7 +180,7 @@ def main():
             print(json.dumps({"pass": i, "batchMs": batch_ms, "labels": path}), flush=True)
         except Exception as e:  # this configuration's pass fails, the others go on
             log("pass %d: %s" % (i, e))
-            print(json.dumps({"pass": i, "error": str(e).strip().split("\n")[-1]}), flush=True)
+            print(json.dumps({"pass": i, "error": last_line(e)}), flush=True)
 
 
 if __name__ == "__main__":

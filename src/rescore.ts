@@ -64,16 +64,17 @@ export function rescore(
   const ids = new Int32Array(k);
   const labelsIn = cand.labels;
   const score = exactScorer(metric, xq, nq, d);
+  // Whether (key, id) goes before the j-th kept.
+  const before = (key: number, id: number, j: number): boolean => key < keys[j] || (key === keys[j] && tieKey(id) < tieKey(ids[j]));
   for (let r = 0; r < nq; r++) {
     let m = 0;
     for (let c = 0; c < kc; c++) {
       const id = labelsIn[r * kc + c];
       if (id < 0) continue;
       const key = score(r, rowAt(id));
-      const before = (j: number): boolean => key < keys[j] || (key === keys[j] && tieKey(id) < tieKey(ids[j]));
-      if (m === k && !before(k - 1)) continue;
+      if (m === k && !before(key, id, k - 1)) continue;
       let j = m < k ? m++ : k - 1;
-      for (; j > 0 && before(j - 1); j--) {
+      for (; j > 0 && before(key, id, j - 1); j--) {
         keys[j] = keys[j - 1];
         ids[j] = ids[j - 1];
       }
