@@ -70,7 +70,8 @@ export function removeTempsOnSignals(): void {
   }
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists on this machine (EPERM: it exists, as another user's). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -97,7 +98,7 @@ export function removeStaleTemps(path: string): string[] {
   for (const name of names) {
     if (!name.startsWith(prefix)) continue;
     const m = /^(\d+)-[0-9a-f]+$/.exec(name.slice(prefix.length));
-    if (!m || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
+    if (!m || Number(m[1]) === process.pid || processAlive(Number(m[1]))) continue;
     rmSync(join(dir, name), { force: true });
     removed.push(join(dir, name));
   }
