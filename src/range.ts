@@ -1,12 +1,13 @@
 /**
  * The exact cut of a range search, on the host, for every backend: the plans
  * (src/plans/range-search.ts) return each query's candidates, a superset of the rows within the
- * radius (their float32 margin lets every true result through); this re-scores each candidate
- * exactly in float64, as the k-NN re-score does (src/rescore.ts), keeps those within the radius and
- * orders them. Equal candidates therefore give bit-identical results on every backend.
+ * radius (their float32 margin lets every true result through); this decides each candidate
+ * exactly (src/threshold.ts), keeps those within the radius and orders them by the k-NN
+ * re-score's float64 key (src/rescore.ts). Equal candidates therefore give bit-identical results on every backend.
  */
 import type { RangeCandidates } from './plans/range-search.js';
-import { exactScorer, reportedScore } from './rescore.js';
+import { exactScorer } from './rescore.js';
+import { COSINE_RANGE_BAND, ThresholdTest } from './threshold.js';
 import type { RowAt } from './stores/rows.js';
 import type { Metric } from './types.js';
 
@@ -23,10 +24,11 @@ export interface RangeResult {
 /**
  * Re-scores the candidates `cand` of `nq` queries (`xq`, `nq * d`, as the index holds them:
  * normalised for cosine), reading their rows by id with `rowAt` (see BaseStore.rowsAt), and keeps
- * l2: squared distance <= radius; ip, cosine: score >= radius. Cosine is compared as a distance
- * (cosine distance <= 1 - radius), as dedup compares it: near 1 the cosine itself rounds to 1 (see
- * cosineDistance). Each query's results come best first (l2 ascending, ip and cosine descending),
- * ties on the smaller id.
+ * those within the radius, decided exactly (src/threshold.ts: l2 squared distance <= radius; ip,
+ * cosine score >= radius; the radius taken as the decimal it prints as; cosine with
+ * COSINE_RANGE_BAND, as the rows are stored normalised). Each query's results come best first (l2
+ * ascending, ip and cosine descending, by the re-score's key: see exactScorer), ties on the
+ * smaller id; distances are the scores the exact test reports.
  */
 export function rangeRescore(
   metric: Metric,
@@ -39,31 +41,34 @@ export function rangeRescore(
   /** Orders exact ties (default: the label itself); an index passes its slot -> id map. */
   tieKey: (label: number) => number = (label) => label,
 ): RangeResult {
-  const score = exactScorer(metric, xq, nq, d);
-  // The bound on the minimised score (see exactScorer).
-  const bound = metric === 'l2' ? radius : metric === 'ip' ? -radius : 1 - radius;
+  const key = exactScorer(metric, xq, nq, d);
+  const test = new ThresholdTest(metric, radius, d, metric === 'cosine' ? COSINE_RANGE_BAND : 0);
   const lims = new Float64Array(nq + 1);
   const distances = new Float32Array(cand.ids.length);
   const labels = new Uint32Array(cand.ids.length);
   const keys: number[] = [];
+  const scores: number[] = [];
   const ids: number[] = [];
   const order: number[] = [];
   let o = 0;
   for (let q = 0; q < nq; q++) {
     keys.length = 0;
+    scores.length = 0;
     ids.length = 0;
     for (let c = cand.lims[q]; c < cand.lims[q + 1]; c++) {
       const id = cand.ids[c];
-      const key = score(q, rowAt(id));
-      if (!(key <= bound)) continue;
-      keys.push(key);
+      const row = rowAt(id);
+      const s = test.score(xq, q * d, row, 0);
+      if (Number.isNaN(s)) continue;
+      keys.push(key(q, row));
+      scores.push(s);
       ids.push(id);
     }
     order.length = keys.length;
     for (let i = 0; i < keys.length; i++) order[i] = i;
     order.sort((a, b) => keys[a] - keys[b] || tieKey(ids[a]) - tieKey(ids[b]));
     for (const i of order) {
-      distances[o] = reportedScore(metric, keys[i]);
+      distances[o] = scores[i];
       labels[o++] = ids[i];
     }
     lims[q + 1] = o;

@@ -4,9 +4,10 @@
  *
  * Search with a safety margin, then confirm: the backend's self-join (tiled, so the corpus may
  * exceed one GPU buffer) returns every pair whose float32 score passes the threshold plus a margin
- * larger than the expansion's rounding error; each candidate is then re-scored exactly (direct
- * formula, float64, on the original vectors; cosine as cosineDistance computes it)
- * and the exact threshold applied. Rounding can neither add a pair nor lose one.
+ * larger than the expansion's rounding error; each candidate is then decided exactly on the
+ * original vectors (src/threshold.ts: float64 with a bound on its rounding, integers where a pair
+ * is within that bound of the threshold, the threshold taken as the decimal it prints as). Rounding
+ * can neither add a pair nor lose one: a pair exactly at the threshold is kept.
  *
  * Bounded and typed throughout: the self-join streams its candidates one row tile at a time, in
  * (i, j) order; each block is confirmed as it arrives. With `onPairs` the confirmed pairs go to
@@ -15,8 +16,8 @@
  * many candidates (maxCandidates) or pairs (maxPairs) is an InvalidArgumentError, not a crash.
  */
 import type { Backend } from '../backend.js';
-import { cosineDistance } from '../rescore.js';
 import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
+import { ThresholdTest, squaredNorm } from '../threshold.js';
 import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
 import { type VectorSource, checkSource, checkedBlocks } from '../vector-source.js';
 
@@ -218,8 +219,10 @@ export async function blockPairCandidates(
 export class PairConfirmation {
   /** The original rows on the host, for the exact check (the store keeps none). */
   private readonly rows: RowBlocks;
-  /** Float64 norms of the original vectors, for the exact cosine. */
-  private readonly norms: Float64Array;
+  /** Float64 sums of squares of the original vectors, for the exact cosine. */
+  private readonly squares: Float64Array;
+  /** The exact cut (src/threshold.ts). */
+  private readonly test: ThresholdTest;
   readonly groups: PairGroups;
   candidates = 0;
   pairs = 0;
@@ -228,12 +231,13 @@ export class PairConfirmation {
     readonly n: number,
     private readonly d: number,
     private readonly metric: DedupMetric,
-    private readonly threshold: number,
+    threshold: number,
     private readonly sink: (i: Uint32Array, j: Uint32Array, score: Float64Array) => void,
     private readonly onProgress?: (p: DedupProgress) => void,
   ) {
     this.rows = new RowBlocks(d);
-    this.norms = new Float64Array(metric === 'cosine' ? n : 0);
+    this.squares = new Float64Array(metric === 'cosine' ? n : 0);
+    this.test = new ThresholdTest(metric, threshold, d);
     this.groups = new PairGroups(n);
   }
 
@@ -242,16 +246,13 @@ export class PairConfirmation {
     const d = this.d;
     this.rows.append(data, rows);
     if (this.metric !== 'cosine') return;
-    for (let r = 0; r < rows; r++) {
-      let s = 0;
-      for (let t = 0; t < d; t++) s += data[r * d + t] * data[r * d + t];
-      this.norms[start + r] = Math.sqrt(s);
-    }
+    for (let r = 0; r < rows; r++) this.squares[start + r] = squaredNorm(data, r * d, d);
   }
 
   /** Confirms each candidate (a, b) of a block exactly and hands the pairs that pass to the sink. */
   confirm(block: Uint32Array, rowsDone: number): void {
-    const { d, metric, threshold, norms, rows } = this;
+    const { test, squares, rows } = this;
+    const cosine = this.metric === 'cosine';
     const bi = new Uint32Array(block.length / 2);
     const bj = new Uint32Array(block.length / 2);
     const bs = new Float64Array(block.length / 2);
@@ -261,19 +262,8 @@ export class PairConfirmation {
       const b = block[p + 1];
       const [xa, ao] = rows.at(a);
       const [xb, bo] = rows.at(b);
-      let s = 0;
-      if (metric === 'cosine') {
-        // Compared as distances: near 1, the cosine itself would round to 1 (see cosineDistance).
-        const dist = cosineDistance(xa, ao, norms[a], xb, bo, norms[b], d);
-        if (!(dist <= 1 - threshold)) continue;
-        s = 1 - dist;
-      } else {
-        for (let t = 0; t < d; t++) {
-          const diff = xa[ao + t] - xb[bo + t];
-          s += diff * diff;
-        }
-        if (!(s <= threshold)) continue;
-      }
+      const s = cosine ? test.score(xa, ao, xb, bo, squares[a], squares[b]) : test.score(xa, ao, xb, bo);
+      if (Number.isNaN(s)) continue;
       this.groups.add(a, b);
       bi[m] = a;
       bj[m] = b;
