@@ -22,10 +22,12 @@ export type { DeviceKind as BackendKind } from './device.js';
 
 export interface BaseStoreOptions {
   /**
-   * Where the device's memory is not the host's (WebGPU): keep one host copy of the rows (default
-   * true), so that the exact re-score of each search's candidates and `save` read the host, not the
-   * device. False: no host copy; those read the rows back from the device. On the CPU device rows
-   * are read in place and there is never a copy. See src/stores/rows.ts.
+   * Where the device's memory is not the host's (WebGPU): keep one host copy of the rows, so that
+   * the exact re-score of each search's candidates and `save` read the host, not the device.
+   * False: no host copy; those read the rows back from the device. Default: the device's
+   * `tuning.hostCopy` (on for a real GPU, off for a CPU-emulated adapter, whose device memory is
+   * host memory already). On the CPU device rows are read in place and there is never a copy. See
+   * src/stores/rows.ts.
    */
   hostCopy?: boolean;
 }

@@ -86,6 +86,16 @@ export interface DeviceTuning {
    * rows"), off on a real GPU (not yet measured there), the CPU and gpu.js.
    */
   ivfHalfScan?: boolean;
+  /**
+   * Whether stores keep a host copy of their rows where the device's memory is not the host's
+   * (src/stores/rows.ts), so that the exact re-score of each search's candidates and `save` read
+   * the host instead of the device. Default on for a real GPU, off for a CPU-emulated adapter
+   * (lavapipe, SwiftShader): its device memory is host memory already, so a copy would double what
+   * an index takes (a 1 GB index searched on lavapipe peaked at 2.6 GB against 1.4 GB on the CPU
+   * backend); there the re-score reads its candidates back, one round trip a search. An index's own
+   * `hostCopy` option overrides it. Nothing to decide on the CPU, which reads its own memory.
+   */
+  hostCopy?: boolean;
 }
 
 /** Options every device takes (createBackend passes them on). */
@@ -381,6 +391,20 @@ export interface MaskScoresArgs<B = DeviceBuffer> {
   bit0: number;
 }
 
+/**
+ * Rows of one store chunk gathered into a compact buffer: row `rows[rows0 + i]` of `x` (`words`
+ * u32 words a row) to row `out0 + i` of `out`, for i < n, bit for bit.
+ */
+export interface GatherRowsArgs<B = DeviceBuffer> {
+  x: B;
+  rows: B;
+  out: B;
+  n: number;
+  words: number;
+  rows0: number;
+  out0: number;
+}
+
 export interface KmeansPartialArgs<B = DeviceBuffer> {
   /** This chunk's points: global points p0 .. p0 + n - 1, rows of dpad. */
   x: B;
@@ -419,6 +443,7 @@ export type KernelCall<B = DeviceBuffer> =
   | ({ kernel: 'ivf-scan' } & IvfScanArgs<B>)
   | ({ kernel: 'pairs-threshold' } & PairsThresholdArgs<B>)
   | ({ kernel: 'mask-scores' } & MaskScoresArgs<B>)
+  | ({ kernel: 'gather-rows' } & GatherRowsArgs<B>)
   | ({ kernel: 'sq-scores' } & SqScoresArgs<B>)
   | ({ kernel: 'pq-tables' } & PqTablesArgs<B>)
   | ({ kernel: 'pq-scores' } & PqScoresArgs<B>)
@@ -504,10 +529,10 @@ export function checkTuning(t: DeviceTuning, alsoKnown: string[] = []): void {
   if (t.ivfStrategy !== undefined && !['auto', 'scan', 'gemm'].includes(t.ivfStrategy)) {
     throw new InvalidArgumentError(`tuning.ivfStrategy must be auto, scan or gemm; got ${String(t.ivfStrategy)}`);
   }
-  for (const key of ['kmeansBounds', 'ivfHalfScan'] as const) {
+  for (const key of ['kmeansBounds', 'ivfHalfScan', 'hostCopy'] as const) {
     if (t[key] !== undefined && typeof t[key] !== 'boolean') throw new InvalidArgumentError(`tuning.${key} must be true or false; got ${String(t[key])}`);
   }
-  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy', 'kmeansBounds', 'ivfHalfScan'];
+  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy', 'kmeansBounds', 'ivfHalfScan', 'hostCopy'];
   const unknown = Object.keys(t).filter((key) => !known.includes(key) && !alsoKnown.includes(key) && key !== 'maxBindingBytes');
   if (unknown.length > 0) throw new InvalidArgumentError(`unknown tuning option ${unknown.join(', ')}; expected ${known.join(', ')}`);
 }

@@ -22,9 +22,10 @@ export interface FlatIndexOptions {
   /** Default `l2`. */
   metric?: Metric;
   /**
-   * Keep one host copy of the vectors where the device's memory is not the host's (WebGPU; default
-   * true): the exact re-score and `save` read it. False: they read the rows back from the device.
-   * The CPU backend never keeps a copy (it reads its own memory). See BaseStoreOptions.
+   * Keep one host copy of the vectors where the device's memory is not the host's (WebGPU): the
+   * exact re-score and `save` read it. False: they read the rows back from the device. Default: the
+   * device's `tuning.hostCopy` (on for a real GPU, off for a CPU-emulated adapter). The CPU backend
+   * never keeps a copy (it reads its own memory). See BaseStoreOptions.
    */
   hostCopy?: boolean;
   /**

@@ -46,7 +46,7 @@ export interface IvfFlatIndexOptions {
   seed?: number;
   init?: KMeansInit;
   onTrainProgress?: (progress: KMeansProgress) => void;
-  /** Keep one host copy of the vectors on WebGPU (default true); see FlatIndexOptions.hostCopy. */
+  /** Keep one host copy of the vectors on WebGPU (default: the device's tuning.hostCopy); see FlatIndexOptions.hostCopy. */
   hostCopy?: boolean;
   /** Codes in the lists instead of float32 rows: as FlatIndexOptions.codec (SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits>). */
   codec?: string;

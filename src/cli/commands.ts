@@ -365,9 +365,9 @@ function reporting(file: VectorReader, label: string, onRead?: () => void): Vect
  * Builds the index `s` describes from `file`, read block by block: trained (IVF: on a sample, the
  * only rows held; Flat: nothing to train), filled (IVF: a pass to assign the rows to lists, a pass
  * to add them) with sequential ids or `ids` (one per row), its nprobe set. `hostCopy` false where
- * nothing will search it (build: save reads the device back instead).
+ * nothing will search it (build: save reads the device back instead); default: the device's.
  */
-async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy: boolean, ids?: BigInt64Array): Promise<VectorIndex> {
+async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy?: boolean, ids?: BigInt64Array): Promise<VectorIndex> {
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy, nprobe: s.nprobe });
   const progress = new Map<string, Progress>();
   const onProgress = (done: number, total: number, phase = 'adding'): void => {
@@ -448,7 +448,7 @@ export async function search(argv: string[]): Promise<void> {
   }
   const backend = await openBackend(choice, k);
   try {
-    const index = await loadWithProgress(backend, indexPath, true);
+    const index = await loadWithProgress(backend, indexPath);
     await writeNeighbours(index, { queries }, k, out, dist, 'search', params);
   } finally {
     backend.dispose();
@@ -475,8 +475,8 @@ async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: st
   return params;
 }
 
-/** Loads a saved index with a progress bar; `hostCopy` false where it will only be saved again. */
-async function loadWithProgress(backend: Backend, path: string, hostCopy: boolean): Promise<VectorIndex> {
+/** Loads a saved index with a progress bar; `hostCopy` false where it will only be saved again (default: the device's). */
+async function loadWithProgress(backend: Backend, path: string, hostCopy?: boolean): Promise<VectorIndex> {
   const p = new Progress('loading');
   return loadIndex(backend, path, { hostCopy, onProgress: (done, total) => p.update(done, total) });
 }
@@ -537,7 +537,7 @@ export async function rangeSearchCommand(argv: string[]): Promise<void> {
   params.maxCandidates = intFlag('max-candidates', text(v, 'max-candidates'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_CANDIDATES);
   const backend = await openBackend(choice);
   try {
-    const index = await loadWithProgress(backend, indexPath, true);
+    const index = await loadWithProgress(backend, indexPath);
     const results = await writeRange(index, queries, radius, params, out, ['query', 'id', 'distance'], 'range-search');
     process.stderr.write(`${results} results for ${queries.rows} queries within radius ${radius}; wrote ${out}\n`);
   } finally {
@@ -817,7 +817,7 @@ async function dedupAgainst(
   const backend = await openBackend(choice);
   try {
     const t0 = performance.now();
-    const index = await loadWithProgress(backend, indexPath, true);
+    const index = await loadWithProgress(backend, indexPath);
     const pairs = await writeRange(index, file, threshold, { maxCandidates }, out, ['i', 'j', 'score'], 'dedup');
     process.stderr.write(`${pairs} pairs of ${file.rows} new rows against ${index.ntotal} indexed; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}\n`);
   } finally {
@@ -855,7 +855,7 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   }
   try {
     const t0 = performance.now();
-    const index = await buildIndex(backend, settings, file, true);
+    const index = await buildIndex(backend, settings, file);
     await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph');
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
   } finally {

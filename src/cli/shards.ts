@@ -330,7 +330,7 @@ async function withShard<T>(backend: Backend, shard: ShardRef, fn: (index: Vecto
     if (old && old.users === 0) void old.index.then((i) => i.dispose(), () => {});
     else if (old) old.stale = true;
     process.stderr.write(`loading shard ${shard.path}\n`);
-    const index = verifyShard(shard).then(() => loadIndex(backend, shard.path, { hostCopy: true }));
+    const index = verifyShard(shard).then(() => loadIndex(backend, shard.path));
     cached = { key, index, users: 0, stale: false };
   }
   const entry = cached;

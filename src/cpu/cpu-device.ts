@@ -13,6 +13,7 @@ import { ivfScan } from './ivf-scan.js';
 import { kmeansPartial, kmeansReduce } from './kmeans-update.js';
 import { maskScores } from './mask-scores.js';
 import { norms } from './norms.js';
+import { gatherRows } from './gather-rows.js';
 import { pairsThreshold } from './pairs-threshold.js';
 import { selectRadix } from './select-radix.js';
 import { sqScores } from './sq-scores.js';
@@ -74,6 +75,8 @@ export class CpuDevice implements Device {
       ivfStrategy: t.ivfStrategy ?? 'auto',
       kmeansBounds: t.kmeansBounds ?? true,
       ivfHalfScan: t.ivfHalfScan ?? false,
+      // Rows are read in place: there is never a copy to keep.
+      hostCopy: t.hostCopy ?? false,
     };
   }
 
@@ -118,6 +121,9 @@ export class CpuDevice implements Device {
     switch (c.kernel) {
       case 'norms':
         norms(f(c.x).subarray(c.row0 * c.dpad), c.n, c.dpad, f(c.out).subarray(c.out0));
+        return;
+      case 'gather-rows':
+        gatherRows(u(c.x), u(c.rows), c.rows0, c.n, c.words, u(c.out), c.out0);
         return;
       case 'gemm-scores':
         gemmScores(c.metric, f(c.xq), c.q0, c.rows, f(c.xb), f(c.xnorm), c.col0, c.cols, c.dpad, f(c.scores), c.ldc);

@@ -16,6 +16,7 @@ import { Kernels } from './kernels/kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
 import { encodeMaskScores } from './kernels/mask-scores.js';
 import { encodeNorms } from './kernels/norms.js';
+import { encodeGatherRows } from './kernels/gather-rows.js';
 import { encodePairsThreshold } from './kernels/pairs-threshold.js';
 import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
 import { encodeSqScores } from './kernels/sq-scores.js';
@@ -89,6 +90,7 @@ export class GpuDevice implements Device {
       ivfStrategy: options.ivfStrategy ?? 'auto',
       kmeansBounds: options.kmeansBounds ?? fallback,
       ivfHalfScan: options.ivfHalfScan ?? fallback,
+      hostCopy: options.hostCopy ?? !fallback,
     };
   }
 
@@ -179,6 +181,8 @@ export class GpuDevice implements Device {
     switch (call.kernel) {
       case 'norms':
         return encodeNorms(k, { ...call, x: b(call.x), out: b(call.out) });
+      case 'gather-rows':
+        return encodeGatherRows(k, { ...call, x: b(call.x), rows: b(call.rows), out: b(call.out) });
       case 'gemm-scores':
         return encodeGemmScores(k, { ...call, xq: b(call.xq), xb: b(call.xb), xnorm: b(call.xnorm), scores: b(call.scores) });
       case 'topk':

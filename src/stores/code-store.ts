@@ -9,7 +9,7 @@
  * slots to its ids (src/ids.ts).
  *
  * The host reads rows (the exact re-score, save) as src/stores/rows.ts says: in place on the CPU,
- * from one host copy on WebGPU (unless `hostCopy` is false), or read back.
+ * from one host copy on a real GPU (`hostCopy`, default the device's tuning.hostCopy), or read back.
  */
 import type { BaseStore, BaseStoreOptions } from '../backend.js';
 import type { Device, DeviceBuffer } from '../device.js';
@@ -50,7 +50,7 @@ export class CodeStore implements BaseStore {
     this.dpad = format.dpad;
     this.rowWords = format.rowWords;
     this.chunkRows = chunkRows(device, Math.max(this.rowWords, this.dpad) * 4);
-    this.host = new ChunkRows(device, format, this.chunkRows, options.hostCopy ?? true);
+    this.host = new ChunkRows(device, format, this.chunkRows, options.hostCopy ?? device.tuning.hostCopy);
   }
 
   get ntotal(): number {

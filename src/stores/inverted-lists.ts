@@ -16,7 +16,7 @@
  * extents and buffers of exactly that size: no spare room, no growth.
  *
  * The host reads rows (the exact re-score, save) as src/stores/rows.ts says: in place on the CPU,
- * from one host copy on WebGPU (unless `hostCopy` is false), or read back; `positionOf` maps each
+ * from one host copy on a real GPU (`hostCopy`, default the device's tuning.hostCopy), or read back; `positionOf` maps each
  * id to its row.
  */
 import type { Device, DeviceBuffer } from '../device.js';
@@ -96,7 +96,7 @@ export class DeviceLists {
     this.rowWords = format.rowWords;
     this.chunkRows = chunkRows(device, Math.max(this.rowWords, this.dpad) * 4);
     rowsPerBinding(device, 8 * nlist, `list table (8 bytes for each of nlist = ${nlist} lists)`);
-    this.host = new ChunkRows(device, this.format, this.chunkRows, options.hostCopy ?? true);
+    this.host = new ChunkRows(device, this.format, this.chunkRows, options.hostCopy ?? device.tuning.hostCopy);
     const floats = format.scoring.kernel === 'gemm-scores';
     this.half = floats && device.tuning.ivfHalfScan ? { rowWords: halfRowWords(this.dpad), maxNorm: 0, maxError: 0 } : null;
   }

@@ -6,7 +6,9 @@
  *     no copy at all, rows are read in place;
  *   - else a host copy in the same layout, kept as rows are added (WebGPU, `hostCopy` true: no
  *     round trip for the re-score, no read-back for save);
- *   - else nothing, and rows are read back from the device when asked for (WebGPU, `hostCopy` false).
+ *   - else nothing, and rows are read back from the device when asked for (WebGPU, `hostCopy` false,
+ *     the default on a CPU-emulated adapter: see DeviceTuning.hostCopy); the re-score's candidates
+ *     are gathered on the device first (gather-rows) and come back in one read.
  * So a store holds at most one host copy of its rows, and none where the device's memory is the host's.
  * Rows come out as floats, decoded by the format where they are codes.
  */
@@ -68,8 +70,8 @@ export class ChunkRows {
 
   /**
    * Rows by id, for the given ids (all that will be asked for; negative ones are ignored), each at
-   * `position(id)` (by default the id itself): read in place or from the host copy, else read back
-   * from the device in one round trip.
+   * `position(id)` (by default the id itself): read in place or from the host copy, else gathered
+   * and read back from the device in one round trip (more only when they exceed one binding).
    */
   async rowsAt(chunks: RowChunk[], ids: ArrayLike<number>, position: (id: number) => number = (id) => id): Promise<RowAt> {
     const { format, rowWords: w, chunkRows } = this;
@@ -82,22 +84,41 @@ export class ChunkRows {
     }
     const wanted = new Set<number>();
     for (let i = 0; i < ids.length; i++) if (ids[i] >= 0) wanted.add(position(ids[i])); // -1: no candidate
-    // Runs of consecutive positions within one chunk, one read range each.
-    const runs: { first: number; count: number }[] = [];
-    for (const p of Array.from(wanted).sort((a, b) => a - b)) {
-      const last = runs[runs.length - 1];
-      if (last && p === last.first + last.count && p % chunkRows !== 0) last.count++;
-      else runs.push({ first: p, count: 1 });
-    }
-    const got = await this.device.read(
-      runs.map((r) => ({ buffer: chunks[Math.floor(r.first / chunkRows)].xb, offset: (r.first % chunkRows) * w * 4, bytes: r.count * w * 4 })),
-    );
+    const positions = Uint32Array.from(wanted).sort();
     const at = new Map<number, Float32Array>();
-    runs.forEach((r, i) => {
-      const rows = new Float32Array(got[i]);
-      for (let j = 0; j < r.count; j++) at.set(r.first + j, format.row(rows, j * w));
-    });
+    // Gathered on the device (gather-rows, one dispatch a chunk) and read back at once, in rounds
+    // of one binding: a copy command a row would cost about 10 us each on lavapipe.
+    const perRound = Math.max(1, Math.floor(this.device.limits.maxBindingBytes / (w * 4)));
+    for (let r0 = 0; r0 < positions.length; r0 += perRound) {
+      const round = positions.subarray(r0, Math.min(positions.length, r0 + perRound));
+      const rows = await this.gather(chunks, round);
+      for (let j = 0; j < round.length; j++) at.set(round[j], format.row(rows, j * w));
+    }
     return (id) => at.get(position(id))!;
+  }
+
+  /** The rows at `positions` (ascending, `rowWords` words each, within one binding) gathered on the device and read back. */
+  private async gather(chunks: RowChunk[], positions: Uint32Array): Promise<Float32Array> {
+    const { device, rowWords: w, chunkRows } = this;
+    const inChunk = positions.map((p) => p % chunkRows);
+    const index = device.buffer('gather-rows index', inChunk.byteLength);
+    const out = device.buffer('gather-rows out', positions.length * w * 4);
+    try {
+      device.upload(index, 0, inChunk);
+      // Ascending positions: each chunk's rows are one stretch of the list.
+      for (let i0 = 0; i0 < positions.length; ) {
+        const c = Math.floor(positions[i0] / chunkRows);
+        let i1 = i0 + 1;
+        while (i1 < positions.length && Math.floor(positions[i1] / chunkRows) === c) i1++;
+        device.dispatch({ kernel: 'gather-rows', x: chunks[c].xb, rows: index, out, n: i1 - i0, words: w, rows0: i0, out0: i0 });
+        i0 = i1;
+      }
+      const [bytes] = await device.read([{ buffer: out, offset: 0, bytes: positions.length * w * 4 }]);
+      return new Float32Array(bytes);
+    } finally {
+      device.release(index);
+      device.release(out);
+    }
   }
 
   /**

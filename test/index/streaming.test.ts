@@ -169,12 +169,38 @@ describe('host copies: at most one, none on the CPU', () => {
       const back = await loadIndex(gpu!, join(dir, `none-${kind}.idx`), { hostCopy: false });
       expectIdentical(await back.search(xq, 7), await copy.search(xq, 7), `${kind} loaded`);
     }
+    // By default a CPU-emulated adapter keeps none (its device memory is host memory), a real GPU one.
+    const fallback = gpu!.device.ctx.adapterInfo.isFallbackAdapter;
+    expect(gpu!.device.tuning.hostCopy).toBe(!fallback);
+    const dflt = new FlatIndex(gpu!, { dim: d, metric: 'ip' });
+    await dflt.add(x);
+    expect(storeOf(dflt).chunks.every((c) => (c.host === null) === fallback)).toBe(true);
     // k above ntotal: rows padded with -1, which the read-back must skip.
     const small = new FlatIndex(gpu!, { dim: d, hostCopy: false });
     await small.add(x.subarray(0, 5 * d));
     const r = await small.search(xq.subarray(0, 2 * d), 8);
     expect(Array.from(r.labels.subarray(5, 8))).toEqual([-1, -1, -1]);
     expect(new Set(r.labels.subarray(0, 5))).toEqual(new Set([0, 1, 2, 3, 4]));
+  });
+});
+
+describe('candidates read back from the device (no host copy)', () => {
+  // 16 KiB bindings: the 3,000 rows of 12 floats span 9 chunks, and a search's 2,560 candidates
+  // (40 queries x 64) take several gathers of 341 rows.
+  it.skipIf(!gpu)('float rows and codes, many chunks, gathers split by the binding: the CPU backend\'s results', async () => {
+    const tiny = await gpuBackend({ maxBindingBytes: 1 << 14 });
+    const cpu = cpuBackend({ maxBindingBytes: 1 << 14 });
+    for (const codec of [undefined, 'SQ8', 'SQ4'] as const) {
+      const results = [];
+      for (const backend of [cpu, tiny!]) {
+        const index = new FlatIndex(backend, { dim: d, metric: 'l2', codec, hostCopy: false });
+        await index.train(x);
+        await index.add(x);
+        results.push(await index.search(xq, 25));
+        await index.dispose();
+      }
+      expectIdentical(results[1], results[0], codec ?? 'float');
+    }
   });
 });
 
