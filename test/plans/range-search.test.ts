@@ -15,6 +15,7 @@ import type { RangeCandidates } from '../../src/plans/range-search.js';
 import { clusteredFloats, rng } from '../../src/random.js';
 import { type RangeResult, rangeRescore } from '../../src/range.js';
 import { cosineDistance } from '../../src/rescore.js';
+import { COSINE_RANGE_BAND, ThresholdTest } from '../../src/threshold.js';
 import type { CodeStore } from '../../src/stores/code-store.js';
 import type { DeviceLists } from '../../src/stores/inverted-lists.js';
 import { type Metric, normalizeRows } from '../../src/types.js';
@@ -66,20 +67,26 @@ function exact(m: Metric, xq: Float32Array, q: number, x: Float32Array, r: numbe
   return s;
 }
 
-/** Brute force: each query's rows (allowed by `keep`) within the radius, best first, ties on the smaller id. */
+/**
+ * Brute force: each query's rows (allowed by `keep`) within the radius, best first by the float64
+ * score, ties on the smaller id. Within the radius as the exact cut defines it (ThresholdTest, which
+ * test/index/threshold-exact.test.ts holds to an integer oracle): the radii below sit on the data's
+ * own scores, where a float64 comparison and the exact one can differ; reported as it reports them.
+ */
 function bruteForce(m: Metric, xq: Float32Array, x: Float32Array, radius: number, keep: (r: number) => boolean = () => true): RangeResult {
   const lims = [0];
   const distances: number[] = [];
   const labels: number[] = [];
+  const test = new ThresholdTest(m, radius, d, m === 'cosine' ? COSINE_RANGE_BAND : 0);
   for (let q = 0; q < nq; q++) {
-    const hits: [number, number][] = [];
+    const hits: [number, number, number][] = [];
     for (let r = 0; r < n; r++) {
-      const s = exact(m, xq, q, x, r);
-      if (keep(r) && (m === 'l2' ? s <= radius : s >= radius)) hits.push([s, r]);
+      const reported = test.score(xq, q * d, x, r * d);
+      if (keep(r) && !Number.isNaN(reported)) hits.push([exact(m, xq, q, x, r), r, reported]);
     }
     hits.sort((a, b) => (m === 'l2' ? a[0] - b[0] : b[0] - a[0]) || a[1] - b[1]);
-    for (const [s, r] of hits) {
-      distances.push(s);
+    for (const [, r, reported] of hits) {
+      distances.push(reported);
       labels.push(r);
     }
     lims.push(labels.length);
