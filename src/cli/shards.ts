@@ -314,7 +314,8 @@ function readResultTile(path: string, rows: number, kk: number): ShardResult | n
   const n = rows * kk;
   const body = readCheckedFile(path);
   if (body?.byteLength !== n * 20) return null;
-  return { labels: new Float64Array(body, 0, n), distances: new Float32Array(body, n * 8, n), scores: new Float64Array(body, n * 12, n) };
+  // The scores start at byte 12 n: a copy, since a Float64Array must start at a multiple of 8 (n odd).
+  return { labels: new Float64Array(body, 0, n), distances: new Float32Array(body, n * 8, n), scores: new Float64Array(body.slice(n * 12)) };
 }
 
 /**
