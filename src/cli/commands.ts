@@ -75,7 +75,9 @@ options:
                     NAME.BUILD.shard-<s>.idx beside --out, which is then their manifest NAME.json
                     (a rebuild over it removes the old shards once the new manifest is written);
                     trained once (IVF: the centroids of the unsharded build, shared); Flat and
-                    IVF<nlist>,Flat only (README, "Sharded indexes")
+                    IVF<nlist>,Flat only. One build of a manifest at a time (its lock); each
+                    first removes the shard files an interrupted build of it left, naming them
+                    (README, "Sharded indexes")
   --distributed URL with --shards: train here, then build the shards as jobs on 'webgpu-knn
                     worker' processes through the BullMQ queue in Redis at URL (paths on a file
                     system every worker sees); the same files as without it

@@ -23,18 +23,21 @@
  * parseManifest; confinement to the manifest's folder by readManifest; each shard file's header,
  * and caller ids across shards, by checkManifest before a search plans anything; each file's
  * SHA-256 and row-number ids by checkShardFile as it is loaded, in the command or in a worker.
+ * A build holds the manifest's lock, and its jobs check it (checkBuildLock).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Backend } from '../backend.js';
 import { createIndex, describeIndexType } from '../factory.js';
 import { fileError } from '../io/file-error.js';
+import { type FileLock, lockFile } from '../io/file-lock.js';
 import { readIdFile } from '../io/id-file.js';
 import { INDEX_FORMAT_VERSION, type IndexFileHeader, indexFileBytes, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { VectorStreamWriter, commitOutputs, writeAtomically } from '../io/stream-writer.js';
+import { removeStaleTemps } from '../io/temp-files.js';
 import { type VectorReader, openVectors } from '../io/vector-reader.js';
 import { dropSelf } from '../jobs/knn-graph.js';
 import {
@@ -83,6 +86,17 @@ export interface ShardSettings {
  */
 export function shardPath(manifest: string, build: string, s: number): string {
   return join(dirname(manifest), `${basename(manifest).replace(/\.json$/i, '')}.${build}.shard-${s}.idx`);
+}
+
+/** The name of every shard file of the manifest at `manifest`, of any build: `NAME.<8 hex digits>.shard-<s>.idx` (see shardPath). */
+function shardNamePattern(manifest: string): RegExp {
+  const name = basename(manifest).replace(/\.json$/i, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${name}\\.[0-9a-f]{8}\\.shard-\\d+\\.idx$`);
+}
+
+/** The trained, empty index a build of the manifest at `manifest` keeps beside it while it builds the shards. */
+function trainedPath(manifest: string): string {
+  return join(dirname(manifest), `.${basename(manifest)}.webgpu-knn-trained.idx`);
 }
 
 /** The shard files the manifest at `path` lists now (none if there is none, or it is not a manifest). */
@@ -257,6 +271,37 @@ export async function checkManifest(path: string): Promise<IndexFileHeader> {
   return headers[0];
 }
 
+/**
+ * Removes what interrupted builds of the manifest at `manifest` left beside it: shard files of its
+ * naming pattern that it does not list, the trained index, and their temporary files whose process
+ * is gone. Run holding the manifest's lock (so no other build of it is writing them). A manifest
+ * that cannot be read leaves every file alone, since it may list them.
+ */
+function removeOrphans(manifest: string): void {
+  const dir = dirname(manifest);
+  const keep = new Set<string>();
+  if (existsSync(manifest)) {
+    try {
+      for (const s of readManifest(manifest).manifest.shards) for (const name of linkChain(dir, s.file)) keep.add(name);
+    } catch (err) {
+      process.stderr.write(`${manifest} cannot be read as a shard manifest (${(err as Error).message}); the shard files beside it are left alone\n`);
+      return;
+    }
+  }
+  const pattern = shardNamePattern(manifest);
+  const ours = (name: string): boolean => (pattern.test(name) || name === basename(trainedPath(manifest))) && !keep.has(name);
+  const names = readdirSync(dir);
+  const temps = new Set<string>();
+  for (const name of names) {
+    const temp = /^\.(.+)\.webgpu-knn-tmp-\d+-[0-9a-f]+$/.exec(name)?.[1];
+    if (temp !== undefined && ours(temp)) temps.add(temp);
+    if (!ours(name)) continue;
+    rmSync(join(dir, name), { force: true });
+    process.stderr.write(`removed ${join(dir, name)}, left by an interrupted build of ${manifest} (which does not list it)\n`);
+  }
+  for (const name of temps) for (const stale of removeStaleTemps(join(dir, name))) process.stderr.write(`removed ${stale}, a temporary file left by an interrupted build\n`);
+}
+
 // ---------------------------------------------------------------- build
 
 /** --shards S for `rows` rows: an integer in [1, rows] (every shard holds at least one row). */
@@ -274,6 +319,15 @@ export function checkShardable(type: IndexType): void {
   }
 }
 
+/**
+ * The manifest's lock as a build's producer took it (src/io/file-lock.ts): its file and what the
+ * file held. A build's jobs run only while the file still holds that (see checkBuildLock).
+ */
+export interface BuildLock {
+  path: string;
+  owner: string;
+}
+
 export interface BuildShardJob {
   /** The trained, empty index every shard starts from. */
   trained: string;
@@ -283,6 +337,8 @@ export interface BuildShardJob {
   /** The caller's ids for every row of the input (the shard takes rows r0..r1 of them); absent: the row numbers. */
   ids?: string;
   out: string;
+  /** The lock of the manifest the shard is for (absent where no manifest outlives the run: knn-graph --distributed). */
+  lock?: BuildLock;
 }
 
 /** Everything in a manifest but the shards' sizes and checksums, which build-manifest reads from the files. */
@@ -290,10 +346,32 @@ export interface BuildManifestJob {
   manifest: string;
   draft: Omit<ShardManifest, 'shards'>;
   shards: { file: string; firstRow: number; rows: number }[];
+  lock?: BuildLock;
+}
+
+/**
+ * Throws unless the build that queued a job still holds its manifest's lock. A producer killed by
+ * SIGKILL leaves its flow in Redis, and the workers go on with it; once another build of the
+ * manifest has taken the lock (or it was released: the producer ended), that flow's jobs write
+ * nothing, so the late build's manifest can never replace the newer one.
+ */
+function checkBuildLock(lock: BuildLock | undefined, what: string): void {
+  if (lock === undefined) return;
+  let now: string | null = null;
+  try {
+    now = readFileSync(lock.path, 'utf8');
+  } catch {
+    // gone: released
+  }
+  if (now !== lock.owner) {
+    throw new InvalidArgumentError(`${what}: the build that queued it no longer holds the lock ${lock.path} (it ended, or was killed and another build took the lock); nothing written`);
+  }
 }
 
 /** Adds rows [r0, r1) of the input, with their global ids, to the trained index, and saves it as the shard. */
 export async function runBuildShard(backend: Backend, job: BuildShardJob): Promise<{ bytes: number; sha256: string }> {
+  const what = `shard ${job.out}`;
+  checkBuildLock(job.lock, what);
   const index = await loadIndex(backend, job.trained, { hostCopy: false });
   try {
     const file = await openVectors(job.input);
@@ -304,6 +382,12 @@ export async function runBuildShard(backend: Backend, job: BuildShardJob): Promi
   } finally {
     await index.dispose();
   }
+  try {
+    checkBuildLock(job.lock, what);
+  } catch (err) {
+    rmSync(job.out, { force: true }); // lost while building: an orphan otherwise
+    throw err;
+  }
   return fileFacts(job.out);
 }
 
@@ -313,6 +397,7 @@ export async function runBuildManifest(job: BuildManifestJob): Promise<{ shards:
   const shards: ShardEntry[] = [];
   for (const s of job.shards) shards.push({ ...s, ...(await fileFacts(join(dir, s.file))) });
   const manifest: ShardManifest = { ...job.draft, shards };
+  checkBuildLock(job.lock, `manifest ${job.manifest}`);
   writeAtomically(job.manifest, `${JSON.stringify(manifest, null, 2)}\n`);
   return { shards: shards.length };
 }
@@ -330,6 +415,7 @@ async function trainShards(
   trained: string,
   ids: string | undefined,
   build: string,
+  lock?: BuildLock,
 ): Promise<{ children: BuildShardJob[]; parent: BuildManifestJob }> {
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy: false, nprobe: s.nprobe });
   try {
@@ -343,7 +429,7 @@ async function trainShards(
   }
   const ranges = shardRanges(file.rows, shards);
   const st = statSync(file.path);
-  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, build, i) }));
+  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, build, i), lock }));
   const draft: Omit<ShardManifest, 'shards'> = {
     format: MANIFEST_FORMAT,
     version: MANIFEST_VERSION,
@@ -355,13 +441,15 @@ async function trainShards(
     rowIds: ids === undefined,
     input: { path: resolve(file.path), bytes: st.size, mtimeMs: st.mtimeMs },
   };
-  const parent = { manifest, draft, shards: children.map((c) => ({ file: basename(c.out), firstRow: c.r0, rows: c.r1 - c.r0 })) };
+  const parent = { manifest, draft, shards: children.map((c) => ({ file: basename(c.out), firstRow: c.r0, rows: c.r1 - c.r0 })), lock };
   return { children, parent };
 }
 
 /**
  * `build --shards S`: trains on `backend`, then builds the shards one after another here, or with
- * `url` as build-shard jobs (children of build-manifest) on the workers there; the manifest `out` last.
+ * `url` as build-shard jobs (children of build-manifest) on the workers there; the manifest `out`
+ * last. The whole build holds the manifest's lock: a second build of it is refused, naming this
+ * one; and, holding it, the build first removes what interrupted builds left (removeOrphans).
  */
 export async function buildShards(
   backend: Backend,
@@ -373,12 +461,26 @@ export async function buildShards(
   url?: string,
 ): Promise<void> {
   const manifest = resolve(out);
-  const trained = join(dirname(manifest), `.${basename(manifest)}.webgpu-knn-trained.idx`);
+  const lock = lockFile(manifest, 'build --shards');
+  let build: string;
+  try {
+    removeOrphans(manifest);
+    build = await buildLocked(backend, s, file, shards, manifest, ids, url, lock);
+  } finally {
+    lock.release();
+  }
+  process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, build, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
+}
+
+/** buildShards' work, holding `lock`; returns the build's id. */
+async function buildLocked(backend: Backend, s: ShardSettings, file: VectorReader, shards: number, manifest: string, ids: string | undefined, url: string | undefined, lock: FileLock): Promise<string> {
+  const trained = trainedPath(manifest);
   const build = newBuildId();
   const previous = listedShards(manifest);
   let done = false;
   try {
-    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids), build);
+    const owner = { path: lock.lockPath, owner: readFileSync(lock.lockPath, 'utf8') };
+    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids), build, owner);
     if (url !== undefined) {
       await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
     } else {
@@ -397,7 +499,7 @@ export async function buildShards(
     const stale = done ? previous : Array.from({ length: shards }, (_, i) => shardPath(manifest, build, i));
     for (const f of stale) rmSync(f, { force: true });
   }
-  process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, build, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
+  return build;
 }
 
 /** 8 hex digits naming one build's shard files. */
