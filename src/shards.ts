@@ -14,7 +14,8 @@
  * not the unsharded candidates, so the merged answer would differ (see shardableType).
  */
 import type { IndexType } from './factory.js';
-import { describeIndexType } from './factory.js';
+import { describeIndexType, parseIndexType } from './factory.js';
+import type { IndexFileHeader } from './io/index-format.js';
 import type { Metric } from './types.js';
 import { InvalidArgumentError } from './types.js';
 
@@ -22,7 +23,7 @@ export const MANIFEST_FORMAT = 'webgpu-knn-shards';
 export const MANIFEST_VERSION = 1;
 
 export interface ShardEntry {
-  /** The shard's index file, relative to the manifest's directory. */
+  /** The shard's index file: a file name in the manifest's folder (no folder, no `..`, not absolute). */
   file: string;
   /** Its rows are rows [firstRow, firstRow + rows) of the input. */
   firstRow: number;
@@ -83,7 +84,19 @@ export function shardRanges(n: number, shards: number): [number, number][] {
   return out;
 }
 
-/** The manifest in `text` (from `path`), checked field by field; errors name the field and the value. */
+/** Whether `file` names a file in the manifest's folder: no folder part, not `.` or `..`, not absolute (no slash, backslash or NUL anywhere). */
+export function isPlainFileName(file: string): boolean {
+  return file !== '' && file !== '.' && file !== '..' && !/[/\\\0]/.test(file);
+}
+
+/**
+ * The manifest in `text` (from `path`), checked field by field; errors name the field and the
+ * value. What needs no file is checked here: the type can be sharded, nprobe fits it, each shard
+ * is a plain file name in the manifest's folder, listed once (by name and by SHA-256), the shards
+ * contiguous from row 0 and their rows summing to ntotal. What the shard files hold is checked
+ * against it where they are read (src/cli/shards.ts: checkShardHeader, checkRowIds,
+ * checkDisjointIds below).
+ */
 export function parseManifest(text: string, path: string): ShardManifest {
   let m: Partial<ShardManifest>;
   try {
@@ -98,24 +111,113 @@ export function parseManifest(text: string, path: string): ShardManifest {
   if (m.version !== MANIFEST_VERSION) throw bad('version', m.version, `${MANIFEST_VERSION}`);
   if (!count(m.dim, 1)) throw bad('dim', m.dim, 'an integer >= 1');
   if (!['l2', 'ip', 'cosine'].includes(m.metric as string)) throw bad('metric', m.metric, 'l2, ip or cosine');
-  if (typeof m.type !== 'string') throw bad('type', m.type, 'a factory string');
-  if (m.nprobe !== null && !count(m.nprobe, 1)) throw bad('nprobe', m.nprobe, 'null or an integer >= 1');
+  const type = shardType(m.type);
+  if (!type) throw bad('type', m.type, 'Flat or IVF<nlist>,Flat (the factory string of a type that can be sharded)');
+  if (type.type === 'Flat' ? m.nprobe !== null : !(count(m.nprobe, 1) && m.nprobe! <= type.nlist)) {
+    throw bad('nprobe', m.nprobe, type.type === 'Flat' ? 'null for Flat' : `an integer in [1, ${type.nlist}] (nlist)`);
+  }
   if (!count(m.ntotal, 1)) throw bad('ntotal', m.ntotal, 'an integer >= 1');
   if (typeof m.rowIds !== 'boolean') throw bad('rowIds', m.rowIds, 'true or false');
   const input = m.input;
   if (typeof input?.path !== 'string' || !count(input.bytes, 0) || typeof input.mtimeMs !== 'number') throw bad('input', input, '{ path, bytes, mtimeMs }');
   if (!Array.isArray(m.shards) || m.shards.length < 1) throw bad('shards', m.shards, 'a list of at least one shard');
+  const names = new Map<string, number>();
+  const sums = new Map<string, number>();
+  const twice = (field: string, value: string, why: string): InvalidArgumentError =>
+    new InvalidArgumentError(`${path}: bad shard manifest: ${field} is ${JSON.stringify(value)}, ${why}; each shard is listed once`);
   let next = 0;
   m.shards.forEach((s, i) => {
-    if (typeof s?.file !== 'string' || s.file === '') throw bad(`shards[${i}].file`, s?.file, 'a file name');
+    if (typeof s?.file !== 'string' || !isPlainFileName(s.file)) {
+      throw bad(`shards[${i}].file`, s?.file, `the name of a file in the manifest's folder (no folder, no "..", not absolute)`);
+    }
+    if (names.has(s.file)) throw twice(`shards[${i}].file`, s.file, `which shards[${names.get(s.file)}] lists already`);
+    names.set(s.file, i);
     if (s.firstRow !== next) throw bad(`shards[${i}].firstRow`, s.firstRow, `${next} (shards are contiguous, in row order)`);
     if (!count(s.rows, 1)) throw bad(`shards[${i}].rows`, s.rows, 'an integer >= 1');
     if (!count(s.bytes, 1)) throw bad(`shards[${i}].bytes`, s.bytes, 'an integer >= 1');
     if (typeof s.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(s.sha256)) throw bad(`shards[${i}].sha256`, s.sha256, '64 hex digits');
+    if (sums.has(s.sha256)) throw twice(`shards[${i}].sha256`, s.sha256, `the SHA-256 of shards[${sums.get(s.sha256)}]: the same file listed twice`);
+    sums.set(s.sha256, i);
     next += s.rows;
   });
   if (next !== m.ntotal) throw bad('ntotal', m.ntotal, `${next} (the shards' rows together)`);
   return m as ShardManifest;
+}
+
+/** The type a manifest's `type` names, if it is one that can be sharded, in its canonical spelling; else null. */
+function shardType(text: unknown): IndexType | null {
+  try {
+    const type = parseIndexType(text as string);
+    shardableType(type);
+    return describeIndexType(type) === text ? type : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What every shard file's header must say (the index file's fields, src/io/index-file.ts): the manifest's index. */
+export interface ShardHeader {
+  /** The file type: Flat, or IVF (IVF-Flat) with nlist lists. */
+  type: 'Flat' | 'IVF';
+  nlist: number;
+  dim: number;
+  metric: Metric;
+  /** 0 for Flat, as the header has it. */
+  nprobe: number;
+}
+
+/** The header every shard of `m` (a parsed manifest) has. */
+export function shardHeaderOf(m: ShardManifest): ShardHeader {
+  const { type, nlist } = parseIndexType(m.type);
+  return { type, nlist, dim: m.dim, metric: m.metric, nprobe: m.nprobe ?? 0 };
+}
+
+/** A header's type as the factory spells it where it can be sharded (Flat, IVF<nlist>,Flat); other file types by their file type name. */
+function headerTypeName(h: Pick<IndexFileHeader, 'type' | 'nlist'>): string {
+  return h.type === 'IVF' ? `IVF${h.nlist},Flat` : h.type;
+}
+
+/**
+ * Throws unless the header `got` of shard file `path` is the manifest's (`want`: type, nlist, dim,
+ * metric, nprobe) and holds `rows` vectors, as shards[`place`] says.
+ */
+export function checkShardHeader(path: string, want: ShardHeader, got: IndexFileHeader, rows: number, place: number): void {
+  const differs = (field: string, has: string | number, says: string | number): InvalidArgumentError =>
+    new InvalidArgumentError(`shard file ${path}: its header says ${field} ${has}; the manifest says ${says}: it is not a shard of this index`);
+  if (headerTypeName(got) !== headerTypeName(want)) throw differs('type', headerTypeName(got), headerTypeName(want));
+  for (const field of ['dim', 'metric', 'nprobe'] as const) if (got[field] !== want[field]) throw differs(field, got[field], want[field]);
+  if (got.ntotal !== rows) throw new InvalidArgumentError(`shard file ${path} holds ${got.ntotal} vectors; the manifest says ${rows} (shards[${place}].rows)`);
+}
+
+/** Throws unless shard file `path`'s ids are exactly the row numbers [firstRow, firstRow + ids.length) (in any order). */
+export function checkRowIds(path: string, ids: Float64Array, firstRow: number): void {
+  const rows = ids.length;
+  const seen = new Uint8Array(rows);
+  for (const id of ids) {
+    const r = id - firstRow;
+    if (!(r >= 0 && r < rows) || seen[r]) {
+      throw new InvalidArgumentError(`shard file ${path} holds id ${id}${seen[r] ? ' twice' : ''}; the manifest gives it the row numbers [${firstRow}, ${firstRow + rows})`);
+    }
+    seen[r] = 1;
+  }
+}
+
+/** Throws unless no id is held twice across (or within) the shards (`ids[s]`: shard s's ids; `paths[s]`: its file), naming the first such id. */
+export function checkDisjointIds(ids: Float64Array[], paths: string[]): void {
+  const all = new Float64Array(ids.reduce((n, x) => n + x.length, 0));
+  ids.reduce((o, x) => (all.set(x, o), o + x.length), 0);
+  all.sort();
+  for (let j = 1; j < all.length; j++) {
+    if (all[j] !== all[j - 1]) continue;
+    const id = all[j];
+    const holders = ids.flatMap((x, s) => (x.includes(id) ? [s] : []));
+    const where = (s: number): string => `shards[${s}] (${paths[s]})`;
+    throw new InvalidArgumentError(
+      holders.length > 1
+        ? `id ${id} is in ${where(holders[0])} and in ${where(holders[1])}: the ids of a sharded index are disjoint`
+        : `id ${id} is held twice by ${where(holders[0])}: the ids of a sharded index are distinct`,
+    );
+  }
 }
 
 /** One shard's top-k of `rows` queries: `rows * k` labels (ids, -1 = none) and distances, each row best first. */

@@ -24,7 +24,7 @@ import type { Metric, RangeSearchResult } from '../types.js';
 import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
 import { distributedDedup, runWorker } from './distributed.js';
-import { DEFAULT_QUERY_ROWS, buildShards, checkShardable, checkShardOutputs, distributedKnnGraph, distributedSearchShards, manifestHeader, manifestInput, searchShards, shardsOf } from './shards.js';
+import { DEFAULT_QUERY_ROWS, buildShards, checkManifest, checkShardable, checkShardOutputs, distributedKnnGraph, distributedSearchShards, manifestInput, searchShards, shardsOf } from './shards.js';
 import { isManifestPath } from '../shards.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
@@ -75,7 +75,9 @@ options:
                     NAME.BUILD.shard-<s>.idx beside --out, which is then their manifest NAME.json
                     (a rebuild over it removes the old shards once the new manifest is written);
                     trained once (IVF: the centroids of the unsharded build, shared); Flat and
-                    IVF<nlist>,Flat only (README, "Sharded indexes")
+                    IVF<nlist>,Flat only. One build of a manifest at a time (its lock); each
+                    first removes the shard files an interrupted build of it left, naming them
+                    (README, "Sharded indexes")
   --distributed URL with --shards: train here, then build the shards as jobs on 'webgpu-knn
                     worker' processes through the BullMQ queue in Redis at URL (paths on a file
                     system every worker sees); the same files as without it
@@ -92,7 +94,8 @@ row numbers of the indexed file), best first.
 options:
   --index INDEX     an index file from 'webgpu-knn build', or a shard manifest (.json) from
                     'build --shards': shards searched in turn, their top-k merged (the same
-                    output as the unsharded index)
+                    output as the unsharded index); each shard checked against the manifest
+                    first (a file in its folder, listed once, its header, count and ids)
   --queries FILE    the query vectors
   --k K             neighbours per query (at most the backend's max k: 'webgpu-knn info')
   --out FILE        ${NEIGHBOUR_IDS}
@@ -429,7 +432,7 @@ export async function search(argv: string[]): Promise<void> {
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
   const sharded = isManifestPath(indexPath);
-  const header = sharded ? await manifestHeader(indexPath) : await readIndexHeader(indexPath);
+  const header = sharded ? await checkManifest(indexPath) : await readIndexHeader(indexPath);
   const queries = await openQueries(queriesPath, header);
   const params = await searchParamsOf(v, header, filterPath);
   const url = text(v, 'distributed');
@@ -877,7 +880,7 @@ async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: st
   const queriesPath = text(v, 'queries');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath]));
-  const header = await manifestHeader(indexPath);
+  const header = await checkManifest(indexPath);
   const queries = queriesPath ?? manifestInput(indexPath);
   await openQueries(queries, header);
   const { nprobe } = await searchParamsOf(v, header, undefined);

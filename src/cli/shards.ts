@@ -18,19 +18,45 @@
  * A result file already there with the right checksum is not computed again (a retried job, or a
  * re-run of the same search after a failure); a build-shard job always builds (its save replaces
  * the file atomically), so a retried one is harmless too.
+ *
+ * Manifests are not trusted (issue 33): what the manifest alone decides is checked by
+ * parseManifest; confinement to the manifest's folder by readManifest; each shard file's header,
+ * and caller ids across shards, by checkManifest before a search plans anything; each file's
+ * SHA-256 and row-number ids by checkShardFile as it is loaded, in the command or in a worker.
+ * A build holds the manifest's lock, and its jobs check it (checkBuildLock).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Backend } from '../backend.js';
 import { createIndex, describeIndexType } from '../factory.js';
+import { fileError } from '../io/file-error.js';
+import { type FileLock, lockFile } from '../io/file-lock.js';
 import { readIdFile } from '../io/id-file.js';
-import { type IndexFileHeader, readIndexHeader } from '../io/index-file.js';
+import { INDEX_FORMAT_VERSION, type IndexFileHeader, indexFileBytes, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { VectorStreamWriter, commitOutputs, writeAtomically } from '../io/stream-writer.js';
+import { removeStaleTemps } from '../io/temp-files.js';
 import { type VectorReader, openVectors } from '../io/vector-reader.js';
 import { dropSelf } from '../jobs/knn-graph.js';
-import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardEntry, type ShardManifest, type ShardResult, mergeTopK, parseManifest, shardRanges, shardableType } from '../shards.js';
+import {
+  MANIFEST_FORMAT,
+  MANIFEST_VERSION,
+  type ShardEntry,
+  type ShardHeader,
+  type ShardManifest,
+  type ShardResult,
+  checkDisjointIds,
+  checkRowIds,
+  checkShardHeader,
+  isPlainFileName,
+  mergeTopK,
+  parseManifest,
+  shardHeaderOf,
+  shardRanges,
+  shardableType,
+} from '../shards.js';
 import type { IndexType } from '../factory.js';
 import { InvalidArgumentError, type Metric } from '../types.js';
 import type { VectorIndex } from '../vector-index.js';
@@ -62,6 +88,17 @@ export function shardPath(manifest: string, build: string, s: number): string {
   return join(dirname(manifest), `${basename(manifest).replace(/\.json$/i, '')}.${build}.shard-${s}.idx`);
 }
 
+/** The name of every shard file of the manifest at `manifest`, of any build: `NAME.<8 hex digits>.shard-<s>.idx` (see shardPath). */
+function shardNamePattern(manifest: string): RegExp {
+  const name = basename(manifest).replace(/\.json$/i, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${name}\\.[0-9a-f]{8}\\.shard-\\d+\\.idx$`);
+}
+
+/** The trained, empty index a build of the manifest at `manifest` keeps beside it while it builds the shards. */
+function trainedPath(manifest: string): string {
+  return join(dirname(manifest), `.${basename(manifest)}.webgpu-knn-trained.idx`);
+}
+
 /** The shard files the manifest at `path` lists now (none if there is none, or it is not a manifest). */
 function listedShards(path: string): string[] {
   try {
@@ -71,38 +108,128 @@ function listedShards(path: string): string[] {
   }
 }
 
-async function sha256File(path: string): Promise<string> {
+/** The SHA-256 (hex) of the file at `path`, of `size` bytes, and its last `keep` bytes (all of it if shorter), in one read. */
+async function hashFile(path: string, size: number, keep = 0): Promise<{ sha256: string; tail: Buffer }> {
   const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+  const tail = Buffer.alloc(Math.min(keep, size));
+  const from = size - tail.length;
+  let at = 0;
+  for await (const chunk of createReadStream(path)) {
+    const b = chunk as Buffer;
+    hash.update(b);
+    if (at + b.length > from) b.copy(tail, Math.max(0, at - from), Math.max(0, from - at));
+    at += b.length;
+  }
+  return { sha256: hash.digest('hex'), tail };
 }
 
 /** A shard file's size and SHA-256, as the manifest records them. */
 async function fileFacts(path: string): Promise<{ bytes: number; sha256: string }> {
-  return { bytes: statSync(path).size, sha256: await sha256File(path) };
+  const bytes = statSync(path).size;
+  return { bytes, sha256: (await hashFile(path, bytes)).sha256 };
 }
 
-/** A shard file of the plan: its absolute path and what the manifest says of it. */
+/** A shard file of the plan: its absolute path and what the manifest says of it (what a search-shard job checks the file against). */
 interface ShardRef {
   path: string;
   bytes: number;
   sha256: string;
+  /** Its place in the manifest (shards[place]). */
+  place: number;
+  firstRow: number;
+  rows: number;
+  /** Row-number ids: the shard holds exactly the ids [firstRow, firstRow + rows). */
+  rowIds: boolean;
+  /** What its header says: the manifest's index. */
+  header: ShardHeader;
 }
 
-/** Throws (naming the file) unless the shard file is there with the manifest's size and SHA-256. */
-async function verifyShard(shard: ShardRef): Promise<void> {
-  let bytes: number;
-  try {
-    bytes = statSync(shard.path).size;
-  } catch {
-    throw new InvalidArgumentError(`shard file ${shard.path} is missing`);
+/**
+ * The names shard `name` leads to in the manifest's folder `dir`: itself, then, while it is a
+ * symbolic link, its target. A link whose target is not a file name in the folder (a plain name,
+ * or the folder's own path and a plain name) is refused. It is judged by its text alone: nothing
+ * outside the folder is looked at, and the error is the same whether the target exists or not.
+ */
+function linkChain(dir: string, name: string): string[] {
+  const folders = [dir, realpathSync(dir)];
+  const chain = [name];
+  while (chain.length <= 40) {
+    let link: string;
+    try {
+      const at = join(dir, chain[chain.length - 1]);
+      if (!lstatSync(at).isSymbolicLink()) break;
+      link = readlinkSync(at);
+    } catch {
+      break; // missing: said when it is read
+    }
+    const next = isPlainFileName(link) ? link : folders.includes(dirname(link)) && isPlainFileName(basename(link)) ? basename(link) : null;
+    if (next === null) throw new InvalidArgumentError(`shard file ${join(dir, name)} is a symbolic link out of the manifest's folder; a shard is a file in the folder`);
+    if (chain.includes(next)) break; // a loop: said when it is read
+    chain.push(next);
   }
-  if (bytes !== shard.bytes) throw new InvalidArgumentError(`shard file ${shard.path} has ${bytes} bytes; the manifest says ${shard.bytes}: it changed since the manifest was written`);
-  const sha = await sha256File(shard.path);
-  if (sha !== shard.sha256) throw new InvalidArgumentError(`shard file ${shard.path} has SHA-256 ${sha}; the manifest says ${shard.sha256}: it changed since the manifest was written`);
+  return chain;
 }
 
-/** The manifest at `path`, checked, and its shards' absolute paths. */
+/** Throws (naming the file) unless the shard file is there, a regular file of the manifest's size. */
+function statShard(shard: ShardRef): void {
+  let st;
+  try {
+    st = statSync(shard.path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new InvalidArgumentError(`shard file ${shard.path} is missing`);
+    throw fileError(shard.path, 'cannot read shard file', err);
+  }
+  if (!st.isFile()) throw new InvalidArgumentError(`shard file ${shard.path} is not a regular file`);
+  if (st.size !== shard.bytes) throw new InvalidArgumentError(`shard file ${shard.path} has ${st.size} bytes; the manifest says ${shard.bytes}: it changed since the manifest was written`);
+}
+
+/** Bytes of the ids section of an index file of `ntotal` vectors (format version 2): the next id, then one id per vector, 8 bytes each. */
+const idSectionBytes = (ntotal: number): number => 8 * (ntotal + 1);
+
+/**
+ * The ids of shard file `path` (its header `header`) from its ids section `section` (the
+ * idSectionBytes before the file's 32-byte checksum, src/io/index-file.ts); version 1 files hold
+ * the sequential ids 0 .. ntotal - 1.
+ */
+function idsOf(path: string, header: IndexFileHeader, section: Buffer): Float64Array {
+  if ((header.version ?? INDEX_FORMAT_VERSION) < 2) return Float64Array.from({ length: header.ntotal }, (_, i) => i);
+  const words = new BigInt64Array(new Uint8Array(section).buffer, 8, header.ntotal);
+  return Float64Array.from(words, (v, s) => {
+    if (v < 0n || v > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError(`shard file ${path}: the id of vector ${s} is ${v}; expected an integer in [0, ${Number.MAX_SAFE_INTEGER}]`);
+    return Number(v);
+  });
+}
+
+/**
+ * Checks a shard file before it is loaded for a search (here, or in a worker's search-shard job):
+ * a regular file of the manifest's size and SHA-256, its header the manifest's (type, nlist, dim,
+ * metric, nprobe, and `rows` vectors), and with row-number ids exactly the numbers of its rows.
+ * The ids come out of the SHA-256 pass, which reads every byte anyway: they cost no read of their
+ * own. (That caller ids are disjoint across shards is checked before the search, by checkManifest.)
+ */
+async function checkShardFile(shard: ShardRef): Promise<void> {
+  statShard(shard);
+  const { sha256, tail } = await hashFile(shard.path, shard.bytes, idSectionBytes(shard.rows) + 32);
+  if (sha256 !== shard.sha256) throw new InvalidArgumentError(`shard file ${shard.path} has SHA-256 ${sha256}; the manifest says ${shard.sha256}: it changed since the manifest was written`);
+  const header = await readIndexHeader(shard.path);
+  checkShardHeader(shard.path, shard.header, header, shard.rows, shard.place);
+  if (shard.rowIds) checkRowIds(shard.path, idsOf(shard.path, header, tail.subarray(0, tail.length - 32)), shard.firstRow);
+}
+
+/** The ids of shard file `path` (its header checked as `header`), reading only its ids section. */
+async function readShardIds(path: string, header: IndexFileHeader): Promise<Float64Array> {
+  const section = Buffer.alloc((header.version ?? INDEX_FORMAT_VERSION) < 2 ? 0 : idSectionBytes(header.ntotal));
+  const fh = await open(path, 'r');
+  try {
+    const { bytesRead } = await fh.read(section, 0, section.length, indexFileBytes(header) - 32 - section.length);
+    if (bytesRead !== section.length) throw new InvalidArgumentError(`shard file ${path}: truncated in its ids section`);
+  } finally {
+    await fh.close();
+  }
+  return idsOf(path, header, section);
+}
+
+/** The manifest at `path`, checked (parseManifest), and its shards: each a file in the manifest's folder, or a link to one there. */
 export function readManifest(path: string): { manifest: ShardManifest; shards: ShardRef[] } {
   let text: string;
   try {
@@ -111,18 +238,68 @@ export function readManifest(path: string): { manifest: ShardManifest; shards: S
     throw new InvalidArgumentError(`${path}: cannot read the shard manifest: ${(err as Error).message}`);
   }
   const manifest = parseManifest(text, path);
-  const shards = manifest.shards.map((s) => ({ path: resolve(dirname(path), s.file), bytes: s.bytes, sha256: s.sha256 }));
+  const dir = resolve(dirname(path));
+  const header = shardHeaderOf(manifest);
+  const shards = manifest.shards.map((s, place) => {
+    linkChain(dir, s.file);
+    return { path: join(dir, s.file), bytes: s.bytes, sha256: s.sha256, place, firstRow: s.firstRow, rows: s.rows, rowIds: manifest.rowIds, header };
+  });
   return { manifest, shards };
 }
 
-/** The header of a manifest's first shard (its type, nlist and dim, for checking flags), checked against the manifest. */
-export async function manifestHeader(path: string): Promise<IndexFileHeader> {
+/**
+ * The checks of a manifest before a search plans anything (search and knn-graph --index): every
+ * shard file there, a regular file of the manifest's size, its header the manifest's (reading its
+ * first bytes only), and with caller ids no id in two shards (reading their ids sections, 8 bytes
+ * a vector). The rest (SHA-256, row-number ids) is checked as each shard is loaded, by
+ * checkShardFile. Returns the first shard's header, for checking flags against.
+ */
+export async function checkManifest(path: string): Promise<IndexFileHeader> {
   const { manifest, shards } = readManifest(path);
-  const header = await readIndexHeader(shards[0].path);
-  if (header.dim !== manifest.dim || header.metric !== manifest.metric) {
-    throw new InvalidArgumentError(`shard file ${shards[0].path} holds a ${header.metric} index of dim ${header.dim}; the manifest ${path} says ${manifest.metric}, dim ${manifest.dim}`);
+  const headers: IndexFileHeader[] = [];
+  for (const s of shards) {
+    statShard(s);
+    const header = await readIndexHeader(s.path);
+    checkShardHeader(s.path, s.header, header, s.rows, s.place);
+    headers.push(header);
   }
-  return header;
+  if (!manifest.rowIds) {
+    const ids: Float64Array[] = [];
+    for (const [i, s] of shards.entries()) ids.push(await readShardIds(s.path, headers[i]));
+    checkDisjointIds(ids, shards.map((s) => s.path));
+  }
+  return headers[0];
+}
+
+/**
+ * Removes what interrupted builds of the manifest at `manifest` left beside it: shard files of its
+ * naming pattern that it does not list, the trained index, and their temporary files whose process
+ * is gone. Run holding the manifest's lock (so no other build of it is writing them). A manifest
+ * that cannot be read leaves every file alone, since it may list them.
+ */
+function removeOrphans(manifest: string): void {
+  const dir = dirname(manifest);
+  const keep = new Set<string>();
+  if (existsSync(manifest)) {
+    try {
+      for (const s of readManifest(manifest).manifest.shards) for (const name of linkChain(dir, s.file)) keep.add(name);
+    } catch (err) {
+      process.stderr.write(`${manifest} cannot be read as a shard manifest (${(err as Error).message}); the shard files beside it are left alone\n`);
+      return;
+    }
+  }
+  const pattern = shardNamePattern(manifest);
+  const ours = (name: string): boolean => (pattern.test(name) || name === basename(trainedPath(manifest))) && !keep.has(name);
+  const names = readdirSync(dir);
+  const temps = new Set<string>();
+  for (const name of names) {
+    const temp = /^\.(.+)\.webgpu-knn-tmp-\d+-[0-9a-f]+$/.exec(name)?.[1];
+    if (temp !== undefined && ours(temp)) temps.add(temp);
+    if (!ours(name)) continue;
+    rmSync(join(dir, name), { force: true });
+    process.stderr.write(`removed ${join(dir, name)}, left by an interrupted build of ${manifest} (which does not list it)\n`);
+  }
+  for (const name of temps) for (const stale of removeStaleTemps(join(dir, name))) process.stderr.write(`removed ${stale}, a temporary file left by an interrupted build\n`);
 }
 
 // ---------------------------------------------------------------- build
@@ -142,6 +319,15 @@ export function checkShardable(type: IndexType): void {
   }
 }
 
+/**
+ * The manifest's lock as a build's producer took it (src/io/file-lock.ts): its file and what the
+ * file held. A build's jobs run only while the file still holds that (see checkBuildLock).
+ */
+export interface BuildLock {
+  path: string;
+  owner: string;
+}
+
 export interface BuildShardJob {
   /** The trained, empty index every shard starts from. */
   trained: string;
@@ -151,6 +337,8 @@ export interface BuildShardJob {
   /** The caller's ids for every row of the input (the shard takes rows r0..r1 of them); absent: the row numbers. */
   ids?: string;
   out: string;
+  /** The lock of the manifest the shard is for (absent where no manifest outlives the run: knn-graph --distributed). */
+  lock?: BuildLock;
 }
 
 /** Everything in a manifest but the shards' sizes and checksums, which build-manifest reads from the files. */
@@ -158,10 +346,32 @@ export interface BuildManifestJob {
   manifest: string;
   draft: Omit<ShardManifest, 'shards'>;
   shards: { file: string; firstRow: number; rows: number }[];
+  lock?: BuildLock;
+}
+
+/**
+ * Throws unless the build that queued a job still holds its manifest's lock. A producer killed by
+ * SIGKILL leaves its flow in Redis, and the workers go on with it; once another build of the
+ * manifest has taken the lock (or it was released: the producer ended), that flow's jobs write
+ * nothing, so the late build's manifest can never replace the newer one.
+ */
+function checkBuildLock(lock: BuildLock | undefined, what: string): void {
+  if (lock === undefined) return;
+  let now: string | null = null;
+  try {
+    now = readFileSync(lock.path, 'utf8');
+  } catch {
+    // gone: released
+  }
+  if (now !== lock.owner) {
+    throw new InvalidArgumentError(`${what}: the build that queued it no longer holds the lock ${lock.path} (it ended, or was killed and another build took the lock); nothing written`);
+  }
 }
 
 /** Adds rows [r0, r1) of the input, with their global ids, to the trained index, and saves it as the shard. */
 export async function runBuildShard(backend: Backend, job: BuildShardJob): Promise<{ bytes: number; sha256: string }> {
+  const what = `shard ${job.out}`;
+  checkBuildLock(job.lock, what);
   const index = await loadIndex(backend, job.trained, { hostCopy: false });
   try {
     const file = await openVectors(job.input);
@@ -172,6 +382,12 @@ export async function runBuildShard(backend: Backend, job: BuildShardJob): Promi
   } finally {
     await index.dispose();
   }
+  try {
+    checkBuildLock(job.lock, what);
+  } catch (err) {
+    rmSync(job.out, { force: true }); // lost while building: an orphan otherwise
+    throw err;
+  }
   return fileFacts(job.out);
 }
 
@@ -181,6 +397,7 @@ export async function runBuildManifest(job: BuildManifestJob): Promise<{ shards:
   const shards: ShardEntry[] = [];
   for (const s of job.shards) shards.push({ ...s, ...(await fileFacts(join(dir, s.file))) });
   const manifest: ShardManifest = { ...job.draft, shards };
+  checkBuildLock(job.lock, `manifest ${job.manifest}`);
   writeAtomically(job.manifest, `${JSON.stringify(manifest, null, 2)}\n`);
   return { shards: shards.length };
 }
@@ -198,6 +415,7 @@ async function trainShards(
   trained: string,
   ids: string | undefined,
   build: string,
+  lock?: BuildLock,
 ): Promise<{ children: BuildShardJob[]; parent: BuildManifestJob }> {
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy: false, nprobe: s.nprobe });
   try {
@@ -211,7 +429,7 @@ async function trainShards(
   }
   const ranges = shardRanges(file.rows, shards);
   const st = statSync(file.path);
-  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, build, i) }));
+  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, build, i), lock }));
   const draft: Omit<ShardManifest, 'shards'> = {
     format: MANIFEST_FORMAT,
     version: MANIFEST_VERSION,
@@ -223,13 +441,15 @@ async function trainShards(
     rowIds: ids === undefined,
     input: { path: resolve(file.path), bytes: st.size, mtimeMs: st.mtimeMs },
   };
-  const parent = { manifest, draft, shards: children.map((c) => ({ file: basename(c.out), firstRow: c.r0, rows: c.r1 - c.r0 })) };
+  const parent = { manifest, draft, shards: children.map((c) => ({ file: basename(c.out), firstRow: c.r0, rows: c.r1 - c.r0 })), lock };
   return { children, parent };
 }
 
 /**
  * `build --shards S`: trains on `backend`, then builds the shards one after another here, or with
- * `url` as build-shard jobs (children of build-manifest) on the workers there; the manifest `out` last.
+ * `url` as build-shard jobs (children of build-manifest) on the workers there; the manifest `out`
+ * last. The whole build holds the manifest's lock: a second build of it is refused, naming this
+ * one; and, holding it, the build first removes what interrupted builds left (removeOrphans).
  */
 export async function buildShards(
   backend: Backend,
@@ -241,12 +461,26 @@ export async function buildShards(
   url?: string,
 ): Promise<void> {
   const manifest = resolve(out);
-  const trained = join(dirname(manifest), `.${basename(manifest)}.webgpu-knn-trained.idx`);
+  const lock = lockFile(manifest, 'build --shards');
+  let build: string;
+  try {
+    removeOrphans(manifest);
+    build = await buildLocked(backend, s, file, shards, manifest, ids, url, lock);
+  } finally {
+    lock.release();
+  }
+  process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, build, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
+}
+
+/** buildShards' work, holding `lock`; returns the build's id. */
+async function buildLocked(backend: Backend, s: ShardSettings, file: VectorReader, shards: number, manifest: string, ids: string | undefined, url: string | undefined, lock: FileLock): Promise<string> {
+  const trained = trainedPath(manifest);
   const build = newBuildId();
   const previous = listedShards(manifest);
   let done = false;
   try {
-    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids), build);
+    const owner = { path: lock.lockPath, owner: readFileSync(lock.lockPath, 'utf8') };
+    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids), build, owner);
     if (url !== undefined) {
       await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
     } else {
@@ -265,7 +499,7 @@ export async function buildShards(
     const stale = done ? previous : Array.from({ length: shards }, (_, i) => shardPath(manifest, build, i));
     for (const f of stale) rmSync(f, { force: true });
   }
-  process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, build, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
+  return build;
 }
 
 /** 8 hex digits naming one build's shard files. */
@@ -314,7 +548,8 @@ function readResultTile(path: string, rows: number, kk: number): ShardResult | n
   const n = rows * kk;
   const body = readCheckedFile(path);
   if (body?.byteLength !== n * 20) return null;
-  return { labels: new Float64Array(body, 0, n), distances: new Float32Array(body, n * 8, n), scores: new Float64Array(body, n * 12, n) };
+  // The scores start at byte 12 n: a copy, since a Float64Array must start at a multiple of 8 (n odd).
+  return { labels: new Float64Array(body, 0, n), distances: new Float32Array(body, n * 8, n), scores: new Float64Array(body.slice(n * 12)) };
 }
 
 /**
@@ -330,7 +565,7 @@ async function withShard<T>(backend: Backend, shard: ShardRef, fn: (index: Vecto
     if (old && old.users === 0) void old.index.then((i) => i.dispose(), () => {});
     else if (old) old.stale = true;
     process.stderr.write(`loading shard ${shard.path}\n`);
-    const index = verifyShard(shard).then(() => loadIndex(backend, shard.path));
+    const index = checkShardFile(shard).then(() => loadIndex(backend, shard.path));
     cached = { key, index, users: 0, stale: false };
   }
   const entry = cached;
@@ -552,8 +787,9 @@ export function manifestInput(path: string): string {
   } catch {
     throw new InvalidArgumentError(`${path}: its input ${input} is missing; a kNN graph of the index's own vectors reads it`);
   }
+  // Not the file's own size and mtime in the message: the manifest names any file, and says nothing of one it does not match.
   if (st.size !== bytes || st.mtimeMs !== mtimeMs) {
-    throw new InvalidArgumentError(`${path}: its input ${input} changed since the build (${st.size} bytes, mtime ${st.mtimeMs}; the manifest says ${bytes}, ${mtimeMs})`);
+    throw new InvalidArgumentError(`${path}: its input ${input} changed since the build (its size or mtime is not the manifest's ${bytes} bytes, mtime ${mtimeMs})`);
   }
   return input;
 }

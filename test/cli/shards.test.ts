@@ -5,26 +5,16 @@
  * writes the bytes of `knn-graph`; and the refusals: a changed shard file, S above the rows, a
  * type that cannot be sharded, a manifest name without .json.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { cliIn } from '../helpers/cli.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-shards-'));
-const cli = (...args: string[]) => {
-  const r = spawnSync(process.execPath, [join(root, 'dist/cli/main.js'), ...args, '--backend', 'cpu'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
-  return { code: r.status, err: r.stderr };
-};
-const ok = (...args: string[]): string => {
-  const r = cli(...args);
-  expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(0);
-  return r.err;
-};
+const { cli, ok } = cliIn(dir, '--backend', 'cpu');
 const bytes = (name: string): Buffer => readFileSync(join(dir, name));
 
 const n = 3000;
