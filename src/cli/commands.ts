@@ -10,6 +10,7 @@ import { createBackend } from '../create-backend.js';
 import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseIndexType } from '../factory.js';
 import { Codec, codecName } from '../codecs/codec.js';
 import { checkTransform } from '../transforms.js';
+import { lockFile } from '../io/file-lock.js';
 import { readIdFile } from '../io/id-file.js';
 import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
@@ -62,7 +63,8 @@ Builds an index from a vector file and saves it (versioned, checksummed; written
 
 options:
   --input FILE      the vectors (${READ_FORMATS.slice(0, 5).join(' ')}, IDX)
-  --out INDEX       the index file to write
+  --out INDEX       the index file to write (locked while it is built: a second build or a
+                    remove of it fails at once, exit 1)
   --ids FILE        the vectors' ids, one per row of --input, in order, none twice (default:
                     the row numbers 0, 1, ...); searches then return these ids
   --type T          ${FACTORY_FORMS} (default Flat);
@@ -118,7 +120,8 @@ ${OUTPUTS}`,
 Removes the vectors with the given ids from a saved index and saves it without them: over --index
 (written to a temporary file renamed into place: after a failure the old index is still there),
 or to --out. Prints how many vectors were removed and how many remain. The other vectors keep
-their ids.
+their ids. The index written is locked (.NAME.webgpu-knn-lock) from before it is read until it is
+renamed into place: another remove or build of it meanwhile fails at once (exit 1), naming this one.
 
 options:
   --index INDEX     an index file from 'webgpu-knn build'
@@ -398,23 +401,31 @@ export async function build(argv: string[]): Promise<void> {
     checkShardable(settings.type);
   } else if (isManifestPath(out)) throw new UsageError(`--out ${out}: a .json index is a shard manifest; give --shards S, or a name not ending in .json`);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input], ['--ids', idsPath]));
-  const file = await openVectors(input);
-  checkTypeFor(settings.type, file);
-  const shards = shardsText === undefined ? undefined : shardsOf(shardsText, file.rows);
-  if (shards !== undefined) checkShardOutputs(out, shards, inputs(['--input', input], ['--ids', idsPath]));
-  const ids = idsPath === undefined ? undefined : await readIdFile(idsPath, { unique: true });
-  if (ids && ids.length !== file.rows) {
-    throw new UsageError(`--ids ${idsPath} holds ${ids.length} ids; --input ${input} has ${file.rows} vectors (one id per vector expected)`);
-  }
-  const backend = await openBackend(choice);
+  // One writer of an index file at a time, from before the input is read until the saved index is
+  // renamed into place: a second build or a remove of it fails at once. (A manifest's writer is
+  // buildShards.)
+  const lock = shardsText === undefined ? lockFile(out, 'build') : null;
   try {
-    if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath, url);
-    const index = await buildIndex(backend, settings, file, false, ids);
-    const p = new Progress('saving');
-    await index.save(out, { onProgress: (done, total) => p.update(done, total) });
-    process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
+    const file = await openVectors(input);
+    checkTypeFor(settings.type, file);
+    const shards = shardsText === undefined ? undefined : shardsOf(shardsText, file.rows);
+    if (shards !== undefined) checkShardOutputs(out, shards, inputs(['--input', input], ['--ids', idsPath]));
+    const ids = idsPath === undefined ? undefined : await readIdFile(idsPath, { unique: true });
+    if (ids && ids.length !== file.rows) {
+      throw new UsageError(`--ids ${idsPath} holds ${ids.length} ids; --input ${input} has ${file.rows} vectors (one id per vector expected)`);
+    }
+    const backend = await openBackend(choice);
+    try {
+      if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath, url);
+      const index = await buildIndex(backend, settings, file, false, ids);
+      const p = new Progress('saving');
+      await index.save(out, { onProgress: (done, total) => p.update(done, total) });
+      process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
+    } finally {
+      backend.dispose();
+    }
   } finally {
-    backend.dispose();
+    lock?.release();
   }
 }
 
@@ -492,22 +503,30 @@ export async function remove(argv: string[]): Promise<void> {
   const inPlace = outFlag === undefined;
   const out = outFlag ?? indexPath;
   checkOutputs(inputs([inPlace ? '--index' : '--out', out]), inputs(['--ids', idsPath], ['--index', inPlace ? undefined : indexPath]));
-  await readIndexHeader(indexPath);
-  // Repeats removed: removing an id twice removes it once.
-  const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
-  const backend = await openBackend(choice);
+  // The index written (in place: --index) is locked from before it is read until its replacement
+  // is renamed into place: two removes at once would each save the index less their own ids, and
+  // the later rename would bring back the ids the other removed.
+  const lock = lockFile(out, 'remove');
   try {
-    const index = await loadWithProgress(backend, indexPath, false);
-    const before = index.ntotal;
-    const removed = await index.removeIds(ids);
-    const p = new Progress('saving');
-    await index.save(out, { onProgress: (done, total) => p.update(done, total) });
-    process.stderr.write(
-      `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
-        `ntotal ${before} -> ${index.ntotal}; wrote ${out}\n`,
-    );
+    await readIndexHeader(indexPath);
+    // Repeats removed: removing an id twice removes it once.
+    const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
+    const backend = await openBackend(choice);
+    try {
+      const index = await loadWithProgress(backend, indexPath, false);
+      const before = index.ntotal;
+      const removed = await index.removeIds(ids);
+      const p = new Progress('saving');
+      await index.save(out, { onProgress: (done, total) => p.update(done, total) });
+      process.stderr.write(
+        `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
+          `ntotal ${before} -> ${index.ntotal}; wrote ${out}\n`,
+      );
+    } finally {
+      backend.dispose();
+    }
   } finally {
-    backend.dispose();
+    lock.release();
   }
 }
 
