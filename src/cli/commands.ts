@@ -10,6 +10,7 @@ import { createBackend } from '../create-backend.js';
 import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseIndexType } from '../factory.js';
 import { Codec, codecName } from '../codecs/codec.js';
 import { checkTransform } from '../transforms.js';
+import { allocationError, bytesText } from '../io/file-error.js';
 import { lockFile } from '../io/file-lock.js';
 import { readIdFile } from '../io/id-file.js';
 import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
@@ -417,15 +418,33 @@ export async function build(argv: string[]): Promise<void> {
     const backend = await openBackend(choice);
     try {
       if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath, url);
-      const index = await buildIndex(backend, settings, file, false, ids);
-      const p = new Progress('saving');
-      await index.save(out, { onProgress: (done, total) => p.update(done, total) });
-      process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
+      await naming(indexOf(file), async () => {
+        const index = await buildIndex(backend, settings, file, false, ids);
+        const p = new Progress('saving');
+        await index.save(out, { onProgress: (done, total) => p.update(done, total) });
+        process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
+      });
     } finally {
       backend.dispose();
     }
   } finally {
     lock?.release();
+  }
+}
+
+/** `file`'s rows and their size as float32, for an out-of-memory message. */
+const sizeOf = (file: VectorReader): string => `${file.rows} x ${file.dim} float32, ${bytesText(4 * file.rows * file.dim)}`;
+/** What building an index of `file` allocates. */
+const indexOf = (file: VectorReader): string => `the index of ${file.path} (${sizeOf(file)})`;
+/** What a dedup of `file` allocates (its rows, held for the exact check, and the join's copy). */
+const rowsOf = (file: VectorReader): string => `the rows of ${file.path} for the dedup (${sizeOf(file)})`;
+
+/** Runs `fn`; an allocation in it that fails (out of memory, a ulimit) is one line naming `what`, never a stack trace. */
+async function naming<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw allocationError(err, what);
   }
 }
 
@@ -708,14 +727,16 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   try {
     const p = new Progress('dedup');
     const t0 = performance.now();
-    const r = await writeDedupOutputs(out, clusters, (onPairs) =>
-      dedup(backend, reporting(file, 'reading'), file.dim, {
-        metric: metric as DedupMetric,
-        threshold,
-        maxCandidates,
-        onPairs,
-        onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
-      }),
+    const r = await naming(rowsOf(file), () =>
+      writeDedupOutputs(out, clusters, (onPairs) =>
+        dedup(backend, reporting(file, 'reading'), file.dim, {
+          metric: metric as DedupMetric,
+          threshold,
+          maxCandidates,
+          onPairs,
+          onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
+        }),
+      ),
     );
     process.stderr.write(
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
@@ -745,17 +766,19 @@ async function clusteredDedupCommand(
     const t0 = performance.now();
     const p = new Progress('joining partitions');
     let confirm: Progress | null = null;
-    const r = await writeDedupOutputs(out, clusters, (onPairs) =>
-      clusteredDedup(backend, reporting(file, 'reading'), file.dim, {
-        metric,
-        threshold,
-        maxCandidates,
-        onPairs,
-        partitions,
-        overlap,
-        onPartition: (done, total, candidates) => p.update(done, total, `partitions; ${candidates} candidate pairs so far`),
-        onProgress: (e) => (confirm ??= new Progress('confirming')).update(e.rowsDone, e.n, `${e.candidates} candidates checked`),
-      }),
+    const r = await naming(rowsOf(file), () =>
+      writeDedupOutputs(out, clusters, (onPairs) =>
+        clusteredDedup(backend, reporting(file, 'reading'), file.dim, {
+          metric,
+          threshold,
+          maxCandidates,
+          onPairs,
+          partitions,
+          overlap,
+          onPartition: (done, total, candidates) => p.update(done, total, `partitions; ${candidates} candidate pairs so far`),
+          onProgress: (e) => (confirm ??= new Progress('confirming')).update(e.rowsDone, e.n, `${e.candidates} candidates checked`),
+        }),
+      ),
     );
     const largest = r.partitionRows.reduce((a, b) => Math.max(a, b), 0);
     process.stderr.write(
@@ -874,8 +897,10 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   }
   try {
     const t0 = performance.now();
-    const index = await buildIndex(backend, settings, file, true);
-    await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph');
+    await naming(indexOf(file), async () => {
+      const index = await buildIndex(backend, settings, file, true);
+      await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph');
+    });
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
   } finally {
     backend.dispose();
