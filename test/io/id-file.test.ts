@@ -75,6 +75,8 @@ describe('readIdFile', () => {
     await bad(npyBytes('<i4', '(2,)', bytes(Int32Array.from([4, -3]))), /element 1: -3 is not an id/);
     await bad(npyBytes('<f4', '(1,)', new Uint8Array(4)), /bad\.npy: dtype <f4 is not supported for ids; expected int64 \(<i8\), int32 \(<i4\) or uint32 \(<u4\)/);
     await bad(npyBytes('<i8', '(2, 2)', new Uint8Array(32)), /bad\.npy: shape \(2, 2\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
+    await bad(npyBytes('<i8', '(2, 1, 1)', new Uint8Array(16)), /bad\.npy: shape \(2, 1, 1\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
+    await bad(npyBytes('<i8', '()', new Uint8Array(8)), /bad\.npy: shape \(\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
     await bad(npyBytes('<i8', '(3,)', new Uint8Array(16)), /bad\.npy: truncated: 3 ids of <i8 need \d+ bytes; the file ends at byte \d+/);
     await bad(new Uint8Array(20), /bad\.npy: not a \.npy file \(bad magic at byte 0\)/);
     await expect(readIdFile(file('dup.npy', npyBytes('<i8', '(3,)', bytes(BigInt64Array.from([1n, 2n, 1n])))), { unique: true })).rejects.toThrow(
