@@ -12,7 +12,7 @@ import { Codec, codecName } from '../codecs/codec.js';
 import { checkTransform } from '../transforms.js';
 import { allocationError, bytesText } from '../io/file-error.js';
 import { lockFile } from '../io/file-lock.js';
-import { readIdFile } from '../io/id-file.js';
+import { readIdFile, readJsonlIds } from '../io/id-file.js';
 import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
@@ -43,9 +43,10 @@ const RANGE_QUERIES_PER_SEARCH = 1024;
 
 const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
-const ID_FILES = `Id files: .npy of int64 (also int32, uint32), shape (n,) or (n, 1); or text (.txt, .csv,
-anything else): one decimal id per line, blank lines ignored. Ids are integers in [0, 2^53 - 1];
-a bad one is refused (exit 1) with the file, the line (or element) and the value.`;
+const ID_FILES = `Id files: .npy of int64 (also int32, uint32), shape (n,) or (n, 1); .jsonl: the 'id' of
+every line; or text (.txt, .csv, anything else): one decimal id per line, blank lines ignored. Ids
+are integers in [0, 2^53 - 1]; a bad one is refused (exit 1) with the file, the line (or element)
+and the value.`;
 const NEIGHBOUR_IDS = `neighbour ids: .npy (int64), .csv, .jsonl, or .ivecs (int32:
                     refused, nothing written, if an id exceeds 2147483647); missing
                     neighbours are -1`;
@@ -67,7 +68,8 @@ options:
   --out INDEX       the index file to write (locked while it is built: a second build or a
                     remove of it fails at once, exit 1)
   --ids FILE        the vectors' ids, one per row of --input, in order, none twice (default:
-                    the row numbers 0, 1, ...); searches then return these ids
+                    a .jsonl input's own 'id' fields, else the row numbers 0, 1, ...); searches
+                    then return these ids
   --type T          ${FACTORY_FORMS} (default Flat);
                     nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
@@ -165,8 +167,8 @@ options:
   --metric M        cosine | l2
   --threshold T     cosine: the smallest similarity, in [-1, 1]; l2: the largest squared
                     distance, >= 0
-  --out FILE        the pairs: .csv (header i,j,score; 0-based rows, i < j, sorted by i then j)
-                    or .jsonl (the same fields)
+  --out FILE        the pairs: .csv (header i,j,score; 0-based rows, i < j, sorted by i then j;
+                    rows also for a .jsonl input with 'id' fields) or .jsonl (the same fields)
   --clusters FILE   also the groups (JSON: clusters with the lowest id first = kept, and drop: the
                     ids to drop)
   --max-candidates N  fail (exit 1, nothing written) when the threshold lets through more than N
@@ -213,7 +215,8 @@ For every vector its k nearest other vectors (or, with --queries, every query's 
 written block by block so that memory stays bounded.
 
 options:
-  --input FILE      the vectors to index
+  --input FILE      the vectors to index (a .jsonl input's 'id' fields, if it has them, are
+                    the neighbour ids written; else row numbers)
   --index MANIFEST  instead of --input, --type, --metric: the vectors of a sharded index (from
                     'build --shards' without --ids; its input file, checked by size and mtime),
                     searched shard by shard
@@ -411,15 +414,12 @@ export async function build(argv: string[]): Promise<void> {
     checkTypeFor(settings.type, file);
     const shards = shardsText === undefined ? undefined : shardsOf(shardsText, file.rows);
     if (shards !== undefined) checkShardOutputs(out, shards, inputs(['--input', input], ['--ids', idsPath]));
-    const ids = idsPath === undefined ? undefined : await readIdFile(idsPath, { unique: true });
-    if (ids && ids.length !== file.rows) {
-      throw new UsageError(`--ids ${idsPath} holds ${ids.length} ids; --input ${input} has ${file.rows} vectors (one id per vector expected)`);
-    }
+    const ids = await vectorIds(idsPath, file);
     const backend = await openBackend(choice);
     try {
-      if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath, url);
+      if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, ids?.path, url);
       await naming(indexOf(file), async () => {
-        const index = await buildIndex(backend, settings, file, false, ids);
+        const index = await buildIndex(backend, settings, file, false, ids?.ids);
         const p = new Progress('saving');
         await index.save(out, { onProgress: (done, total) => p.update(done, total) });
         process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
@@ -430,6 +430,22 @@ export async function build(argv: string[]): Promise<void> {
   } finally {
     lock?.release();
   }
+}
+
+/**
+ * The ids of `file`'s vectors and the file that holds them: --ids (`idsPath`), or else a JSON Lines
+ * input's own `id` fields (refused when both give ids); undefined where neither does (the row
+ * numbers are the ids).
+ */
+async function vectorIds(idsPath: string | undefined, file: VectorReader): Promise<{ ids: BigInt64Array; path: string } | undefined> {
+  const own = file.format === '.jsonl' ? await readJsonlIds(file.path, { unique: true }) : null;
+  if (own && idsPath !== undefined) throw new UsageError(`--ids ${idsPath} and the 'id' fields of --input ${file.path} both give the vectors' ids; give one of them`);
+  const given = own ? { ids: own, path: file.path } : idsPath === undefined ? undefined : { ids: await readIdFile(idsPath, { unique: true }), path: idsPath };
+  if (given && given.ids.length !== file.rows) {
+    const from = own ? `the 'id' fields of ${file.path} hold` : `--ids ${idsPath} holds`;
+    throw new UsageError(`${from} ${given.ids.length} ids; --input ${file.path} has ${file.rows} vectors (one id per vector expected)`);
+  }
+  return given;
 }
 
 /** `file`'s rows and their size as float32, for an out-of-memory message. */
@@ -657,6 +673,11 @@ async function writeNeighbours(
   dist: string | undefined,
   label: string,
   params: SearchParams = {},
+  /**
+   * With `self`: the ids the index was built with, where they are not the row numbers; each row's
+   * own id is then left out of its neighbours (knnGraph's `self` leaves out the row number).
+   */
+  selfIds?: BigInt64Array,
 ): Promise<void> {
   const n = (source.queries ?? source.self)!.rows;
   const outputs: VectorStreamWriter[] = [];
@@ -666,11 +687,12 @@ async function writeNeighbours(
     const ds = dist ? new VectorStreamWriter(dist, n, k, 'float') : null;
     if (ds) outputs.push(ds);
     const p = new Progress(label);
+    const ownIds = selfIds && source.self;
     await knnGraph(index, {
-      k,
-      ...source,
+      ...(ownIds ? { k: k + 1, queries: source.self } : { k, ...source }),
       params,
-      onBlock: async (_, rows, labels, distances) => {
+      onBlock: async (start, rows, found, foundDistances) => {
+        const { labels, distances } = ownIds ? dropOwnIds(found, foundDistances, rows, k, (i) => Number(selfIds[start + i])) : { labels: found, distances: foundDistances };
         ids.write(labels, rows);
         ds?.write(distances, rows);
         // Let the event loop turn, so that Ctrl-C (which removes the temporary files) is handled
@@ -685,6 +707,26 @@ async function writeNeighbours(
   }
   commitOutputs(outputs);
   process.stderr.write(`wrote ${out}${dist ? ` and ${dist}` : ''}: ${n} rows of ${k}\n`);
+}
+
+/**
+ * Rows' k + 1 neighbours (`labelsIn`, `distancesIn`) without each row's own id (`own(i)` for row
+ * i), or, where ties pushed it out of the k + 1, without the last: knnGraph's dropSelf for an
+ * index whose ids are not its row numbers.
+ */
+function dropOwnIds(labelsIn: Float64Array, distancesIn: Float32Array, rows: number, k: number, own: (row: number) => number): { labels: Float64Array; distances: Float32Array } {
+  const labels = new Float64Array(rows * k);
+  const distances = new Float32Array(rows * k);
+  for (let i = 0; i < rows; i++) {
+    const from = i * (k + 1);
+    const skip = labelsIn.subarray(from, from + k + 1).indexOf(own(i));
+    for (let j = 0, o = i * k; o < (i + 1) * k; j++) {
+      if (j === skip) continue;
+      labels[o] = labelsIn[from + j];
+      distances[o++] = distancesIn[from + j];
+    }
+  }
+  return { labels, distances };
 }
 
 export async function dedupCommand(argv: string[]): Promise<void> {
@@ -886,6 +928,9 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   checkTypeFor(settings.type, file);
   const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
   if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
+  // A JSON Lines input's own ids, if it has them: the index is built with them.
+  const ids = await vectorIds(undefined, file);
+  if (ids && url !== undefined) throw new UsageError(`knn-graph --distributed writes row numbers; --input ${input} has 'id' fields: run without --distributed to have its ids`);
   const shards = url === undefined ? undefined : shardsOf(text(v, 'shards'), file.rows, 3);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
   if (url !== undefined && shards !== undefined) {
@@ -898,8 +943,8 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   try {
     const t0 = performance.now();
     await naming(indexOf(file), async () => {
-      const index = await buildIndex(backend, settings, file, true);
-      await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph');
+      const index = await buildIndex(backend, settings, file, true, ids?.ids);
+      await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', {}, ids?.ids);
     });
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
   } finally {

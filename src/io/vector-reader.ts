@@ -550,3 +550,25 @@ async function* jsonlBlocks<T extends Values>(
   }
   if (row !== reader.rows) throw changed();
 }
+
+/**
+ * The `id` field of each row of the JSON Lines file at `path`, in order, with its 1-based line
+ * number (`id` undefined where the line has none). For id-file.ts, which checks the ids; the rows
+ * themselves are checked by the pass that reads them. A line in which the bytes `"id"` do not occur
+ * (and no escape, which could spell the key otherwise) has no `id` and is not parsed, so that a
+ * file without ids costs a byte search; a line that may have one is parsed.
+ */
+export async function* jsonlIds(path: string): AsyncGenerator<{ id: unknown; line: number }> {
+  const { source } = await openSource(path, false);
+  try {
+    for await (const { lines, firstLine } of lineBatches(source)) {
+      for (let k = 0; k < lines.length; k++) {
+        if (isBlank(lines[k])) continue;
+        const mayHaveId = lines[k].includes('"id"') || lines[k].includes(0x5c); // 0x5c: a backslash
+        yield { id: mayHaveId ? parseJsonRow(path, lines[k], firstLine + k, null).id : undefined, line: firstLine + k };
+      }
+    }
+  } finally {
+    await source.close();
+  }
+}
