@@ -3,6 +3,7 @@
  * are in main.ts). Each takes `--help`; `--backend auto|webgpu|cpu` everywhere. Indexes are seen
  * through VectorIndex only.
  */
+import { closeSync, openSync, readSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend.js';
@@ -27,7 +28,7 @@ import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index
 import type { VectorSource } from '../vector-source.js';
 import { distributedDedup, runWorker } from './distributed.js';
 import { DEFAULT_QUERY_ROWS, buildShards, checkShardable, checkShardOutputs, distributedKnnGraph, distributedSearchShards, manifestHeader, manifestInput, searchShards, shardsOf } from './shards.js';
-import { isManifestPath } from '../shards.js';
+import { MANIFEST_FORMAT, isManifestPath } from '../shards.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -127,7 +128,7 @@ their ids. The index written is locked (.NAME.webgpu-knn-lock) from before it is
 renamed into place: another remove or build of it meanwhile fails at once (exit 1), naming this one.
 
 options:
-  --index INDEX     an index file from 'webgpu-knn build'
+  --index INDEX     an index file from 'webgpu-knn build' (not a shard manifest)
   --ids FILE        the ids to remove; ids the index does not hold are ignored
   --out INDEX2      write the index here and leave --index as it is
 ${BACKEND_OPT}
@@ -356,6 +357,7 @@ function reporting(file: VectorReader, label: string, onRead?: () => void): Vect
   return {
     rows: file.rows,
     dim: file.dim,
+    path: file.path,
     blocks: () => {
       const p = new Progress(label);
       return file.blocks({
@@ -543,7 +545,7 @@ export async function remove(argv: string[]): Promise<void> {
   // the later rename would bring back the ids the other removed.
   const lock = lockFile(out, 'remove');
   try {
-    await readIndexHeader(indexPath);
+    await indexHeaderOf('--index', indexPath, 'remove');
     // Repeats removed: removing an id twice removes it once.
     const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
     const backend = await openBackend(choice);
@@ -562,6 +564,33 @@ export async function remove(argv: string[]): Promise<void> {
     }
   } finally {
     lock.release();
+  }
+}
+
+/**
+ * The header of the index file at `path` (given as `flag` to `command`, which takes one index
+ * file); a shard manifest, by its name or its contents, is a usage error that says which commands
+ * take one (else it would be "no WGPUKNN magic").
+ */
+async function indexHeaderOf(flag: string, path: string, command: string): Promise<IndexFileHeader> {
+  if (isManifestPath(path) || looksLikeManifest(path)) {
+    throw new UsageError(`${flag} ${path} is a shard manifest (from 'build --shards'); ${command} takes one index file (search and knn-graph --index take a manifest)`);
+  }
+  return readIndexHeader(path);
+}
+
+/** Whether the file at `path` begins as a shard manifest does (false if it cannot be read: the header read then says why). */
+function looksLikeManifest(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(4096);
+    const text = head.subarray(0, readSync(fd, head, 0, head.length, 0)).toString('utf8');
+    return /^\s*\{/.test(text) && text.includes(`"format"`) && text.includes(`"${MANIFEST_FORMAT}"`);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -584,7 +613,7 @@ export async function rangeSearchCommand(argv: string[]): Promise<void> {
   const filterPath = text(v, 'filter-ids');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out]), inputs(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
-  const header = await readIndexHeader(indexPath);
+  const header = await indexHeaderOf('--index', indexPath, 'range-search');
   const radius = radiusOf(v, header.metric);
   const queries = await openQueries(queriesPath, header);
   const params = await searchParamsOf(v, header, filterPath);
@@ -895,7 +924,7 @@ async function dedupAgainst(
   choice: 'auto' | 'webgpu' | 'cpu',
 ): Promise<void> {
   if (clusters !== undefined) throw new UsageError('--clusters groups the pairs within one input; it does not apply with --against');
-  const header = await readIndexHeader(indexPath);
+  const header = await indexHeaderOf('--against', indexPath, 'dedup --against');
   if (header.metric !== metric) throw new UsageError(`--against ${indexPath} is a ${header.metric} index; --metric is ${metric} (they must agree)`);
   const file = await openQueries(input, header);
   const backend = await openBackend(choice);

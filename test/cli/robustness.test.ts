@@ -285,3 +285,42 @@ describe('a declared size is never trusted for an allocation', () => {
     }
   });
 });
+
+describe('messages that name the file and what is expected', () => {
+  it('a row whose squared norm overflows float32 is named by file and row', () => {
+    const rows = randomFloats(20 * d, 8);
+    rows[13 * d + 2] = 3e19; // squared norm 9e38: over a quarter of float32's range
+    writeVectors(join(dir, 'norm.fvecs'), rows, 20, d);
+    for (const args of [
+      ['build', '--out', 'norm.idx'],
+      ['knn-graph', '--k', '2', '--out', 'norm.csv'],
+      ['dedup', '--metric', 'l2', '--threshold', '0', '--out', 'norm.csv'],
+    ]) {
+      expectUserError(cli(...args, '--input', 'norm.fvecs', '--backend', 'cpu'), 1, /norm\.fvecs: row 13 has a squared norm of 9\.000e\+38; at most 8\.507e\+37/);
+    }
+  });
+
+  it('range-search, remove and dedup --against given a shard manifest say so, and which commands take one', () => {
+    expect(cli('build', '--input', 'x.fvecs', '--shards', '2', '--out', 'm.json', '--backend', 'cpu').code).toBe(0);
+    const manifestMessage = /--index m\.json is a shard manifest \(from 'build --shards'\); \S+ takes one index file \(search and knn-graph --index take a manifest\)/;
+    expectUserError(cli('range-search', '--index', 'm.json', '--queries', 'x.fvecs', '--radius', '1', '--out', 'r.csv'), 2, manifestMessage);
+    expectUserError(cli('remove', '--index', 'm.json', '--ids', 'x.fvecs'), 2, manifestMessage);
+    expectUserError(cli('dedup', '--input', 'x.fvecs', '--against', 'm.json', '--metric', 'l2', '--threshold', '1', '--out', 'r.csv'), 2, /--against m\.json is a shard manifest \(from 'build --shards'\); dedup --against takes one index file \(search and knn-graph --index take a manifest\)/);
+    // A manifest under another name is found by its contents.
+    writeFileSync(join(dir, 'm-copy.idx'), readFileSync(join(dir, 'm.json')));
+    expectUserError(cli('remove', '--index', 'm-copy.idx', '--ids', 'x.fvecs'), 2, /--index m-copy\.idx is a shard manifest/);
+  });
+
+  it('JSON Lines distances keep the sign of the padding: 1e999 / -1e999', () => {
+    expect(cli('build', '--input', 'x.fvecs', '--metric', 'ip', '--out', 'ip.idx', '--backend', 'cpu').code).toBe(0);
+    writeVectors(join(dir, 'q1.fvecs'), randomFloats(d, 9), 1, d);
+    const r = cli('search', '--index', 'ip.idx', '--queries', 'q1.fvecs', '--k', String(n + 2), '--out', 'pad.jsonl', '--distances', 'padd.jsonl', '--backend', 'cpu');
+    expect(r.code, r.err).toBe(0);
+    const line = readFileSync(join(dir, 'padd.jsonl'), 'utf8');
+    expect(line).toMatch(/,-1e999,-1e999\]\}\n$/);
+    const distances = JSON.parse(line).neighbors as number[];
+    expect(distances.slice(n)).toEqual([-Infinity, -Infinity]);
+    expect(distances.slice(0, n).every(Number.isFinite)).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, 'pad.jsonl'), 'utf8')).neighbors.slice(n)).toEqual([-1, -1]);
+  });
+});
