@@ -16,6 +16,8 @@ export const DEFAULT_BLOCK_BYTES = 16 * 1024 * 1024;
 export interface VectorSource {
   readonly rows: number;
   readonly dim: number;
+  /** The file the rows come from, if any (a VectorReader's): messages about a row name it. */
+  readonly path?: string;
   blocks(): AsyncIterable<{ data: Float32Array; rows: number }>;
 }
 
@@ -71,12 +73,13 @@ export function arraySource(x: Float32Array, dim: number, blockRows = Math.max(1
  * unless cosine) and prepared for `metric` (normalised for cosine). For training on a file.
  */
 export function preparedSource(source: VectorSource, metric: Metric, dim: number, what = 'xt'): VectorSource {
-  return { rows: source.rows, dim, blocks: () => checkedBlocks(source, what, metric !== 'cosine', (b) => prepareOwnRows(metric, b, dim)) };
+  return { rows: source.rows, dim, path: source.path, blocks: () => checkedBlocks(source, what, metric !== 'cosine', (b) => prepareOwnRows(metric, b, dim)) };
 }
 
 /**
- * Every block of `source`, validated (finite values; `what` names them in errors; `checkNorms` as
- * checkVectors) and passed through `prepare` (the index's normalisation); checks the row count.
+ * Every block of `source`, validated (finite values; `checkNorms` as checkVectors; errors name the
+ * source's file and row where it has a path, else `what` and the row) and passed through `prepare`
+ * (the index's normalisation); checks the row count.
  */
 export async function* checkedBlocks(
   source: VectorSource,
@@ -86,7 +89,7 @@ export async function* checkedBlocks(
 ): AsyncGenerator<{ data: Float32Array; rows: number; start: number }> {
   let start = 0;
   for await (const block of source.blocks()) {
-    const rows = checkVectors(block.data, source.dim, what, true, checkNorms, start);
+    const rows = checkVectors(block.data, source.dim, source.path === undefined ? what : `${source.path}:`, true, checkNorms, start);
     if (rows !== block.rows) throw new InvalidArgumentError(`${what}: a block of ${block.rows} rows holds ${block.data.length} values (${rows} rows of dim ${source.dim})`);
     if (start + rows > source.rows) throw new InvalidArgumentError(`${what}: the source said ${source.rows} rows and gave more`);
     yield { data: prepare(block.data), rows, start };

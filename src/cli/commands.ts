@@ -3,6 +3,7 @@
  * are in main.ts). Each takes `--help`; `--backend auto|webgpu|cpu` everywhere. Indexes are seen
  * through VectorIndex only.
  */
+import { closeSync, openSync, readSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend.js';
@@ -10,7 +11,9 @@ import { createBackend } from '../create-backend.js';
 import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseIndexType } from '../factory.js';
 import { Codec, codecName } from '../codecs/codec.js';
 import { checkTransform } from '../transforms.js';
-import { readIdFile } from '../io/id-file.js';
+import { allocationError, bytesText } from '../io/file-error.js';
+import { lockFile } from '../io/file-lock.js';
+import { readIdFile, readJsonlIds } from '../io/id-file.js';
 import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs } from '../io/stream-writer.js';
@@ -25,7 +28,7 @@ import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index
 import type { VectorSource } from '../vector-source.js';
 import { distributedDedup, runWorker } from './distributed.js';
 import { DEFAULT_QUERY_ROWS, buildShards, checkManifest, checkShardable, checkShardOutputs, distributedKnnGraph, distributedSearchShards, manifestInput, searchShards, shardsOf } from './shards.js';
-import { isManifestPath } from '../shards.js';
+import { MANIFEST_FORMAT, isManifestPath } from '../shards.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -41,9 +44,10 @@ const RANGE_QUERIES_PER_SEARCH = 1024;
 
 const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
-const ID_FILES = `Id files: .npy of int64 (also int32, uint32), shape (n,) or (n, 1); or text (.txt, .csv,
-anything else): one decimal id per line, blank lines ignored. Ids are integers in [0, 2^53 - 1];
-a bad one is refused (exit 1) with the file, the line (or element) and the value.`;
+const ID_FILES = `Id files: .npy of int64 (also int32, uint32), shape (n,) or (n, 1); .jsonl: the 'id' of
+every line; or text (.txt, .csv, anything else): one decimal id per line, blank lines ignored. Ids
+are integers in [0, 2^53 - 1]; a bad one is refused (exit 1) with the file, the line (or element)
+and the value.`;
 const NEIGHBOUR_IDS = `neighbour ids: .npy (int64), .csv, .jsonl, or .ivecs (int32:
                     refused, nothing written, if an id exceeds 2147483647); missing
                     neighbours are -1`;
@@ -62,9 +66,11 @@ Builds an index from a vector file and saves it (versioned, checksummed; written
 
 options:
   --input FILE      the vectors (${READ_FORMATS.slice(0, 5).join(' ')}, IDX)
-  --out INDEX       the index file to write
+  --out INDEX       the index file to write (locked while it is built: a second build or a
+                    remove of it fails at once, exit 1)
   --ids FILE        the vectors' ids, one per row of --input, in order, none twice (default:
-                    the row numbers 0, 1, ...); searches then return these ids
+                    a .jsonl input's own 'id' fields, else the row numbers 0, 1, ...); searches
+                    then return these ids
   --type T          ${FACTORY_FORMS} (default Flat);
                     nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
@@ -121,10 +127,11 @@ ${OUTPUTS}`,
 Removes the vectors with the given ids from a saved index and saves it without them: over --index
 (written to a temporary file renamed into place: after a failure the old index is still there),
 or to --out. Prints how many vectors were removed and how many remain. The other vectors keep
-their ids.
+their ids. The index written is locked (.NAME.webgpu-knn-lock) from before it is read until it is
+renamed into place: another remove or build of it meanwhile fails at once (exit 1), naming this one.
 
 options:
-  --index INDEX     an index file from 'webgpu-knn build'
+  --index INDEX     an index file from 'webgpu-knn build' (not a shard manifest)
   --ids FILE        the ids to remove; ids the index does not hold are ignored
   --out INDEX2      write the index here and leave --index as it is
 ${BACKEND_OPT}
@@ -164,8 +171,8 @@ options:
   --metric M        cosine | l2
   --threshold T     cosine: the smallest similarity, in [-1, 1]; l2: the largest squared
                     distance, >= 0
-  --out FILE        the pairs: .csv (header i,j,score; 0-based rows, i < j, sorted by i then j)
-                    or .jsonl (the same fields)
+  --out FILE        the pairs: .csv (header i,j,score; 0-based rows, i < j, sorted by i then j;
+                    rows also for a .jsonl input with 'id' fields) or .jsonl (the same fields)
   --clusters FILE   also the groups (JSON: clusters with the lowest id first = kept, and drop: the
                     ids to drop)
   --max-candidates N  fail (exit 1, nothing written) when the threshold lets through more than N
@@ -212,7 +219,8 @@ For every vector its k nearest other vectors (or, with --queries, every query's 
 written block by block so that memory stays bounded.
 
 options:
-  --input FILE      the vectors to index
+  --input FILE      the vectors to index (a .jsonl input's 'id' fields, if it has them, are
+                    the neighbour ids written; else row numbers)
   --index MANIFEST  instead of --input, --type, --metric: the vectors of a sharded index (from
                     'build --shards' without --ids; its input file, checked by size and mtime),
                     searched shard by shard
@@ -352,6 +360,7 @@ function reporting(file: VectorReader, label: string, onRead?: () => void): Vect
   return {
     rows: file.rows,
     dim: file.dim,
+    path: file.path,
     blocks: () => {
       const p = new Progress(label);
       return file.blocks({
@@ -401,23 +410,62 @@ export async function build(argv: string[]): Promise<void> {
     checkShardable(settings.type);
   } else if (isManifestPath(out)) throw new UsageError(`--out ${out}: a .json index is a shard manifest; give --shards S, or a name not ending in .json`);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input], ['--ids', idsPath]));
-  const file = await openVectors(input);
-  checkTypeFor(settings.type, file);
-  const shards = shardsText === undefined ? undefined : shardsOf(shardsText, file.rows);
-  if (shards !== undefined) checkShardOutputs(out, shards, inputs(['--input', input], ['--ids', idsPath]));
-  const ids = idsPath === undefined ? undefined : await readIdFile(idsPath, { unique: true });
-  if (ids && ids.length !== file.rows) {
-    throw new UsageError(`--ids ${idsPath} holds ${ids.length} ids; --input ${input} has ${file.rows} vectors (one id per vector expected)`);
-  }
-  const backend = await openBackend(choice);
+  // One writer of an index file at a time, from before the input is read until the saved index is
+  // renamed into place: a second build or a remove of it fails at once. (A manifest's writer is
+  // buildShards.)
+  const lock = shardsText === undefined ? lockFile(out, 'build') : null;
   try {
-    if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, idsPath, url);
-    const index = await buildIndex(backend, settings, file, false, ids);
-    const p = new Progress('saving');
-    await index.save(out, { onProgress: (done, total) => p.update(done, total) });
-    process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
+    const file = await openVectors(input);
+    checkTypeFor(settings.type, file);
+    const shards = shardsText === undefined ? undefined : shardsOf(shardsText, file.rows);
+    if (shards !== undefined) checkShardOutputs(out, shards, inputs(['--input', input], ['--ids', idsPath]));
+    const ids = await vectorIds(idsPath, file);
+    const backend = await openBackend(choice);
+    try {
+      if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, ids?.path, url);
+      await naming(indexOf(file), async () => {
+        const index = await buildIndex(backend, settings, file, false, ids?.ids);
+        const p = new Progress('saving');
+        await index.save(out, { onProgress: (done, total) => p.update(done, total) });
+        process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
+      });
+    } finally {
+      backend.dispose();
+    }
   } finally {
-    backend.dispose();
+    lock?.release();
+  }
+}
+
+/**
+ * The ids of `file`'s vectors and the file that holds them: --ids (`idsPath`), or else a JSON Lines
+ * input's own `id` fields (refused when both give ids); undefined where neither does (the row
+ * numbers are the ids).
+ */
+async function vectorIds(idsPath: string | undefined, file: VectorReader): Promise<{ ids: BigInt64Array; path: string } | undefined> {
+  const own = file.format === '.jsonl' ? await readJsonlIds(file.path, { unique: true }) : null;
+  if (own && idsPath !== undefined) throw new UsageError(`--ids ${idsPath} and the 'id' fields of --input ${file.path} both give the vectors' ids; give one of them`);
+  const given = own ? { ids: own, path: file.path } : idsPath === undefined ? undefined : { ids: await readIdFile(idsPath, { unique: true }), path: idsPath };
+  if (given && given.ids.length !== file.rows) {
+    const from = own ? `the 'id' fields of ${file.path} hold` : `--ids ${idsPath} holds`;
+    throw new UsageError(`${from} ${given.ids.length} ids; --input ${file.path} has ${file.rows} vectors (one id per vector expected)`);
+  }
+  return given;
+}
+
+/** `file`'s rows and their size as float32, for an out-of-memory message. */
+const sizeOf = (file: VectorReader): string => `${file.rows} x ${file.dim} float32, ${bytesText(4 * file.rows * file.dim)}`;
+/** What building an index of `file` allocates. */
+const indexOf = (file: VectorReader): string => `the index of ${file.path} (${sizeOf(file)})`;
+/** What a dedup of `file` allocates (its rows, held for the exact check, and the join's copy). */
+const rowsOf = (file: VectorReader): string => `the rows of ${file.path} for the dedup (${sizeOf(file)})`;
+
+/** Runs `fn`; an allocation in it that fails (out of memory, a ulimit) is one line naming `what`, never a stack trace. */
+async function naming<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw allocationError(err, what);
   }
 }
 
@@ -495,22 +543,57 @@ export async function remove(argv: string[]): Promise<void> {
   const inPlace = outFlag === undefined;
   const out = outFlag ?? indexPath;
   checkOutputs(inputs([inPlace ? '--index' : '--out', out]), inputs(['--ids', idsPath], ['--index', inPlace ? undefined : indexPath]));
-  await readIndexHeader(indexPath);
-  // Repeats removed: removing an id twice removes it once.
-  const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
-  const backend = await openBackend(choice);
+  // The index written (in place: --index) is locked from before it is read until its replacement
+  // is renamed into place: two removes at once would each save the index less their own ids, and
+  // the later rename would bring back the ids the other removed.
+  const lock = lockFile(out, 'remove');
   try {
-    const index = await loadWithProgress(backend, indexPath, false);
-    const before = index.ntotal;
-    const removed = await index.removeIds(ids);
-    const p = new Progress('saving');
-    await index.save(out, { onProgress: (done, total) => p.update(done, total) });
-    process.stderr.write(
-      `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
-        `ntotal ${before} -> ${index.ntotal}; wrote ${out}\n`,
-    );
+    await indexHeaderOf('--index', indexPath, 'remove');
+    // Repeats removed: removing an id twice removes it once.
+    const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
+    const backend = await openBackend(choice);
+    try {
+      const index = await loadWithProgress(backend, indexPath, false);
+      const before = index.ntotal;
+      const removed = await index.removeIds(ids);
+      const p = new Progress('saving');
+      await index.save(out, { onProgress: (done, total) => p.update(done, total) });
+      process.stderr.write(
+        `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
+          `ntotal ${before} -> ${index.ntotal}; wrote ${out}\n`,
+      );
+    } finally {
+      backend.dispose();
+    }
   } finally {
-    backend.dispose();
+    lock.release();
+  }
+}
+
+/**
+ * The header of the index file at `path` (given as `flag` to `command`, which takes one index
+ * file); a shard manifest, by its name or its contents, is a usage error that says which commands
+ * take one (else it would be "no WGPUKNN magic").
+ */
+async function indexHeaderOf(flag: string, path: string, command: string): Promise<IndexFileHeader> {
+  if (isManifestPath(path) || looksLikeManifest(path)) {
+    throw new UsageError(`${flag} ${path} is a shard manifest (from 'build --shards'); ${command} takes one index file (search and knn-graph --index take a manifest)`);
+  }
+  return readIndexHeader(path);
+}
+
+/** Whether the file at `path` begins as a shard manifest does (false if it cannot be read: the header read then says why). */
+function looksLikeManifest(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(4096);
+    const text = head.subarray(0, readSync(fd, head, 0, head.length, 0)).toString('utf8');
+    return /^\s*\{/.test(text) && text.includes(`"format"`) && text.includes(`"${MANIFEST_FORMAT}"`);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -533,7 +616,7 @@ export async function rangeSearchCommand(argv: string[]): Promise<void> {
   const filterPath = text(v, 'filter-ids');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out]), inputs(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
-  const header = await readIndexHeader(indexPath);
+  const header = await indexHeaderOf('--index', indexPath, 'range-search');
   const radius = radiusOf(v, header.metric);
   const queries = await openQueries(queriesPath, header);
   const params = await searchParamsOf(v, header, filterPath);
@@ -622,6 +705,11 @@ async function writeNeighbours(
   dist: string | undefined,
   label: string,
   params: SearchParams = {},
+  /**
+   * With `self`: the ids the index was built with, where they are not the row numbers; each row's
+   * own id is then left out of its neighbours (knnGraph's `self` leaves out the row number).
+   */
+  selfIds?: BigInt64Array,
 ): Promise<void> {
   const n = (source.queries ?? source.self)!.rows;
   const outputs: VectorStreamWriter[] = [];
@@ -631,11 +719,12 @@ async function writeNeighbours(
     const ds = dist ? new VectorStreamWriter(dist, n, k, 'float') : null;
     if (ds) outputs.push(ds);
     const p = new Progress(label);
+    const ownIds = selfIds && source.self;
     await knnGraph(index, {
-      k,
-      ...source,
+      ...(ownIds ? { k: k + 1, queries: source.self } : { k, ...source }),
       params,
-      onBlock: async (_, rows, labels, distances) => {
+      onBlock: async (start, rows, found, foundDistances) => {
+        const { labels, distances } = ownIds ? dropOwnIds(found, foundDistances, rows, k, (i) => Number(selfIds[start + i])) : { labels: found, distances: foundDistances };
         ids.write(labels, rows);
         ds?.write(distances, rows);
         // Let the event loop turn, so that Ctrl-C (which removes the temporary files) is handled
@@ -650,6 +739,26 @@ async function writeNeighbours(
   }
   commitOutputs(outputs);
   process.stderr.write(`wrote ${out}${dist ? ` and ${dist}` : ''}: ${n} rows of ${k}\n`);
+}
+
+/**
+ * Rows' k + 1 neighbours (`labelsIn`, `distancesIn`) without each row's own id (`own(i)` for row
+ * i), or, where ties pushed it out of the k + 1, without the last: knnGraph's dropSelf for an
+ * index whose ids are not its row numbers.
+ */
+function dropOwnIds(labelsIn: Float64Array, distancesIn: Float32Array, rows: number, k: number, own: (row: number) => number): { labels: Float64Array; distances: Float32Array } {
+  const labels = new Float64Array(rows * k);
+  const distances = new Float32Array(rows * k);
+  for (let i = 0; i < rows; i++) {
+    const from = i * (k + 1);
+    const skip = labelsIn.subarray(from, from + k + 1).indexOf(own(i));
+    for (let j = 0, o = i * k; o < (i + 1) * k; j++) {
+      if (j === skip) continue;
+      labels[o] = labelsIn[from + j];
+      distances[o++] = distancesIn[from + j];
+    }
+  }
+  return { labels, distances };
 }
 
 export async function dedupCommand(argv: string[]): Promise<void> {
@@ -692,14 +801,16 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   try {
     const p = new Progress('dedup');
     const t0 = performance.now();
-    const r = await writeDedupOutputs(out, clusters, (onPairs) =>
-      dedup(backend, reporting(file, 'reading'), file.dim, {
-        metric: metric as DedupMetric,
-        threshold,
-        maxCandidates,
-        onPairs,
-        onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
-      }),
+    const r = await naming(rowsOf(file), () =>
+      writeDedupOutputs(out, clusters, (onPairs) =>
+        dedup(backend, reporting(file, 'reading'), file.dim, {
+          metric: metric as DedupMetric,
+          threshold,
+          maxCandidates,
+          onPairs,
+          onProgress: (e) => p.update(e.rowsDone, e.n, `${e.candidates} candidate pairs so far`),
+        }),
+      ),
     );
     process.stderr.write(
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
@@ -729,17 +840,19 @@ async function clusteredDedupCommand(
     const t0 = performance.now();
     const p = new Progress('joining partitions');
     let confirm: Progress | null = null;
-    const r = await writeDedupOutputs(out, clusters, (onPairs) =>
-      clusteredDedup(backend, reporting(file, 'reading'), file.dim, {
-        metric,
-        threshold,
-        maxCandidates,
-        onPairs,
-        partitions,
-        overlap,
-        onPartition: (done, total, candidates) => p.update(done, total, `partitions; ${candidates} candidate pairs so far`),
-        onProgress: (e) => (confirm ??= new Progress('confirming')).update(e.rowsDone, e.n, `${e.candidates} candidates checked`),
-      }),
+    const r = await naming(rowsOf(file), () =>
+      writeDedupOutputs(out, clusters, (onPairs) =>
+        clusteredDedup(backend, reporting(file, 'reading'), file.dim, {
+          metric,
+          threshold,
+          maxCandidates,
+          onPairs,
+          partitions,
+          overlap,
+          onPartition: (done, total, candidates) => p.update(done, total, `partitions; ${candidates} candidate pairs so far`),
+          onProgress: (e) => (confirm ??= new Progress('confirming')).update(e.rowsDone, e.n, `${e.candidates} candidates checked`),
+        }),
+      ),
     );
     const largest = r.partitionRows.reduce((a, b) => Math.max(a, b), 0);
     process.stderr.write(
@@ -814,7 +927,7 @@ async function dedupAgainst(
   choice: 'auto' | 'webgpu' | 'cpu',
 ): Promise<void> {
   if (clusters !== undefined) throw new UsageError('--clusters groups the pairs within one input; it does not apply with --against');
-  const header = await readIndexHeader(indexPath);
+  const header = await indexHeaderOf('--against', indexPath, 'dedup --against');
   if (header.metric !== metric) throw new UsageError(`--against ${indexPath} is a ${header.metric} index; --metric is ${metric} (they must agree)`);
   const file = await openQueries(input, header);
   const backend = await openBackend(choice);
@@ -847,6 +960,9 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   checkTypeFor(settings.type, file);
   const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
   if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
+  // A JSON Lines input's own ids, if it has them: the index is built with them.
+  const ids = await vectorIds(undefined, file);
+  if (ids && url !== undefined) throw new UsageError(`knn-graph --distributed writes row numbers; --input ${input} has 'id' fields: run without --distributed to have its ids`);
   const shards = url === undefined ? undefined : shardsOf(text(v, 'shards'), file.rows, 3);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
   if (url !== undefined && shards !== undefined) {
@@ -858,8 +974,10 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   }
   try {
     const t0 = performance.now();
-    const index = await buildIndex(backend, settings, file);
-    await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph');
+    await naming(indexOf(file), async () => {
+      const index = await buildIndex(backend, settings, file, undefined, ids?.ids);
+      await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', {}, ids?.ids);
+    });
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
   } finally {
     backend.dispose();

@@ -1,6 +1,7 @@
 /**
- * File problems the user can fix (a missing input, a directory given as a file, a full disk), as
- * one line that names the user's path and what went wrong, instead of Node's raw error.
+ * File problems the user can fix (a missing input, a directory given as a file, a full disk, a file
+ * too large for the memory this process may use), as one line that names the user's path and what
+ * went wrong, instead of Node's raw error.
  */
 import type { Stats } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
@@ -42,4 +43,35 @@ export async function openForReading(path: string): Promise<{ handle: FileHandle
     await handle?.close();
     throw fileError(path, 'cannot read', err);
   }
+}
+
+/**
+ * An allocation that failed (out of memory, or over a `ulimit -v`) while a file was being read or
+ * indexed: a FileError, as the user fixes it the same way (a smaller input, more memory), so the
+ * CLI prints it as one line.
+ */
+export class OutOfMemoryError extends FileError {
+  override name = 'OutOfMemoryError';
+}
+
+/** Whether `err` is V8's refusal of a typed array or ArrayBuffer (too large, or no memory for it). */
+export function isAllocationFailure(err: unknown): boolean {
+  return err instanceof RangeError && /Array buffer allocation failed|Invalid (typed )?array( buffer)? length/.test(err.message);
+}
+
+/**
+ * `err` as an OutOfMemoryError naming `what` was being allocated (with its size) if it is an
+ * allocation failure; else `err` itself.
+ */
+export function allocationError(err: unknown, what: string): unknown {
+  if (!isAllocationFailure(err)) return err;
+  return new OutOfMemoryError(`out of memory allocating ${what} (${(err as Error).message}); free memory, raise the limit (ulimit -v) or use a smaller input`);
+}
+
+/** `bytes` in decimal units to 3 significant digits: "240 B", "17.2 GB", "128 GB". */
+export function bytesText(bytes: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB', 'EB'];
+  let u = 0;
+  while (u < units.length - 1 && bytes >= 1000 ** (u + 1)) u++;
+  return `${u === 0 ? bytes : Number((bytes / 1000 ** u).toPrecision(3))} ${units[u]}`;
 }

@@ -3,6 +3,7 @@
  * `range-search --filter-ids`), as a BigInt64Array (what `addWithIds`, `removeIds` and filters
  * take). Two forms, chosen by the file's name:
  *   - `.npy`: a 1-D array (n,), or a column (n, 1), of int64 (`<i8`), int32 (`<i4`) or uint32 (`<u4`);
+ *   - `.jsonl`: a JSON Lines file of vectors, the `id` of each line (see readJsonlIds);
  *   - anything else (`.txt`, `.csv`, ...): text, one id per line in decimal; blank lines (and
  *     blanks around an id) are ignored.
  * Every id must be an integer in [0, MAX_ID] (2^53 - 1, see src/ids.ts); a bad one is refused with
@@ -14,6 +15,7 @@ import { MAX_ID } from '../ids.js';
 import { InvalidArgumentError } from '../types.js';
 import { openForReading, fileError } from './file-error.js';
 import { readNpyFields } from './npy.js';
+import { jsonlIds } from './vector-reader.js';
 
 /** Bytes read per block of a text id file. */
 const TEXT_BLOCK_BYTES = 1 << 22;
@@ -32,6 +34,11 @@ export interface IdFileOptions {
 
 /** Reads the id file at `path` (see above). Throws a FileError if it cannot be read, an InvalidArgumentError if it is malformed. */
 export async function readIdFile(path: string, options: IdFileOptions = {}): Promise<BigInt64Array> {
+  if (extname(path).toLowerCase() === '.jsonl') {
+    const ids = await readJsonlIds(path, options);
+    if (!ids) throw new InvalidArgumentError(`${path}: no line has an 'id'; an id file of JSON Lines gives one on every line`);
+    return ids;
+  }
   const { handle, stat } = await openForReading(path);
   try {
     const read = async (buf: Uint8Array, position: number): Promise<number> => {
@@ -49,6 +56,32 @@ export async function readIdFile(path: string, options: IdFileOptions = {}): Pro
     await handle.close();
   }
 }
+
+/**
+ * The `id` fields of a JSON Lines file of vectors, one per row (what `build` gives the rows of such
+ * a file when no --ids is given): each a JSON number or a string of decimal digits (as writeVectors
+ * writes ids), an integer in [0, MAX_ID]. Null when no line has an `id`; a file where some lines
+ * have one and others not is refused, naming a line of each.
+ */
+export async function readJsonlIds(path: string, options: IdFileOptions = {}): Promise<BigInt64Array | null> {
+  const ids = new IdList(path, options.unique === true);
+  let first: { line: number; has: boolean } | null = null;
+  for await (const { id, line } of jsonlIds(path)) {
+    const has = id !== undefined;
+    first ??= { line, has };
+    if (has !== first.has) {
+      const which = has ? `has an 'id', but line ${first.line} has none` : `has no 'id', but line ${first.line} has one`;
+      throw new InvalidArgumentError(`${path}: line ${line} ${which}; give every line an id, or none (the ids are then the row numbers)`);
+    }
+    if (!has) continue;
+    const value = typeof id === 'number' ? id : typeof id === 'string' && /^\d+$/.test(id) ? BigInt(id) : NaN;
+    ids.push(value, `line ${line}`, shown(JSON.stringify(id)));
+  }
+  return first?.has ? ids.result() : null;
+}
+
+/** A bad value as shown in a message: at most 40 characters of it. */
+const shown = (text: string): string => (text.length > 40 ? `${text.slice(0, 40)}...` : text);
 
 /** The ids read so far, checked as they come (range, and with `unique` repeats). */
 class IdList {
@@ -130,7 +163,7 @@ async function readTextIds(bytes: number, read: ReadAt, ids: IdList): Promise<vo
     const t = text.trim();
     if (t === '') return;
     // Decimal digits only: Number() would also take "0x10", "1e3", " " or "Infinity".
-    ids.push(/^\d+$/.test(t) ? Number(t) : NaN, `line ${line}`, JSON.stringify(t.length > 40 ? `${t.slice(0, 40)}...` : t));
+    ids.push(/^\d+$/.test(t) ? Number(t) : NaN, `line ${line}`, JSON.stringify(shown(t)));
   };
   for (let position = 0; ; ) {
     const got = await read(buf, position);

@@ -83,6 +83,7 @@ export async function readNpyHeader(path: string, bytes: number, take: (length: 
   if (!dtype) throw new InvalidArgumentError(`${path}: dtype ${descr} is not supported; expected one of float32, float64, float16, uint8, int8, int32, int64 (little-endian)`);
   if (shape.length !== 2) throw new InvalidArgumentError(`${path}: shape (${shape.join(', ')}${shape.length === 1 ? ',' : ''}) is not 2-D; expected (n, d)`);
   const [n, d] = shape;
+  if (n > 0 && d === 0) throw new InvalidArgumentError(`${path}: shape (${n}, 0) holds rows of no values; expected (n, d) with d >= 1`);
   const layout = { descr, dtype, n, d, dataStart };
   if (bytes < npyEnd(layout)) throw new InvalidArgumentError(`${path}: ${npyTruncated(layout, bytes)}`);
   return layout;

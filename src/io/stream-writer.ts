@@ -10,11 +10,11 @@
  * contents) beside its output.
  *
  * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
- * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl. It is the one vector writer (`writeVectors` in
- * vectors.ts writes a whole array through it). Tables of ids (search results' labels: integers in
- * [-1, 2^53 - 1], -1 for padding, in a Float64Array) are written exactly: .npy as int64, .csv and
- * .jsonl as decimal integers, and .ivecs (int32) only while every id fits (else an error that
- * names the id: never a truncated one).
+ * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl (where +/-Infinity is written 1e999 / -1e999). It
+ * is the one vector writer (`writeVectors` in vectors.ts writes a whole array through it). Tables
+ * of ids (search results' labels: integers in [-1, 2^53 - 1], -1 for padding, in a Float64Array)
+ * are written exactly: .npy as int64, .csv and .jsonl as decimal integers, and .ivecs (int32) only
+ * while every id fits (else an error that names the id: never a truncated one).
  */
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { extname } from 'node:path';
@@ -254,7 +254,7 @@ export class VectorStreamWriter implements Output {
       const lines: string[] = [];
       for (let i = 0; i < rows; i++) {
         const row = Array.from(block.subarray(i * d, (i + 1) * d));
-        lines.push(this.ext === '.csv' ? row.join(',') : JSON.stringify({ id: ids ? ids[i] : this.rows + i, [this.jsonlField]: row }));
+        lines.push(this.ext === '.csv' ? row.join(',') : `{"id":${JSON.stringify(ids ? ids[i] : this.rows + i)},"${this.jsonlField}":[${row.map(jsonNumber).join(',')}]}`);
       }
       this.file.write(lines.join('\n') + (rows ? '\n' : ''));
     }
@@ -306,6 +306,17 @@ export class VectorStreamWriter implements Output {
   abort(): void {
     this.file.abort();
   }
+}
+
+/**
+ * `x` as a JSON number. JSON has no infinities; JSON.stringify writes them as null, which loses the
+ * sign of the padding distance (+Infinity for l2, -Infinity for ip). The literals 1e999 and -1e999
+ * are valid JSON numbers that overflow to +/-Infinity when read (JSON.parse, Python's json), so
+ * they are written instead; NaN (never a distance) stays null.
+ */
+function jsonNumber(x: number): string {
+  if (Number.isFinite(x)) return JSON.stringify(x);
+  return x > 0 ? '1e999' : x < 0 ? '-1e999' : 'null';
 }
 
 /**

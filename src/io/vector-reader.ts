@@ -1,8 +1,9 @@
 /**
  * The one reader of vector files, as blocks of rows.
  *
- * `openVectors(path)` reads only what says how many rows of what dim the file holds (a header, the
- * file size, or for JSON Lines a fast pass that counts the non-blank lines), and `blocks()` then
+ * `openVectors(path)` reads only what says how many rows of what dim the file holds (a header and
+ * the file size; for gzip'd IDX a decompressing pass that keeps nothing; for JSON Lines a fast pass
+ * that counts the non-blank lines), and `blocks()` then
  * passes over the rows in file order, a block of at most `blockRows` rows at a time (16 MiB of
  * float32 by default), so that a corpus far larger than memory streams through with bounded memory.
  * Blocks are read with positioned reads whose offsets are plain numbers (exact up to 2^53), so files
@@ -17,12 +18,17 @@
  * Every value becomes a float32. Binary values are read as typed arrays over the file's bytes, which
  * are little-endian: this assumes a little-endian host (x86, ARM as Node runs on them).
  * Malformed input is rejected with the file's path and the row, byte offset or line number.
+ *
+ * A declared shape is never trusted: by the time `openVectors` resolves, `rows x dim` float32 is
+ * bounded by what was read (at most the file's bytes x 4, the decompressed bytes x 4 for gzip, twice
+ * the bytes for JSON Lines, whose rows must each be long enough to hold the first row's values), so
+ * callers may size buffers from it (an index's reserve, an output's header).
  */
 import type { FileHandle } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { createGunzip } from 'node:zlib';
 import { InvalidArgumentError } from '../types.js';
-import { FileError, fileError, openForReading } from './file-error.js';
+import { FileError, allocationError, bytesText, fileError, openForReading } from './file-error.js';
 import { npyTruncated, readNpyHeader } from './npy.js';
 import { DEFAULT_BLOCK_BYTES } from '../vector-source.js';
 
@@ -167,11 +173,18 @@ async function openReader(path: string): Promise<Reader> {
     const buf = new Uint8Array(length);
     return buf.subarray(0, await source.read(buf));
   };
+  /** Reads the rest of the data, keeping none of it; returns how many bytes there were. */
+  const skipRest = async (): Promise<number> => {
+    const buf = new Uint8Array(1 << 20);
+    let total = 0;
+    for (let got = await source.read(buf); got > 0; got = await source.read(buf)) total += got;
+    return total;
+  };
   try {
     let shape: Shape;
     if (format === '.jsonl') shape = await countJsonl(path, source);
     else if (format === '.npy') shape = await openNpy(path, bytes, take);
-    else if (format === 'idx' || format === 'idx.gz') shape = await openIdx(path, format === 'idx.gz', bytes, take);
+    else if (format === 'idx' || format === 'idx.gz') shape = await openIdx(path, format === 'idx.gz', bytes, take, skipRest);
     else shape = await openTexmex(path, format, bytes, take);
     return new Reader(path, format, bytes, modified, shape);
   } finally {
@@ -191,7 +204,13 @@ function formatOf(path: string): string {
 
 /** Every block of `reader` in one array of `Type`, with the ids of a JSON Lines file. */
 async function readAll<T extends Values>(reader: Reader, Type: ValuesType<T>): Promise<{ data: T; ids: string[] | null }> {
-  const data = new Type(reader.rows * reader.dim);
+  const length = reader.rows * reader.dim;
+  let data: T;
+  try {
+    data = new Type(length);
+  } catch (err) {
+    throw allocationError(err, `${reader.path}'s ${reader.rows} x ${reader.dim} values in one array (${bytesText(4 * length)})`);
+  }
   const ids: string[] | null = reader.format === '.jsonl' ? [] : null;
   for await (const block of reader.blocksOf(Type)) {
     data.set(block.data, block.start * reader.dim);
@@ -372,8 +391,11 @@ async function openNpy(path: string, bytes: number, take: (length: number) => Pr
   return { rows: npy.n, dim: npy.d, layout };
 }
 
-/** IDX (MNIST's format): big-endian magic 0x0803 (unsigned bytes, 3-D), then n, rows, cols; gzip allowed. */
-async function openIdx(path: string, gzip: boolean, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<Shape> {
+/**
+ * IDX (MNIST's format): big-endian magic 0x0803 (unsigned bytes, 3-D), then n, rows, cols; gzip
+ * allowed. `skipRest` reads the rest of the (decompressed) data and says how long it was.
+ */
+async function openIdx(path: string, gzip: boolean, bytes: number, take: (length: number) => Promise<Uint8Array>, skipRest: () => Promise<number>): Promise<Shape> {
   const head = await take(16);
   const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
   if (head.length < 16 || view.getUint32(0) !== 0x0803) {
@@ -381,9 +403,24 @@ async function openIdx(path: string, gzip: boolean, bytes: number, take: (length
   }
   const rows = view.getUint32(4);
   const dim = view.getUint32(8) * view.getUint32(12);
+  if (rows > 0 && dim === 0) {
+    throw new InvalidArgumentError(`${path}: ${rows} images of ${view.getUint32(8)} x ${view.getUint32(12)} bytes hold no values; expected rows and columns >= 1`);
+  }
   const truncated = (end: number): string => `truncated: ${rows} x ${dim} bytes need ${16 + rows * dim}; the data ends at byte ${end}`;
-  // A plain file's size says whether every row is there; a gzip'd one says so at the end of the stream.
-  if (!gzip && bytes < 16 + rows * dim) throw new InvalidArgumentError(`${path}: ${truncated(bytes)}`);
+  if (!gzip) {
+    // The file's size says whether every row is there.
+    if (bytes < 16 + rows * dim) throw new InvalidArgumentError(`${path}: ${truncated(bytes)}`);
+  } else {
+    // A gzip'd file's size says nothing of what it holds (deflate expands up to about 1000 times,
+    // so 1 KB may declare 2e9 rows): its data is counted by decompressing it once, keeping none of
+    // it, before anything is sized from the header. A broken stream is found here too.
+    const have = await skipRest();
+    if (have < rows * dim) {
+      throw new InvalidArgumentError(
+        `${path}: declares ${rows} x ${dim} (${bytesText(4 * rows * dim)} of float32) but holds ${have} bytes of data once decompressed (${rows * dim} needed)`,
+      );
+    }
+  }
   return { rows, dim, layout: { gzip, dataStart: 16, rowBytes: dim, decode: (raw, _start, _rows, out) => out.set(raw), truncated } };
 }
 
@@ -455,7 +492,11 @@ function parseJsonRow(path: string, line: Buffer, lineNo: number, dim: number | 
   return { values, id: row.id };
 }
 
-/** Rows: the non-blank lines, found without parsing JSON; dim: the first row's. */
+/**
+ * Rows: the non-blank lines, found without parsing JSON; dim: the first row's. A line shorter than
+ * `dim` values can be (a digit each, and the commas between them) is refused here, so that rows x
+ * dim floats stay within twice the file's bytes however the lines after the first are made.
+ */
 async function countJsonl(path: string, source: ByteSource): Promise<Shape> {
   let rows = 0;
   let dim = 0;
@@ -463,6 +504,11 @@ async function countJsonl(path: string, source: ByteSource): Promise<Shape> {
     for (let k = 0; k < lines.length; k++) {
       if (isBlank(lines[k])) continue;
       if (rows === 0) dim = parseJsonRow(path, lines[k], firstLine + k, null).values.length;
+      else if (lines[k].length < 2 * dim - 1) {
+        throw new InvalidArgumentError(
+          `${path}: line ${firstLine + k} (${lines[k].length} bytes) is too short to hold ${dim} values (as on the first line); a row of ${dim} values takes at least ${2 * dim - 1} bytes`,
+        );
+      }
       rows++;
     }
   }
@@ -503,4 +549,26 @@ async function* jsonlBlocks<T extends Values>(
     }
   }
   if (row !== reader.rows) throw changed();
+}
+
+/**
+ * The `id` field of each row of the JSON Lines file at `path`, in order, with its 1-based line
+ * number (`id` undefined where the line has none). For id-file.ts, which checks the ids; the rows
+ * themselves are checked by the pass that reads them. A line in which the bytes `"id"` do not occur
+ * (and no escape, which could spell the key otherwise) has no `id` and is not parsed, so that a
+ * file without ids costs a byte search; a line that may have one is parsed.
+ */
+export async function* jsonlIds(path: string): AsyncGenerator<{ id: unknown; line: number }> {
+  const { source } = await openSource(path, false);
+  try {
+    for await (const { lines, firstLine } of lineBatches(source)) {
+      for (let k = 0; k < lines.length; k++) {
+        if (isBlank(lines[k])) continue;
+        const mayHaveId = lines[k].includes('"id"') || lines[k].includes(0x5c); // 0x5c: a backslash
+        yield { id: mayHaveId ? parseJsonRow(path, lines[k], firstLine + k, null).id : undefined, line: firstLine + k };
+      }
+    }
+  } finally {
+    await source.close();
+  }
 }

@@ -335,6 +335,70 @@ describe('dedup --against', () => {
   });
 });
 
+describe("a JSON Lines input's own ids", () => {
+  // The same rows as x.fvecs, each line with its caller id (numbers, and decimal strings as
+  // writeVectors writes them).
+  const line = (i: number, id?: unknown): string => JSON.stringify({ ...(id === undefined ? {} : { id }), vector: Array.from(x.subarray(i * d, (i + 1) * d)) });
+  const jsonl = (name: string, idOf: (i: number) => unknown): void => writeFileSync(at(name), Array.from({ length: n }, (_, i) => line(i, idOf(i))).join('\n') + '\n');
+  jsonl('x-ids.jsonl', (i) => (i % 2 ? String(ids[i]) : Number(ids[i])));
+
+  it('build, build --shards and knn-graph use them; as --ids gives the same ids', async () => {
+    expect(cli('build', '--input', 'x-ids.jsonl', '--out', 'jl.idx').code).toBe(0);
+    expect(cli('search', '--index', 'jl.idx', '--queries', 'q.npy', '--k', '8', '--out', 'jl.npy').code).toBe(0);
+    const want = await (await libraryIndex()).search(xq, 8);
+    expect(npyIds('jl.npy')).toEqual(Array.from(want.labels));
+    const s = cli('build', '--input', 'x-ids.jsonl', '--shards', '3', '--out', 'jl.json');
+    expect(s.code, s.err).toBe(0);
+    expect(cli('search', '--index', 'jl.json', '--queries', 'q.npy', '--k', '8', '--out', 'jl-sh.npy').code).toBe(0);
+    expect(npyIds('jl-sh.npy')).toEqual(Array.from(want.labels));
+    // knn-graph: each row's neighbours by their ids, the row itself left out (by its id): the
+    // index's 5 nearest of each row without the row's own id (or the fifth, where ties pushed it out).
+    expect(cli('knn-graph', '--input', 'x-ids.jsonl', '--k', '4', '--out', 'jl-g.npy').code).toBe(0);
+    expect(cli('search', '--index', 'jl.idx', '--queries', 'x.fvecs', '--k', '5', '--out', 'jl-5.npy').code).toBe(0);
+    const five = npyIds('jl-5.npy');
+    const graph = Array.from({ length: n }, (_, i) => {
+      const row = five.slice(i * 5, i * 5 + 5);
+      const own = row.indexOf(Number(ids[i]));
+      return own === -1 ? row.slice(0, 4) : row.filter((_, j) => j !== own);
+    });
+    expect(npyIds('jl-g.npy')).toEqual(graph.flat());
+    expect(graph.filter((row, i) => row.includes(Number(ids[i])))).toEqual([]);
+    expect(cli('knn-graph', '--input', 'x-ids.jsonl', '--queries', 'q.npy', '--k', '8', '--out', 'jl-q.npy').code).toBe(0);
+    expect(npyIds('jl-q.npy')).toEqual(Array.from(want.labels));
+    // dedup's pairs are rows (0-based, i < j), not the ids: the same output as from x.fvecs.
+    expect(cli('dedup', '--input', 'x-ids.jsonl', '--metric', 'l2', '--threshold', '20', '--out', 'jl-pairs.csv').code).toBe(0);
+    expect(cli('dedup', '--input', 'x.fvecs', '--metric', 'l2', '--threshold', '20', '--out', 'rows-pairs.csv').code).toBe(0);
+    expect(readFileSync(at('jl-pairs.csv'), 'utf8')).toBe(readFileSync(at('rows-pairs.csv'), 'utf8'));
+    expect(readFileSync(at('jl-pairs.csv'), 'utf8').split('\n').length).toBeGreaterThan(3);
+  });
+
+  it('refuses ids on some lines only, a bad or repeated id, and --ids beside them, naming the line', () => {
+    const variant = (name: string, edit: (lines: string[]) => void): string => {
+      const lines = readFileSync(at('x-ids.jsonl'), 'utf8').trimEnd().split('\n');
+      edit(lines);
+      writeFileSync(at(name), lines.join('\n') + '\n');
+      return name;
+    };
+    const some = variant('some.jsonl', (l) => (l[5] = line(5)));
+    expectUserError(cli('build', '--input', some, '--out', 'b.idx'), 1, /some\.jsonl: line 6 has no 'id', but line 1 has one; give every line an id, or none \(the ids are then the row numbers\)/);
+    const late = variant('late.jsonl', (l) => {
+      for (let i = 0; i < n; i++) l[i] = line(i, i === 9 ? 77 : undefined);
+    });
+    expectUserError(cli('knn-graph', '--input', late, '--k', '2', '--out', 'b.csv'), 1, /late\.jsonl: line 10 has an 'id', but line 1 has none; give every line an id, or none/);
+    const bad = variant('bad-id.jsonl', (l) => (l[3] = line(3, 'a7')));
+    expectUserError(cli('build', '--input', bad, '--out', 'b.idx'), 1, /bad-id\.jsonl: line 4: "a7" is not an id; expected an integer in \[0, 9007199254740991\]/);
+    const twice = variant('twice.jsonl', (l) => (l[8] = line(8, Number(ids[2]))));
+    expectUserError(cli('build', '--input', twice, '--shards', '2', '--out', 'b.json'), 1, new RegExp(`twice\\.jsonl: line 9: id ${ids[2]} appears twice \\(first at line 3\\)`));
+    // knn-graph --distributed writes row numbers (its shards are built with them): refused before any job is queued.
+    const distributed = cli('knn-graph', '--input', 'x-ids.jsonl', '--k', '2', '--out', 'b.csv', '--distributed', 'redis://127.0.0.1:1');
+    expectUserError(distributed, 2, /knn-graph --distributed writes row numbers; --input x-ids\.jsonl has 'id' fields: run without --distributed to have its ids/);
+    const both = cli('build', '--input', 'x-ids.jsonl', '--ids', 'ids.npy', '--out', 'b.idx');
+    expectUserError(both, 2, /--ids ids\.npy and the 'id' fields of --input x-ids\.jsonl both give the vectors' ids; give one of them/);
+    expect(both.err).not.toMatch(/backend:/);
+    expect(existsSync(at('b.idx')) || existsSync(at('b.json'))).toBe(false);
+  });
+});
+
 describe('id files that are wrong', () => {
   it('build: a bad line is exit 1 naming file, line and value; a count mismatch is exit 2 naming both counts', () => {
     writeFileSync(at('bad-ids.txt'), [...Array.from(ids.subarray(0, 10), String), '12x', ...Array.from(ids.subarray(11), String)].join('\n'));

@@ -4,11 +4,13 @@
  * builds first).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, linkSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { npyHeader } from '../../src/io/npy.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
 
@@ -215,5 +217,110 @@ describe('dedup output', () => {
     expect(existsSync(join(dir, 'boom.csv'))).toBe(false);
     expect(tempsIn(dir).filter((f) => f.includes('boom.csv'))).toEqual([]);
     expectUserError(cli('dedup', '--input', 'same.fvecs', '--metric', 'l2', '--threshold', '0', '--out', 'boom.csv', '--max-candidates=-1'), 2, /--max-candidates must be an integer in \[0, \d+\]; got -1/);
+  });
+});
+
+/**
+ * The CLI under `ulimit -v` (about 2 GB of address space, where a build of 100,000 x 32 runs): a
+ * run that allocated what a crafted header declares would fail there (or, without the bound, take
+ * the machine's memory) instead of refusing at once.
+ */
+const bounded = (...args: string[]) => {
+  const r = spawnSync('sh', ['-c', 'ulimit -v 2000000 && exec "$0" "$@"', process.execPath, main, ...args, '--backend', 'cpu'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+};
+
+describe('a declared size is never trusted for an allocation', () => {
+  // 1 KB of gzip'd IDX whose header declares 2e9 images of 4 x 4 bytes (128 GB as float32).
+  const header = new Uint8Array(16 + 1000);
+  const view = new DataView(header.buffer);
+  view.setUint32(0, 0x0803);
+  view.setUint32(4, 2_000_000_000);
+  view.setUint32(8, 4);
+  view.setUint32(12, 4);
+  for (let i = 16; i < header.length; i++) header[i] = (i * 2654435761) >>> 24;
+  writeFileSync(join(dir, 'bomb-idx3-ubyte.gz'), gzipSync(header));
+  // 200 KB of JSON Lines: a first row of 40,000 values, then 40,000 rows too short to hold them
+  // (rows x dim as counted at open: 6.4 GB of float32).
+  writeFileSync(join(dir, 'bomb.jsonl'), `${JSON.stringify({ vector: new Array(40_000).fill(0) })}\n${'{}\n'.repeat(40_000)}`);
+  const commands: [string, string[]][] = [
+    ['build', ['build', '--out', 'bomb.idx']],
+    ['knn-graph', ['knn-graph', '--k', '2', '--out', 'bomb.csv']],
+    ['dedup', ['dedup', '--metric', 'l2', '--threshold', '0', '--out', 'bomb.csv']],
+  ];
+  for (const [name, args] of commands) {
+    it(`${name}: a 1 KB gzip IDX declaring 2e9 x 16 is refused before anything is allocated`, () => {
+      expect(statSync(join(dir, 'bomb-idx3-ubyte.gz')).size).toBeLessThan(1100);
+      const r = bounded(...args, '--input', 'bomb-idx3-ubyte.gz');
+      expectUserError(r, 1, /bomb-idx3-ubyte\.gz: declares 2000000000 x 16 \(128 GB of float32\) but holds 1000 bytes of data once decompressed \(32000000000 needed\)/);
+      expect(r.err.trim().split('\n')).toHaveLength(1); // refused before the backend was created
+    });
+    it(`${name}: a JSON Lines file whose rows cannot hold the first row's values is refused at open`, () => {
+      const r = bounded(...args, '--input', 'bomb.jsonl');
+      expectUserError(r, 1, /bomb\.jsonl: line 2 \(2 bytes\) is too short to hold 40000 values \(as on the first line\)/);
+      expect(r.err.trim().split('\n')).toHaveLength(1);
+    });
+  }
+
+  it('an allocation that fails anyway (a true size over the memory limit) is one line naming what and how much', () => {
+    // A sparse .npy of 16,777,216 x 256 float32 (17.2 GB, nothing written but the header): its
+    // size is true, so it is opened; the index it needs does not fit in the bounded process.
+    const path = join(dir, 'huge.npy');
+    const head = npyHeader('float', 16_777_216, 256);
+    const fd = openSync(path, 'w');
+    try {
+      writeSync(fd, head, 0, head.length, 0);
+      ftruncateSync(fd, head.length + 16_777_216 * 256 * 4);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      for (const [name, args] of commands.slice(0, 2)) {
+        const r = bounded(...args, '--input', 'huge.npy');
+        expectUserError(r, 1, new RegExp(`webgpu-knn ${name}: out of memory allocating the index of huge\\.npy \\(16777216 x 256 float32, 17\\.2 GB\\)`));
+        expect(r.err.trim().split('\n').at(-1)).toMatch(/^webgpu-knn \S+: out of memory/);
+      }
+    } finally {
+      rmSync(path, { force: true });
+    }
+  });
+});
+
+describe('messages that name the file and what is expected', () => {
+  it('a row whose squared norm overflows float32 is named by file and row', () => {
+    const rows = randomFloats(20 * d, 8);
+    rows[13 * d + 2] = 3e19; // squared norm 9e38: over a quarter of float32's range
+    writeVectors(join(dir, 'norm.fvecs'), rows, 20, d);
+    for (const args of [
+      ['build', '--out', 'norm.idx'],
+      ['knn-graph', '--k', '2', '--out', 'norm.csv'],
+      ['dedup', '--metric', 'l2', '--threshold', '0', '--out', 'norm.csv'],
+    ]) {
+      expectUserError(cli(...args, '--input', 'norm.fvecs', '--backend', 'cpu'), 1, /norm\.fvecs: row 13 has a squared norm of 9\.000e\+38; at most 8\.507e\+37/);
+    }
+  });
+
+  it('range-search, remove and dedup --against given a shard manifest say so, and which commands take one', () => {
+    expect(cli('build', '--input', 'x.fvecs', '--shards', '2', '--out', 'm.json', '--backend', 'cpu').code).toBe(0);
+    const manifestMessage = /--index m\.json is a shard manifest \(from 'build --shards'\); \S+ takes one index file \(search and knn-graph --index take a manifest\)/;
+    expectUserError(cli('range-search', '--index', 'm.json', '--queries', 'x.fvecs', '--radius', '1', '--out', 'r.csv'), 2, manifestMessage);
+    expectUserError(cli('remove', '--index', 'm.json', '--ids', 'x.fvecs'), 2, manifestMessage);
+    expectUserError(cli('dedup', '--input', 'x.fvecs', '--against', 'm.json', '--metric', 'l2', '--threshold', '1', '--out', 'r.csv'), 2, /--against m\.json is a shard manifest \(from 'build --shards'\); dedup --against takes one index file \(search and knn-graph --index take a manifest\)/);
+    // A manifest under another name is found by its contents.
+    writeFileSync(join(dir, 'm-copy.idx'), readFileSync(join(dir, 'm.json')));
+    expectUserError(cli('remove', '--index', 'm-copy.idx', '--ids', 'x.fvecs'), 2, /--index m-copy\.idx is a shard manifest/);
+  });
+
+  it('JSON Lines distances keep the sign of the padding: 1e999 / -1e999', () => {
+    expect(cli('build', '--input', 'x.fvecs', '--metric', 'ip', '--out', 'ip.idx', '--backend', 'cpu').code).toBe(0);
+    writeVectors(join(dir, 'q1.fvecs'), randomFloats(d, 9), 1, d);
+    const r = cli('search', '--index', 'ip.idx', '--queries', 'q1.fvecs', '--k', String(n + 2), '--out', 'pad.jsonl', '--distances', 'padd.jsonl', '--backend', 'cpu');
+    expect(r.code, r.err).toBe(0);
+    const line = readFileSync(join(dir, 'padd.jsonl'), 'utf8');
+    expect(line).toMatch(/,-1e999,-1e999\]\}\n$/);
+    const distances = JSON.parse(line).neighbors as number[];
+    expect(distances.slice(n)).toEqual([-Infinity, -Infinity]);
+    expect(distances.slice(0, n).every(Number.isFinite)).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, 'pad.jsonl'), 'utf8')).neighbors.slice(n)).toEqual([-1, -1]);
   });
 });

@@ -3,40 +3,22 @@
  * lives (another process, or this one), a lock whose owner is gone is taken over, and a lock is
  * only ever removed by its owner.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileError } from '../../src/io/file-error.js';
 import { lockFile, lockPathOf, withFileLock } from '../../src/io/file-lock.js';
-import { ROOT } from '../helpers/redis.js';
+import { killLockHolders, lockHolder } from '../helpers/lock-holder.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-lock-'));
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
+afterAll(killLockHolders);
 
 /** A pid that existed and has exited (so that nothing runs under it now). */
 function deadPid(): number {
   const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
   return Number(r.stdout);
-}
-
-/** A child process that takes the lock of `path` and holds it until killed; resolves once it holds it. */
-function holder(path: string): Promise<ChildProcess> {
-  // The built module (the suite runs after the build, as the CLI suites do).
-  const src = join(ROOT, 'dist/io/file-lock.js');
-  const code = `import { lockFile } from ${JSON.stringify(src)}; lockFile(${JSON.stringify(path)}, 'test holder'); console.log('locked'); setInterval(() => {}, 1000);`;
-  const c = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(c);
-  return new Promise((res, rej) => {
-    let err = '';
-    c.stderr!.on('data', (b) => (err += b));
-    c.stdout!.on('data', (b) => String(b).includes('locked') && res(c));
-    c.on('exit', (code) => rej(new Error(`holder exited ${code}: ${err}`)));
-  });
 }
 
 describe('lockFile', () => {
@@ -91,7 +73,7 @@ describe('lockFile', () => {
 
   it("serialises against another live process, and takes the lock once that process is SIGKILLed", async () => {
     const path = join(dir, 'g.idx');
-    const c = await holder(path);
+    const c = await lockHolder(path, 'test holder');
     expect(() => lockFile(path, 'remove')).toThrow(`pid ${c.pid}`);
     const gone = new Promise((res) => c.on('exit', res));
     c.kill('SIGKILL');

@@ -71,6 +71,9 @@ describe('vector files', () => {
     await bad('m.npy', npyBytes('<f4', '(2, 2)', new Uint8Array(12)), /truncated: 2 x 2 <f4 needs \d+ bytes; the file ends at byte \d+/);
     await bad('f.npy', npyBytes('<f4', '(1, 1)', new Uint8Array(4), 'True'), /Fortran-order/);
     await bad('s.npy', npyBytes('<f4', '(4,)', new Uint8Array(16)), /shape \(4,\) is not 2-D/);
+    // 3-D and 0-D: refused naming the shape, never read as n x d (a 3-D (2, 3, 4) would pass as 2 x 3).
+    await bad('s3.npy', npyBytes('<f4', '(2, 3, 4)', new Uint8Array(96)), /s3\.npy: shape \(2, 3, 4\) is not 2-D; expected \(n, d\)/);
+    await bad('s0.npy', npyBytes('<f4', '()', new Uint8Array(4)), /s0\.npy: shape \(\) is not 2-D; expected \(n, d\)/);
     await bad('c.npy', npyBytes('<c8', '(1, 1)', new Uint8Array(8)), /dtype <c8 is not supported/);
     await bad('j.jsonl', '{"id": 1, "embedding": [1, 2]}\n{"id": 2, "embedding": [1]}\n', /line 2 has 1 values; expected 2/);
     await bad('k.jsonl', '{"id": 1, "embedding": [1, 2]}\nnot json\n', /line 2 is not valid JSON/);

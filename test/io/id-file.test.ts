@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MAX_ID } from '../../src/ids.js';
-import { readIdFile } from '../../src/io/id-file.js';
+import { readIdFile, readJsonlIds } from '../../src/io/id-file.js';
 import { VectorStreamWriter } from '../../src/io/stream-writer.js';
 import { readVectors } from '../../src/io/vectors.js';
 import { npyBytes } from '../helpers/files.js';
@@ -75,6 +75,8 @@ describe('readIdFile', () => {
     await bad(npyBytes('<i4', '(2,)', bytes(Int32Array.from([4, -3]))), /element 1: -3 is not an id/);
     await bad(npyBytes('<f4', '(1,)', new Uint8Array(4)), /bad\.npy: dtype <f4 is not supported for ids; expected int64 \(<i8\), int32 \(<i4\) or uint32 \(<u4\)/);
     await bad(npyBytes('<i8', '(2, 2)', new Uint8Array(32)), /bad\.npy: shape \(2, 2\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
+    await bad(npyBytes('<i8', '(2, 1, 1)', new Uint8Array(16)), /bad\.npy: shape \(2, 1, 1\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
+    await bad(npyBytes('<i8', '()', new Uint8Array(8)), /bad\.npy: shape \(\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
     await bad(npyBytes('<i8', '(3,)', new Uint8Array(16)), /bad\.npy: truncated: 3 ids of <i8 need \d+ bytes; the file ends at byte \d+/);
     await bad(new Uint8Array(20), /bad\.npy: not a \.npy file \(bad magic at byte 0\)/);
     await expect(readIdFile(file('dup.npy', npyBytes('<i8', '(3,)', bytes(BigInt64Array.from([1n, 2n, 1n])))), { unique: true })).rejects.toThrow(
@@ -84,6 +86,35 @@ describe('readIdFile', () => {
 
   it('a missing file is a FileError naming it', async () => {
     await expect(readIdFile(join(dir, 'missing.txt'))).rejects.toThrow(/missing\.txt: cannot read: no such file or directory \(ENOENT\)/);
+  });
+});
+
+describe('ids of a JSON Lines file of vectors', () => {
+  const lines = (ids: unknown[]): string => ids.map((id, i) => JSON.stringify({ ...(id === undefined ? {} : { id }), vector: [i, 1] })).join('\n') + '\n';
+
+  it('every line\'s id (numbers and decimal strings, blank lines skipped); null when no line has one', async () => {
+    const path = file('ids.jsonl', lines([7, '9007199254740991', 0]).replace('\n', '\n\n'));
+    expect(Array.from((await readJsonlIds(path))!)).toEqual([7n, 9007199254740991n, 0n]);
+    expect(Array.from(await readIdFile(path))).toEqual([7n, 9007199254740991n, 0n]);
+    expect(await readJsonlIds(file('none.jsonl', lines([undefined, undefined])))).toBeNull();
+    await expect(readIdFile(join(dir, 'none.jsonl'))).rejects.toThrow(/none\.jsonl: no line has an 'id'; an id file of JSON Lines gives one on every line/);
+    expect(await readJsonlIds(file('empty.jsonl', '\n'))).toBeNull();
+  });
+
+  it('refuses a bad id naming the line and the value, a repeat (unique), and ids on some lines only', async () => {
+    const bad = async (ids: unknown[], message: RegExp): Promise<void> => {
+      await expect(readJsonlIds(file('bad.jsonl', lines(ids)), { unique: true })).rejects.toThrow(message);
+    };
+    for (const [id, shown] of [[-1, '-1'], [1.5, '1\\.5'], ['a7', '"a7"'], [2 ** 53, '9007199254740992'], ['9007199254740992', '"9007199254740992"'], [null, 'null'], ['0x10', '"0x10"'], [[1], '\\[1\\]'], ['x'.repeat(60), `"${'x'.repeat(39)}\\.\\.\\.`]] as const) {
+      await bad([1, id], new RegExp(`bad\\.jsonl: line 2: ${shown} is not an id; expected an integer in \\[0, 9007199254740991\\]`));
+    }
+    await bad([4, 5, '4'], /bad\.jsonl: line 3: id 4 appears twice \(first at line 1\); each id may be given once/);
+    expect(Array.from((await readJsonlIds(join(dir, 'bad.jsonl')))!)).toEqual([4n, 5n, 4n]); // allowed unless unique
+    await bad([1, undefined], /bad\.jsonl: line 2 has no 'id', but line 1 has one; give every line an id, or none \(the ids are then the row numbers\)/);
+    await bad([undefined, 1], /bad\.jsonl: line 2 has an 'id', but line 1 has none/);
+    // An id whose key is spelled with an escape is found too; a line that is not JSON is refused.
+    expect(Array.from((await readJsonlIds(file('esc.jsonl', '{"\\u0069d": 3, "vector": [1]}\n')))!)).toEqual([3n]);
+    await expect(readJsonlIds(file('nojson.jsonl', '{"id": 1, "vector": [1]}\n{"id": 2, "vector": [1\n'))).rejects.toThrow(/nojson\.jsonl: line 2 is not valid JSON/);
   });
 });
 

@@ -12,7 +12,7 @@ import { dedupCommand, search } from '../../src/cli/commands.js';
 import { fileError } from '../../src/io/file-error.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs, setWriteFunction, writeAtomically } from '../../src/io/stream-writer.js';
 import { liveTemps } from '../../src/io/temp-files.js';
-import { writeVectors } from '../../src/io/vectors.js';
+import { readVectors, writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/flat-index.js';
@@ -191,5 +191,24 @@ describe('signals belong to the application', () => {
     await index.add(new Float32Array([1, 2, 3, 4]));
     await index.save(join(mkdtempSync(join(tmpdir(), 'webgpu-knn-sig-')), 'i.idx'));
     expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
+  });
+});
+
+describe('non-finite values in JSON Lines', () => {
+  it('+/-Infinity (the padding distance) is written 1e999 / -1e999: valid JSON that reads back with its sign', async () => {
+    const path = join(dir, 'pad.jsonl');
+    const w = new VectorStreamWriter(path, 2, 3, 'float');
+    w.write(Float32Array.from([0.5, Infinity, Infinity, -2, -Infinity, -Infinity]), 2);
+    w.close();
+    const text = readFileSync(path, 'utf8');
+    expect(text).toBe('{"id":0,"neighbors":[0.5,1e999,1e999]}\n{"id":1,"neighbors":[-2,-1e999,-1e999]}\n');
+    expect(text.trimEnd().split('\n').map((l) => JSON.parse(l).neighbors)).toEqual([
+      [0.5, Infinity, Infinity],
+      [-2, -Infinity, -Infinity],
+    ]);
+    // The vector reader takes the literals back too (as embeddings: the same number grammar).
+    writeVectors(join(dir, 'inf.jsonl'), Float32Array.from([1, Infinity, -Infinity, 2]), 2, 2);
+    expect(readFileSync(join(dir, 'inf.jsonl'), 'utf8')).toBe('{"id":0,"embedding":[1,1e999]}\n{"id":1,"embedding":[-1e999,2]}\n');
+    expect(Array.from((await readVectors(join(dir, 'inf.jsonl'))).data)).toEqual([1, Infinity, -Infinity, 2]);
   });
 });

@@ -239,24 +239,16 @@ describe('errors found while reading blocks', () => {
     await expect(openVectors(file('first2.jsonl', '\n{"id": 3}\n'))).rejects.toThrow(/first2\.jsonl: line 2 has no numeric 'embedding'/);
   });
 
-  it('gzip IDX: truncated data is found at the end of the stream; a broken gzip is not valid gzip', async () => {
+  it('gzip IDX: data shorter than the header declares, or a broken gzip, is refused at open', async () => {
     const short = file('s-idx3-ubyte.gz', gzipSync(idxBytes(10, 5)));
-    const reader = await openVectors(short);
-    expect([reader.rows, reader.dim]).toEqual([10, 6]);
-    const starts: number[] = [];
-    const read = async (): Promise<void> => {
-      for await (const block of reader.blocks({ blockRows: 3 })) starts.push(block.start);
-    };
-    await expect(read()).rejects.toThrow(/s-idx3-ubyte\.gz: truncated: 10 x 6 bytes need 76; the data ends at byte 46/);
-    expect(starts).toEqual([0]);
+    await expect(openVectors(short)).rejects.toThrow(/s-idx3-ubyte\.gz: declares 10 x 6 \(240 B of float32\) but holds 30 bytes of data once decompressed \(60 needed\)/);
     await expect(openVectors(file('n-idx3-ubyte.gz', 'not gzip at all'))).rejects.toThrow(/n-idx3-ubyte\.gz: not a valid gzip file \(incorrect header check\)/);
     // Cut in the middle of the compressed stream: the header decompresses, the rows do not.
     const big = idxBytes(20_000);
     for (let i = 16; i < big.length; i++) big[i] = (i * 2654435761) >>> 24; // hardly compressible
     const gz = gzipSync(big);
     const cut = file('c-idx3-ubyte.gz', gz.subarray(0, gz.length >> 1));
-    expect((await openVectors(cut)).rows).toBe(20_000);
-    await expect(readVectors(cut)).rejects.toThrow(/c-idx3-ubyte\.gz: not a valid gzip file \(unexpected end of file\)/);
+    await expect(openVectors(cut)).rejects.toThrow(/c-idx3-ubyte\.gz: not a valid gzip file \(unexpected end of file\)/);
   });
 
   it('a missing file, a folder, an unknown type', async () => {
@@ -265,6 +257,56 @@ describe('errors found while reading blocks', () => {
     mkdirSync(join(dir, 'folder.npy'));
     await expect(readVectors(join(dir, 'folder.npy'))).rejects.toThrow(/folder\.npy: cannot read: is a directory, not a file \(EISDIR\)/);
     await expect(openVectors(join(dir, 'v.txt'))).rejects.toThrow(/v\.txt: unknown vector file type '\.txt'; expected one of \.fvecs, \.bvecs, \.ivecs, \.npy, \.jsonl, IDX/);
+  });
+});
+
+describe('a declared shape is never trusted', () => {
+  /** An IDX header declaring `n` images of 4 x 4 bytes, then `have` bytes of data. */
+  const declaring = (n: number, have: number): Uint8Array => {
+    const out = idxBytes(0);
+    const bytes = new Uint8Array(16 + have);
+    bytes.set(out);
+    const view = new DataView(bytes.buffer);
+    view.setUint32(4, n);
+    view.setUint32(8, 4);
+    view.setUint32(12, 4);
+    for (let i = 16; i < bytes.length; i++) bytes[i] = (i * 2654435761) >>> 24; // so that it stays about 1 KB compressed
+    return bytes;
+  };
+
+  it('a 1 KB gzip IDX declaring 2e9 x 16 is refused at open, having decompressed only what it holds', async () => {
+    const gz = gzipSync(declaring(2_000_000_000, 1000));
+    expect(gz.length).toBeLessThan(1100);
+    const path = file('bomb-idx3-ubyte.gz', gz);
+    await expect(openVectors(path)).rejects.toThrow(/bomb-idx3-ubyte\.gz: declares 2000000000 x 16 \(128 GB of float32\) but holds 1000 bytes of data once decompressed \(32000000000 needed\)/);
+    await expect(readVectors(path)).rejects.toThrow(/declares 2000000000 x 16/);
+    // What it holds is what it declares: opened, rows and dim as declared.
+    const ok = await openVectors(file('ok-idx3-ubyte.gz', gzipSync(declaring(3, 48))));
+    expect([ok.rows, ok.dim]).toEqual([3, 16]);
+  });
+
+  it('JSON Lines: a line too short to hold the first line\'s values is refused at open (rows x dim stays within the file)', async () => {
+    const first = JSON.stringify({ vector: Array.from({ length: 1000 }, () => 0) });
+    await expect(openVectors(file('short.jsonl', `${first}\n{"vector": [1]}\n`))).rejects.toThrow(
+      /short\.jsonl: line 2 \(15 bytes\) is too short to hold 1000 values \(as on the first line\); a row of 1000 values takes at least 1999 bytes/,
+    );
+    const blanks = `${first}\n\n${'x'.repeat(3000)}\n{}\n`;
+    await expect(openVectors(file('short2.jsonl', blanks))).rejects.toThrow(/short2\.jsonl: line 4 \(2 bytes\) is too short to hold 1000 values/);
+    // A minimal row of the same dim is long enough.
+    const minimal = `[${Array.from({ length: 1000 }, () => 0).join(',')}]`;
+    expect((await openVectors(file('min.jsonl', `${first}\n{"vector":${minimal}}\n`))).rows).toBe(2);
+  });
+
+  it('rows of no values (.npy (n, 0), IDX n x 0 x 4) are refused at open, naming the file', async () => {
+    await expect(openVectors(file('zero.npy', npyBytes('<f4', '(1000000000000, 0)', new Uint8Array(0))))).rejects.toThrow(
+      /zero\.npy: shape \(1000000000000, 0\) holds rows of no values; expected \(n, d\) with d >= 1/,
+    );
+    const idx = idxBytes(0);
+    new DataView(idx.buffer).setUint32(4, 4_000_000_000);
+    new DataView(idx.buffer).setUint32(8, 0);
+    await expect(openVectors(file('zero-idx3-ubyte', idx))).rejects.toThrow(/zero-idx3-ubyte: 4000000000 images of 0 x 3 bytes hold no values; expected rows and columns >= 1/);
+    // An empty array stays readable.
+    expect((await openVectors(file('none.npy', npyBytes('<f4', '(0, 4)', new Uint8Array(0))))).rows).toBe(0);
   });
 });
 

@@ -1,0 +1,120 @@
+/**
+ * Commands that write an index file serialise on its advisory lock (src/io/file-lock.ts): `remove`
+ * holds the lock of the index it rewrites (in place: --index; with --out: --out) from before it
+ * reads the index until the rename, and `build` that of --out. A second writer is refused at once
+ * (exit 1, one line naming the holder) and the file is left as the first writer makes it: two
+ * removes started together never lose an acknowledged removal. End to end against the built CLI.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { lockPathOf } from '../../src/io/file-lock.js';
+import { loadIndex } from '../../src/io/load-index.js';
+import { writeVectors } from '../../src/io/vectors.js';
+import { randomFloats } from '../../src/random.js';
+import { cpuBackend } from '../helpers/cpu.js';
+import { killLockHolders, lockHolder } from '../helpers/lock-holder.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const main = join(root, 'dist/cli/main.js');
+const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-locks-'));
+const at = (name: string): string => join(dir, name);
+const cli = (...args: string[]) => {
+  const r = spawnSync(process.execPath, [main, ...args, '--backend', 'cpu'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, err: r.stderr };
+};
+/** The CLI started without waiting; resolves with its exit code and stderr. */
+const started = (...args: string[]): Promise<{ code: number | null; err: string }> =>
+  new Promise((res) => {
+    const c = spawn(process.execPath, [main, ...args, '--backend', 'cpu'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr!.on('data', (b) => (err += b));
+    c.on('exit', (code) => res({ code, err }));
+  });
+
+afterAll(killLockHolders);
+
+async function release(c: ChildProcess): Promise<void> {
+  const gone = new Promise((res) => c.on('exit', res));
+  c.kill('SIGTERM');
+  await gone;
+}
+
+/** Ids still in the saved index at `path`, of those in `ids`. */
+async function stillThere(path: string, ids: number[]): Promise<number> {
+  const index = await loadIndex(cpuBackend(), path);
+  try {
+    return await index.removeIds(BigInt64Array.from(ids, BigInt));
+  } finally {
+    await index.dispose();
+  }
+}
+
+const d = 32;
+const n = 100_000; // a 12.8 MB index: loading, removing and saving it takes long enough that two removes started together overlap
+writeVectors(at('x.fvecs'), randomFloats(n * d, 5), n, d);
+const evens = Array.from({ length: 500 }, (_, i) => 2 * i);
+const odds = Array.from({ length: 500 }, (_, i) => 2 * i + 1);
+writeFileSync(at('evens.txt'), evens.join('\n'));
+writeFileSync(at('odds.txt'), odds.join('\n'));
+
+describe('writers of one index file are serialised', () => {
+  it('build writes the index and removes its lock', () => {
+    const r = cli('build', '--input', 'x.fvecs', '--out', 'x.idx');
+    expect(r.code, r.err).toBe(0);
+    expect(existsSync(lockPathOf(at('x.idx')))).toBe(false);
+  });
+
+  it('remove (in place) is refused at once while another process holds the index, which is left as it was', async () => {
+    const before = readFileSync(at('x.idx'));
+    const c = await lockHolder(at('x.idx'), 'remove');
+    const r = cli('remove', '--index', 'x.idx', '--ids', 'evens.txt');
+    expect(r.code, r.err).toBe(1);
+    expect(r.err.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^webgpu-knn remove: .*x\\.idx is being updated by another webgpu-knn \\(remove, pid ${c.pid} on .*\\); wait for it to finish, then run this again$`))]);
+    expect(r.err).not.toMatch(/backend:/); // refused before any work
+    expect(readFileSync(at('x.idx')).equals(before)).toBe(true);
+    await release(c);
+    // Once the holder is gone, the same command runs.
+    const again = cli('remove', '--index', 'x.idx', '--ids', 'evens.txt', '--out', 'y.idx');
+    expect(again.code, again.err).toBe(0);
+    expect(existsSync(lockPathOf(at('y.idx')))).toBe(false);
+  });
+
+  it('remove --out and build --out take the lock of the file they write', async () => {
+    const c = await lockHolder(at('y.idx'), 'remove');
+    const r = cli('remove', '--index', 'x.idx', '--ids', 'odds.txt', '--out', 'y.idx');
+    expect(r.code, r.err).toBe(1);
+    expect(r.err).toMatch(new RegExp(`y\\.idx is being updated by another webgpu-knn \\(remove, pid ${c.pid} `));
+    const b = cli('build', '--input', 'x.fvecs', '--out', 'y.idx');
+    expect(b.code, b.err).toBe(1);
+    expect(b.err).toMatch(new RegExp(`y\\.idx is being updated by another webgpu-knn \\(remove, pid ${c.pid} `));
+    expect(b.err).not.toMatch(/^\s+at /m);
+    await release(c);
+    // y.idx is as the earlier remove wrote it: the refused remove took none of its odd ids away.
+    expect(await stillThere(at('y.idx'), odds)).toBe(500);
+  });
+
+  it('two removes of disjoint ids started together: every run that exits 0 has its ids gone', async () => {
+    for (let trial = 0; trial < 2; trial++) {
+      expect(cli('build', '--input', 'x.fvecs', '--out', 'race.idx').code).toBe(0);
+      const [a, b] = await Promise.all([started('remove', '--index', 'race.idx', '--ids', 'evens.txt'), started('remove', '--index', 'race.idx', '--ids', 'odds.txt')]);
+      const runs: [typeof a, number[]][] = [
+        [a, evens],
+        [b, odds],
+      ];
+      expect(runs.some(([r]) => r.code === 0), `${a.err}\n${b.err}`).toBe(true);
+      for (const [r, ids] of runs) {
+        if (r.code === 0) {
+          expect(await stillThere(at('race.idx'), ids), `trial ${trial}: acknowledged (${r.err.trim().split('\n').at(-1)}) but not removed`).toBe(0);
+        } else {
+          expect(r.code, r.err).toBe(1);
+          expect(r.err.trim().split('\n').at(-1)).toMatch(/race\.idx is being updated by another webgpu-knn \(remove, pid \d+ on /);
+        }
+      }
+      expect(existsSync(lockPathOf(at('race.idx')))).toBe(false);
+    }
+  });
+});
