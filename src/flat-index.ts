@@ -102,7 +102,11 @@ export class FlatIndex extends IndexCore {
     }
     if (spec === null || Codec.untrained(spec, this.dim)) return;
     const rows = x();
-    return this.queue.mutate(async () => this.installCodec(await Codec.train(this.backend, spec, this.dim, rows)));
+    return this.queue.mutate(async () => {
+      const codec = await Codec.train(this.backend, spec, this.dim, rows);
+      codec.checkBound(null, true);
+      this.installCodec(codec);
+    });
   }
 
   /** Uses a trained transform (from train or a saved index), emptying the index. */
@@ -149,13 +153,16 @@ export class FlatIndex extends IndexCore {
 
   /**
    * Restores saved tables (loadIndex): the codec's (as `codecTables` gave them) or the
-   * transform's (Transform.tables), whichever this index has. Empties the index.
+   * transform's (Transform.tables), whichever this index has, checked as a file's are (finite,
+   * every reconstruction within the bound on added vectors, a rotation or projection
+   * orthonormal). Empties the index.
    */
   async restoreTables(tables: Float32Array): Promise<void> {
     this.queue.checkOpen('restoreTables');
     const { codecSpec, transformSpec } = this;
     if (codecSpec) {
       const codec = Codec.restore(codecSpec, this.dim, tables);
+      codec.checkBound();
       return this.queue.mutate(async () => this.installCodec(codec));
     }
     if (!transformSpec) throw new InvalidArgumentError('restoreTables: this index stores float32 rows; it has no codec or transform');
@@ -184,7 +191,7 @@ export class FlatIndex extends IndexCore {
 
   protected override requireTrained(what: string): void {
     const name = this.codecName ?? (this.transformSpec && transformName(this.transformSpec));
-    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: a ${name} index is trained first; call train(xt)`);
+    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: the ${name} index is not trained; call train(xt) first`);
   }
 
   /**
@@ -320,6 +327,7 @@ export class FlatIndex extends IndexCore {
   async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
     this.queue.checkOpen('save');
     return this.queue.search(async () => {
+      this.requireTrained('save'); // its tables are part of the file
       const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
       const tables = this.codec?.tables() ?? this.transform?.tables() ?? null;
       const rows = this.liveRows(this.codec !== null);

@@ -159,7 +159,9 @@ export class IvfFlatIndex extends IndexCore {
         const sample = await sampleRows(x, this.dim, CODEC_TRAIN_ROWS, rng((this.options.seed ?? 1234) + 1));
         const n = sample.length / this.dim;
         const residuals = await this.residuals(sample, n, await this.assign(sample, n));
-        this.installCodec(await Codec.train(this.backend, spec, this.dim, residuals, this.options.seed ?? 1234));
+        const codec = await Codec.train(this.backend, spec, this.dim, residuals, this.options.seed ?? 1234);
+        codec.checkBound(this.trainedCentroids, true);
+        this.installCodec(codec);
       }
     });
   }
@@ -191,7 +193,11 @@ export class IvfFlatIndex extends IndexCore {
     this.clearLists();
   }
 
-  /** Restores a saved codec (loadIndex; after setCentroids): `tables` as `codecTables` gave them. Empties the index. */
+  /**
+   * Restores a saved codec (loadIndex; after setCentroids): `tables` as `codecTables` gave them,
+   * checked as a file's are (finite, and each list's centroid plus the codes' largest
+   * reconstruction within the bound on added vectors: Codec.checkBound). Empties the index.
+   */
   async restoreCodec(tables: Float32Array): Promise<void> {
     this.queue.checkOpen('restoreCodec');
     const spec = this.codecSpec;
@@ -199,6 +205,7 @@ export class IvfFlatIndex extends IndexCore {
     const codec = Codec.restore(spec, this.dim, tables);
     return this.queue.mutate(async () => {
       this.requireCentroids('restoreCodec');
+      codec.checkBound(this.trainedCentroids);
       this.installCodec(codec);
     });
   }
@@ -426,14 +433,14 @@ export class IvfFlatIndex extends IndexCore {
     this.queue.checkOpen('save');
     const nprobe = this.nprobe; // as it is when save is called, like every argument
     return this.queue.search(async () => {
-      const centroids = this.trainedCentroids;
-      if (!centroids) throw new InvalidArgumentError('IvfFlatIndex.save: the index is not trained; there is nothing to save');
+      this.requireTrained('save'); // its centroids and tables are part of the file
+      const centroids = this.trainedCentroids!;
       const { offsets, keep, renumbered, rows } = this.liveLists();
       const live = { ids: Float64Array.from(keep, (s) => this.ids.idOf(s)), nextId: this.ids.savedNextId };
       const tables = this.codec?.tables() ?? null;
       const refine = this.refineRows?.liveRows(this.ids);
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
-        yield centroids!;
+        yield centroids;
         if (tables) yield tables;
         yield offsets;
         yield renumbered;

@@ -187,7 +187,7 @@ describe.each(backends)('LSH indexes (%s)', (name, backend) => {
     await expect(index.rangeSearch(xq, 1)).rejects.toThrow(/rangeSearch: a LSH index scores Hamming distances/);
     const untrained = indexFactory(backend!, d, 'LSHt');
     expect(untrained.isTrained).toBe(false);
-    await expect(untrained.add(xb)).rejects.toThrow(/trained first/);
+    await expect(untrained.add(xb)).rejects.toThrow(/the LSHt index is not trained; call train\(xt\) first/);
     expect(() => new IvfFlatIndex(backend!, { dim: d, nlist: 4, codec: 'LSHr' })).toThrow(/binary codes are stored in Flat indexes only/);
     await index.dispose();
     await untrained.dispose();
