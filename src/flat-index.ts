@@ -126,12 +126,10 @@ export class FlatIndex extends IndexCore {
   }
 
   /**
-   * Without refine rows, the re-score compares the queries with what the store holds: a
-   * transformed index's rows in the transformed space, an LSH's reconstructions in its rotated
-   * space (Codec.toCodeSpace); with refine rows, the queries themselves.
+   * The queries in the space of what the store holds (rowsAt): a transformed index's rows in the
+   * transformed space, an LSH's reconstructions in its rotated space (Codec.toCodeSpace).
    */
-  protected override scoreQueries(xq: Float32Array, nq: number): { queries: Float32Array; dim: number } {
-    if (this.refineRows) return { queries: xq, dim: this.dim };
+  protected override ownQueries(xq: Float32Array, nq: number): { queries: Float32Array; dim: number } {
     if (this.transform) return { queries: this.storeQueries(xq, nq), dim: this.storeDim };
     return { queries: this.codec ? this.codec.toCodeSpace(xq, nq) : xq, dim: this.dim };
   }
@@ -283,7 +281,7 @@ export class FlatIndex extends IndexCore {
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
-    return (this.refineRows ?? this.store).rowsAt(slots);
+    return this.store.rowsAt(slots);
   }
 
   protected rowSpace(): RowSpace {

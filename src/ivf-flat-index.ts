@@ -354,7 +354,6 @@ export class IvfFlatIndex extends IndexCore {
   }
 
   protected async rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
-    if (this.refineRows) return this.refineRows.rowsAt(slots);
     const lists = this.deviceLists;
     const at = await lists.rowsAt(slots);
     if (!lists.format.residual) return at;
