@@ -10,9 +10,10 @@ Without factory: builds IndexFlat, and IndexIVFFlat (its quantizer an IndexFlat 
 that an inner-product IVF trains by spherical k-means assigned by inner product, as Faiss does and
 as webgpu-knn does) trained on the base with the same number of k-means iterations. With factory:
 each string through faiss.index_factory, trained on the base (an IVF's coarse k-means with the
-given niter and seed, and `spherical` where the entry gives it), then searched with each config:
-nprobe on the IVF inside (faiss.extract_index_ivf, unwrapping an ,RFlat IndexRefine first),
-k_factor on an IndexRefine. A factory entry may instead carry `codes` (a PQ string, with or without
+given niter and seed; where the entry gives `spherical`, cp.spherical, and when it is false for
+inner product an L2 clustering index, so that the centroids are plain L2 k-means), then searched
+with each config: nprobe on the IVF inside (faiss.extract_index_ivf, unwrapping an ,RFlat
+IndexRefine first), k_factor on an IndexRefine. A factory entry may instead carry `codes` (a PQ string, with or without
 ,RFlat): the paths of a trained codebook (float32, M * 2^nbits * d / M, Faiss's layout) and of
 the n codes (code_size bytes each); the IndexPQ then holds exactly those, untrained by Faiss, and
 an IndexRefineFlat the base rows, so that both engines search the same codes.
@@ -36,6 +37,10 @@ import time
 
 import faiss
 import numpy as np
+
+
+# Objects Faiss points to but does not own (SWIG keeps no reference): kept alive for the run.
+KEEP = []
 
 
 def log(line):
@@ -107,6 +112,11 @@ def build_factory(configs, f, xb, metric):
         ivf.cp.seed = f["seed"]
         if f.get("spherical") is not None:
             ivf.cp.spherical = f["spherical"]
+        if f.get("spherical") is False and metric == faiss.METRIC_INNER_PRODUCT:
+            # Plain L2 k-means, as webgpu-knn's spherical: false: Faiss would otherwise assign
+            # by its inner-product quantizer while training.
+            ivf.clustering_index = faiss.IndexFlatL2(d)
+            KEEP.append(ivf.clustering_index)
     if f.get("codes"):
         given_codes(index, f["codes"], xb)
     else:
