@@ -82,9 +82,9 @@ export class ProductQuantizer {
     return pq;
   }
 
-  /** What messages call the trained tables. */
+  /** What messages call the trained tables (the codec spelt as the factory spells it: PQ16, PQ16x4). */
   get tableName(): string {
-    return `PQ${this.M}x${this.nbits} codebook`;
+    return `PQ${this.M}${this.nbits === 8 ? '' : `x${this.nbits}`} codebook`;
   }
 
   /**

@@ -180,6 +180,13 @@ describe('trained tables given through the API are checked as a file\'s are', ()
     await expect(ivf.restoreCodec(near)).rejects.toThrow(/list 0: its centroid \(norm 7\.348e\+18\) plus the largest reconstruction of the PQ2x4 codebook \(norm 4\.000e\+18\) can reach a squared norm of 1\.288e\+38/);
     await Promise.all([pq.dispose(), sq.dispose(), lsh.dispose(), ivf.dispose()]);
   });
+
+  it('training refuses tables whose reconstructions could overflow, though every row keeps the bound', async () => {
+    // Each row's squared norm is 8.1e37 (within 8.507e37); a code can take both maxima at once.
+    const sq = new FlatIndex(cpu, { dim: 2, codec: 'SQ8' });
+    await expect(sq.train(new Float32Array([9e18, 0, 0, 9e18]))).rejects.toThrow(/SQ8 tables: a reconstruction can have a squared norm of 1\.6\d+e\+38 .*; scale the vectors down/);
+    await sq.dispose();
+  });
 });
 
 describe('save() on an index not yet trained says so, and writes nothing', () => {
