@@ -6,11 +6,17 @@ argv[1]: a job JSON written by bench/peers.ts: n, nq, d, metric ('l2' or 'ip'; c
 list of description, niter, seed, configs: each param, nprobe, kFactor), and dir, which holds
 base.f32 (n * d float32) and query.f32 (nq * d).
 
-Without factory: builds IndexFlat, and IndexIVFFlat (its quantizer an IndexFlatL2, as webgpu-knn
-trains centroids by L2 for every metric) trained on the base with the same number of k-means
-iterations. With factory: each string through faiss.index_factory, trained on the base (an IVF's
-coarse k-means with the given niter and seed), then searched with each config: nprobe on the IVF
-inside (faiss.extract_index_ivf, unwrapping an ,RFlat IndexRefine first), k_factor on an IndexRefine.
+Without factory: builds IndexFlat, and IndexIVFFlat (its quantizer an IndexFlat of the metric, so
+that an inner-product IVF trains by spherical k-means assigned by inner product, as Faiss does and
+as webgpu-knn does) trained on the base with the same number of k-means iterations. With factory:
+each string through faiss.index_factory, trained on the base (an IVF's coarse k-means with the
+given niter and seed; where the entry gives `spherical`, cp.spherical, and when it is false for
+inner product an L2 clustering index, so that the centroids are plain L2 k-means), then searched
+with each config: nprobe on the IVF inside (faiss.extract_index_ivf, unwrapping an ,RFlat
+IndexRefine first), k_factor on an IndexRefine. A factory entry may instead carry `codes` (a PQ string, with or without
+,RFlat): the paths of a trained codebook (float32, M * 2^nbits * d / M, Faiss's layout) and of
+the n codes (code_size bytes each); the IndexPQ then holds exactly those, untrained by Faiss, and
+an IndexRefineFlat the base rows, so that both engines search the same codes.
 
 It builds everything first, then runs passes when asked, so that bench/measure.ts can interleave
 them with the other engines' passes. A pass searches the queries exactly as bench/measure.ts does:
@@ -31,6 +37,10 @@ import time
 
 import faiss
 import numpy as np
+
+
+# Objects Faiss points to but does not own (SWIG keeps no reference): kept alive for the run.
+KEEP = []
 
 
 def log(line):
@@ -100,9 +110,19 @@ def build_factory(configs, f, xb, metric):
     if ivf is not None:
         ivf.cp.niter = f["niter"]
         ivf.cp.seed = f["seed"]
-    if not index.is_trained:
-        index.train(xb)
-    index.add(xb)
+        if f.get("spherical") is not None:
+            ivf.cp.spherical = f["spherical"]
+        if f.get("spherical") is False and metric == faiss.METRIC_INNER_PRODUCT:
+            # Plain L2 k-means, as webgpu-knn's spherical: false: Faiss would otherwise assign
+            # by its inner-product quantizer while training.
+            ivf.clustering_index = faiss.IndexFlatL2(d)
+            KEEP.append(ivf.clustering_index)
+    if f.get("codes"):
+        given_codes(index, f["codes"], xb)
+    else:
+        if not index.is_trained:
+            index.train(xb)
+        index.add(xb)
     build = time.perf_counter() - t
     log("%s: trained and added in %.2f s" % (f["description"], build))
     size = serialized_bytes(index)
@@ -121,6 +141,29 @@ def build_factory(configs, f, xb, metric):
         configs.add(f["description"], index, c["param"], build, size, apply)
 
 
+def given_codes(index, codes, xb):
+    """Puts a trained codebook and the base's codes (files named by `codes`) into a factory-built
+    IndexPQ, or the IndexPQ inside an IndexRefineFlat (whose refine index then takes the base rows)."""
+    refine = index if hasattr(index, "k_factor") else None
+    pq = faiss.downcast_index(refine.base_index) if refine else index
+    if not isinstance(pq, faiss.IndexPQ):
+        raise RuntimeError("codes are given for IndexPQ strings only; got %s" % type(pq).__name__)
+    n = xb.shape[0]
+    centroids = np.fromfile(codes["codebook"], dtype=np.float32)
+    data = np.fromfile(codes["codes"], dtype=np.uint8)
+    if centroids.size != pq.pq.centroids.size() or data.size != n * pq.code_size:
+        raise RuntimeError("codes: %d codebook floats and %d code bytes; expected %d and %d"
+                           % (centroids.size, data.size, pq.pq.centroids.size(), n * pq.code_size))
+    faiss.copy_array_to_vector(centroids, pq.pq.centroids)
+    faiss.copy_array_to_vector(data, pq.codes)
+    pq.ntotal = n
+    pq.is_trained = True
+    if refine:
+        refine.refine_index.add(xb)
+        refine.ntotal = n
+        refine.is_trained = True
+
+
 def build_default(configs, job, xb, metric):
     d = xb.shape[1]
     t = time.perf_counter()
@@ -132,7 +175,7 @@ def build_default(configs, job, xb, metric):
     ivf = job["ivf"]
     if ivf:
         t = time.perf_counter()
-        quantizer = faiss.IndexFlatL2(d)
+        quantizer = faiss.IndexFlat(d, metric)
         index = faiss.IndexIVFFlat(quantizer, d, ivf["nlist"], metric)
         index.cp.niter = ivf["niter"]
         index.cp.seed = ivf["seed"]

@@ -103,7 +103,11 @@ export class FlatIndex extends IndexCore {
     }
     if (spec === null || Codec.untrained(spec, this.dim)) return;
     const rows = x();
-    return this.queue.mutate(async () => this.installCodec(await Codec.train(this.backend, spec, this.dim, rows)));
+    return this.queue.mutate(async () => {
+      const codec = await Codec.train(this.backend, spec, this.dim, rows);
+      codec.checkBound(null, true);
+      this.installCodec(codec);
+    });
   }
 
   /** Uses a trained transform (from train or a saved index), emptying the index. */
@@ -123,12 +127,10 @@ export class FlatIndex extends IndexCore {
   }
 
   /**
-   * Without refine rows, the re-score compares the queries with what the store holds: a
-   * transformed index's rows in the transformed space, an LSH's reconstructions in its rotated
-   * space (Codec.toCodeSpace); with refine rows, the queries themselves.
+   * The queries in the space of what the store holds (rowsAt): a transformed index's rows in the
+   * transformed space, an LSH's reconstructions in its rotated space (Codec.toCodeSpace).
    */
-  protected override scoreQueries(xq: Float32Array, nq: number): { queries: Float32Array; dim: number } {
-    if (this.refineRows) return { queries: xq, dim: this.dim };
+  protected override ownQueries(xq: Float32Array, nq: number): { queries: Float32Array; dim: number } {
     if (this.transform) return { queries: this.storeQueries(xq, nq), dim: this.storeDim };
     return { queries: this.codec ? this.codec.toCodeSpace(xq, nq) : xq, dim: this.dim };
   }
@@ -150,13 +152,16 @@ export class FlatIndex extends IndexCore {
 
   /**
    * Restores saved tables (loadIndex): the codec's (as `codecTables` gave them) or the
-   * transform's (Transform.tables), whichever this index has. Empties the index.
+   * transform's (Transform.tables), whichever this index has, checked as a file's are (finite,
+   * every reconstruction within the bound on added vectors, a rotation or projection
+   * orthonormal). Empties the index.
    */
   async restoreTables(tables: Float32Array): Promise<void> {
     this.queue.checkOpen('restoreTables');
     const { codecSpec, transformSpec } = this;
     if (codecSpec) {
       const codec = Codec.restore(codecSpec, this.dim, tables);
+      codec.checkBound();
       return this.queue.mutate(async () => this.installCodec(codec));
     }
     if (!transformSpec) throw new InvalidArgumentError('restoreTables: this index stores float32 rows; it has no codec or transform');
@@ -185,7 +190,7 @@ export class FlatIndex extends IndexCore {
 
   protected override requireTrained(what: string): void {
     const name = this.codecName ?? (this.transformSpec && transformName(this.transformSpec));
-    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: a ${name} index is trained first; call train(xt)`);
+    if (!this.isTrained) throw new InvalidArgumentError(`FlatIndex.${what}: the ${name} index is not trained; call train(xt) first`);
   }
 
   /**
@@ -277,7 +282,7 @@ export class FlatIndex extends IndexCore {
   }
 
   protected rowsAt(slots: ArrayLike<number>): Promise<RowAt> {
-    return (this.refineRows ?? this.store).rowsAt(slots);
+    return this.store.rowsAt(slots);
   }
 
   protected rowSpace(): RowSpace {
@@ -321,6 +326,7 @@ export class FlatIndex extends IndexCore {
   async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
     this.queue.checkOpen('save');
     return this.queue.search(async () => {
+      this.requireTrained('save'); // its tables are part of the file
       const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
       const tables = this.codec?.tables() ?? this.transform?.tables() ?? null;
       const rows = this.liveRows(this.codec !== null);

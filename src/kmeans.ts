@@ -5,7 +5,7 @@
  */
 import type { Backend } from './backend.js';
 import { rng } from './random.js';
-import { InvalidArgumentError, checkDim, checkVectors } from './types.js';
+import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from './types.js';
 import { type VectorSource, checkSource, checkedBlocks, copyRows, gatherRows } from './vector-source.js';
 
 export type KMeansInit = 'random' | 'kmeans++';
@@ -14,7 +14,7 @@ export interface KMeansProgress {
   /** 1-based. */
   iteration: number;
   niter: number;
-  /** Sum of squared distances of the training points to their assigned centroid. */
+  /** Sum of squared distances of the training points to their assigned centroid (unit centroids with `spherical`). */
   objective: number;
   /** Empty clusters repaired after this iteration. */
   repaired: number;
@@ -34,6 +34,15 @@ export interface KMeansTrainOptions {
   maxPointsPerCentroid?: number;
   /** And at most this many points in all (default: no further bound); at least k. */
   maxPoints?: number;
+  /**
+   * Spherical k-means (Faiss's ClusteringParameters.spherical, which its IVF sets for inner
+   * product): the centroids are normalised to unit norm after the initialisation and after every
+   * update (and repair). Against unit centroids ||x - c||^2 = ||x||^2 + 1 - 2 x.c, so the L2
+   * assignment the iterations make is the one by largest inner product (up to the float32
+   * rounding of the centroids' norms, the size of the inner products' own); the objective is the
+   * sum of squared distances to the unit centroids. Default false.
+   */
+  spherical?: boolean;
   onProgress?: (progress: KMeansProgress) => void;
 }
 
@@ -91,20 +100,24 @@ export class KMeans {
     // workspace reads it every iteration (its bounds) and the caller may change it meanwhile.
     const x = sample === xt ? sample.slice() : sample;
     const n = x.length / d;
-    const centroids = init === 'random' ? initRandom(x, n, d, k, random) : initPlusPlus(x, n, d, k, random);
+    const spherical = options.spherical ?? false;
+    const first = init === 'random' ? initRandom(x, n, d, k, random) : initPlusPlus(x, n, d, k, random);
     const ws = await this.backend.createKMeansWorkspace(x, n, d, k);
     const objective: number[] = [];
     try {
-      await ws.setCentroids(centroids);
+      // Normalised on the host, in float64, rounded once (normalizeRows): the same bits from
+      // either backend's centroids, at the cost of one read and upload of the centroids an iteration.
+      await ws.setCentroids(spherical ? normalizeRows(first, d) : first);
       const t0 = performance.now();
       for (let it = 1; it <= niter; it++) {
         const step = await ws.iterate();
         objective.push(step.objective);
         let repaired = 0;
-        if (step.counts.some((c) => c === 0)) {
+        const empty = step.counts.some((c) => c === 0);
+        if (empty || spherical) {
           const c = await ws.centroids();
-          repaired = splitClusters(c, step.counts, n, d, k, random);
-          await ws.setCentroids(c);
+          if (empty) repaired = splitClusters(c, step.counts, n, d, k, random);
+          await ws.setCentroids(spherical ? normalizeRows(c, d) : c);
         }
         options.onProgress?.({ iteration: it, niter, objective: step.objective, repaired, seconds: (performance.now() - t0) / 1000 });
       }

@@ -120,12 +120,21 @@ export class Transform {
     return out;
   }
 
-  /** A transform from saved tables (see `tables`). */
+  /**
+   * A transform from saved tables (see `tables`): finite eigenvalues, and a matrix of orthonormal
+   * rows (checkOrthonormalRows), as PCA's principal axes (rotated or not) are.
+   */
   static restore(spec: TransformSpec, d: number, tables: Float32Array): Transform {
     const want = transformTableFloats(spec, d);
-    if (tables.length !== want) throw new InvalidArgumentError(`${transformName(spec)} tables: ${tables.length} floats; expected ${want}`);
+    const name = transformName(spec);
+    if (tables.length !== want) throw new InvalidArgumentError(`${name} tables: ${tables.length} floats; expected ${want}`);
     if (spec.kind === 'Prefix') return Transform.untrained(spec, d)!;
-    return new Transform(spec, d, tables.slice(spec.p), tables.slice(0, spec.p));
+    const eigenvalues = tables.slice(0, spec.p);
+    const bad = eigenvalues.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) throw new InvalidArgumentError(`${name} eigenvalues: [${bad}] is ${eigenvalues[bad]}; expected a finite value`);
+    const matrix = tables.slice(spec.p);
+    checkOrthonormalRows(matrix, spec.p, d, `${name} matrix`, 'P P^T - I', "PCA's principal axes");
+    return new Transform(spec, d, matrix, eigenvalues);
   }
 
   /**
@@ -394,6 +403,45 @@ function matMul(a: Float64Array, b: Float64Array, r: number, k: number, c: numbe
     }
   }
   return out;
+}
+
+/**
+ * How far from orthonormal the rows of a loaded rotation or projection may be (see
+ * checkOrthonormalRows): float32 rounding of a true one leaves about 1e-5 at d = 4096.
+ */
+export const ORTHONORMAL_TOLERANCE = 2 ** -10;
+
+/**
+ * Throws unless `m` (`rows x d`, row-major; `what` names it) is finite with orthonormal rows: for
+ * every row i, the sum over j of |G_ij - delta_ij| is at most ORTHONORMAL_TOLERANCE, G = m m^T in
+ * float64 (`gram` spells G - I in the message, `why` says why the rows must be; the worst row is
+ * named). G's largest
+ * eigenvalue is then at most 1 + ORTHONORMAL_TOLERANCE (Gershgorin), so ||m y||^2 <= (1 + 2^-10)
+ * ||y||^2: a rotated or projected query keeps the norm bound queries are held to, up to float32
+ * rounding, and its scores stay finite. Costs rows^2 d / 2 multiply-adds: a quarter of what
+ * randomOrthogonal spends making a d x d rotation, less than PCA's training.
+ */
+export function checkOrthonormalRows(m: Float32Array, rows: number, d: number, what: string, gram: string, why: string): void {
+  const bad = m.findIndex((v) => !Number.isFinite(v));
+  if (bad >= 0) throw new InvalidArgumentError(`${what}: row ${Math.floor(bad / d)} column ${bad % d} is ${m[bad]}; expected a finite value`);
+  const off = new Float64Array(rows);
+  for (let i = 0; i < rows; i++) {
+    const a = i * d;
+    for (let k = i; k < rows; k++) {
+      const b = k * d;
+      let dot = 0;
+      for (let j = 0; j < d; j++) dot += m[a + j] * m[b + j];
+      const e = Math.abs(dot - (i === k ? 1 : 0));
+      off[i] += e;
+      if (k !== i) off[k] += e;
+    }
+  }
+  // The worst row is named: one bad row spoils its products with every other row too.
+  let worst = 0;
+  for (let i = 1; i < rows; i++) if (off[i] > off[worst]) worst = i;
+  if (off[worst] > ORTHONORMAL_TOLERANCE) {
+    throw new InvalidArgumentError(`${what}: row ${worst}: the sum of |${gram}| over its row is ${off[worst].toPrecision(4)}; at most ${ORTHONORMAL_TOLERANCE} (the rows must be orthonormal: ${why})`);
+  }
 }
 
 /**

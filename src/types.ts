@@ -106,6 +106,17 @@ export function checkK(k: unknown, maxK: number): number {
 const FLOAT32_MAX = 3.4028234663852886e38;
 
 /**
+ * The largest squared norm of a vector an index compares queries with (and of a query): a quarter
+ * of float32's range, so that every squared distance between two such vectors, at most
+ * (||q|| + ||x||)^2, and every inner product stays finite. `add` refuses rows above it; loading
+ * refuses files whose rows, centroids or codes' reconstructions can exceed it.
+ */
+export const MAX_SQUARED_NORM = FLOAT32_MAX / 4;
+
+/** How messages about loaded rows, centroids and tables state MAX_SQUARED_NORM. */
+export const MAX_SQUARED_NORM_TEXT = `at most ${MAX_SQUARED_NORM.toExponential(3)} (a quarter of float32's range, the bound on added vectors, so that distances stay finite)`;
+
+/**
  * Checks that `x` is a Float32Array of `n * dim` finite values, each row's squared norm at most a
  * quarter of float32's range (so that every squared distance between rows is finite; pass
  * `checkNorms` false for rows that are normalised before use, as for cosine), and returns `n`.
@@ -138,9 +149,9 @@ export function checkVectors(x: unknown, dim: number, what: string, allowEmpty: 
       }
       norm2 += x[i] * x[i];
     }
-    if (checkNorms && norm2 > FLOAT32_MAX / 4) {
+    if (checkNorms && norm2 > MAX_SQUARED_NORM) {
       throw new InvalidArgumentError(
-        `${what} row ${row0 + row} has a squared norm of ${norm2.toExponential(3)}; at most ${(FLOAT32_MAX / 4).toExponential(3)} ` +
+        `${what} row ${row0 + row} has a squared norm of ${norm2.toExponential(3)}; at most ${MAX_SQUARED_NORM.toExponential(3)} ` +
           `(a quarter of float32's range, so that distances stay finite): scale the vectors down`,
       );
     }

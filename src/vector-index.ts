@@ -28,9 +28,11 @@ export interface SearchParams {
   /** IVF: lists scanned per query (default: the index's nprobe). Ignored by Flat. */
   nprobe?: number;
   /**
-   * Candidates re-scored per result (a number >= 1, default 1; Faiss's IndexRefine k_factor): the
-   * k x kFactor best by the index's own scores (codes) are re-scored exactly (against the float32
-   * rows of a `,RFlat` index, else the reconstructions) and the k best kept.
+   * Candidates re-ranked per result (a number >= 1, default 1; Faiss's IndexRefine k_factor): an
+   * index with a re-rank (refine rows: `,RFlat`, `,Refine(SQfp16)`; LSH codes, re-ranked by their
+   * +-1 reconstructions) re-scores exactly k x kFactor (rounded down, as Faiss) of its codes' best
+   * against it and keeps the k best. Elsewhere the final re-score compares the very rows the
+   * kernels scored, and kFactor only widens its margin (see rerankCount).
    */
   kFactor?: number;
   /** Only these ids may be results (see IdFilter): each row gets its k nearest allowed vectors. */
@@ -173,24 +175,67 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   /**
-   * What the exact re-score computes: the index's metric, except where the rows re-scored are
-   * reconstructions of normalised vectors (codes, or SQfp16 refine rows), whose norms are not 1: there cosine is the
-   * inner product of the normalised query with the reconstruction, as Faiss ranks normalised data
-   * with an inner-product quantiser, and as the kernels rank the candidates. (A transform's rows
-   * are re-normalised for cosine: they are re-scored by cosine, in its space; see scoreQueries.)
+   * What a re-score of rows computes: the index's metric, except where the rows are
+   * reconstructions of normalised vectors (codes, or SQfp16 refine rows), whose norms are not 1:
+   * there cosine is the inner product of the normalised query with the reconstruction, as Faiss
+   * ranks normalised data with an inner-product quantiser, and as the kernels rank the candidates.
+   * (A transform's rows are re-normalised for cosine: they are re-scored by cosine, in its space;
+   * see ownQueries.) `own`: the index's own rows (rowsAt), else the final re-score's (finalRows).
    */
-  protected get scoreMetric(): Metric {
-    const approximate = this.refine === 'SQfp16' || (this.codecSpec !== null && this.refine === null);
+  private scoreMetric(own: boolean): Metric {
+    const approximate = own || this.refine === null ? this.codecSpec !== null : this.refine === 'SQfp16';
     return approximate && this.metric === 'cosine' ? 'ip' : this.metric;
   }
 
   /**
-   * The queries (prepared, `nq * dim`) as the exact re-score takes them, and their dim: the rows
-   * `rowsAt` returns are in that space. Here, as given; a transformed index without refine rows
-   * re-scores its p-dim rows against the transformed queries.
+   * The queries (prepared, `nq * dim`) in the space of the rows `rowsAt` returns, and their dim:
+   * here, as given; a transformed index compares its p-dim rows with transformed queries, an LSH
+   * its reconstructions with rotated ones.
    */
-  protected scoreQueries(xq: Float32Array, _nq: number): { queries: Float32Array; dim: number } {
+  protected ownQueries(xq: Float32Array, _nq: number): { queries: Float32Array; dim: number } {
     return { queries: xq, dim: this.dim };
+  }
+
+  /**
+   * What the final re-score compares (the rows of the slots it is given, the queries in their
+   * space, the metric): the refine rows and the queries as prepared where there are refine rows,
+   * else the index's own rows (rowsAt, ownQueries).
+   */
+  private async finalRows(queries: Float32Array, nq: number, slots: ArrayLike<number>): Promise<{ rowAt: RowAt; queries: Float32Array; dim: number; metric: Metric }> {
+    const metric = this.scoreMetric(false);
+    if (this.refineRows) return { rowAt: await this.refineRows.rowsAt(slots), queries, dim: this.dim, metric };
+    return { rowAt: await this.rowsAt(slots), ...this.ownQueries(queries, nq), metric };
+  }
+
+  /**
+   * How a search turns the kernels' candidates into k results, for `kr` = rerankCount(k, kFactor):
+   *   - an index with a re-rank (refine rows; LSH, whose Hamming order is not its reconstructions')
+   *     re-scores exactly kr candidates against it, the kr best by its codes' own order. Hamming
+   *     scores are integers, the same on every device, and the kernels break their ties on the
+   *     smaller slot: the kernels' first kr are those (`kc` = kr). Other codes are scored in
+   *     float32, rounded differently on each device: the kernels give candidatesFor(kr) (the
+   *     RESCORE_MARGIN, for that rounding alone), re-scored in float64 against the codes'
+   *     reconstructions, and the kr best of those by (score, id) are re-ranked. So the margin buys
+   *     the codes' exact order, identical on every backend, and the re-rank reads kr rows, as
+   *     Faiss's IndexRefine (whose k_factor candidates are ordered by float32 distances).
+   *   - any other index re-scores candidatesFor(kr) against the rows the kernels scored and keeps
+   *     the k best: kFactor only widens the margin.
+   * `need`: how many of the nearest the candidates must hold (what the first re-score keeps).
+   */
+  private candidatePlan(k: number, kr: number): { kc: number; need: number } {
+    const maxK = this.backend.maxK;
+    if (this.exactCodeOrder) return { kc: Math.min(kr, maxK), need: Math.min(kr, maxK) };
+    return { kc: candidatesFor(kr, maxK), need: this.reranks ? kr : k };
+  }
+
+  /** Whether the final re-score compares other rows than those the kernels score (see candidatePlan). */
+  private get reranks(): boolean {
+    return this.refineRows !== null || this.exactCodeOrder;
+  }
+
+  /** Whether the kernels' scores are exact (LSH's Hamming distances), so their order needs no re-score. */
+  private get exactCodeOrder(): boolean {
+    return this.codecSpec?.type === 'LSH';
   }
 
   abstract train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
@@ -209,7 +254,7 @@ export abstract class IndexCore implements VectorIndex {
   protected abstract candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams, need: number | null): Promise<SlotResult>;
   /** Range-search candidates (a superset of the rows within `limit` on the minimised score). */
   protected abstract rangeCandidates(xq: Float32Array, nq: number, limit: number, rel: number, masks: Uint32Array[] | null, params: SearchParams): Promise<RangeCandidates>;
-  /** The stored rows of these slots (see BaseStore.rowsAt). */
+  /** The index's own stored rows of these slots, as floats (codes: their reconstructions; see BaseStore.rowsAt), in ownQueries' space. */
   protected abstract rowsAt(slots: ArrayLike<number>): Promise<RowAt>;
   protected abstract rowSpace(): RowSpace;
   /** Drops the dead rows from the store; returns the old slots of the rows kept, in their new slot order. */
@@ -310,24 +355,45 @@ export abstract class IndexCore implements VectorIndex {
     });
   }
 
-  /** Candidates for k among the rows `masks` allow (null: all stored rows), re-scored. */
+  /** Candidates for k among the rows `masks` allow (null: all stored rows), re-scored (see candidatePlan). */
   private async searchMasked(queries: Float32Array, nq: number, k: number, masks: Uint32Array[] | null, p: SearchParams): Promise<SlotResult> {
-    const kc = candidatesFor(Math.ceil(k * (p.kFactor ?? 1)), this.backend.maxK);
-    const cand = await this.candidates(queries, nq, kc, masks, p, k);
-    return this.rescored(queries, nq, cand, kc, k, p);
+    const kr = rerankCount(k, p.kFactor);
+    const { kc, need } = this.candidatePlan(k, kr);
+    const cand = await this.candidates(queries, nq, kc, masks, p, need);
+    return this.rescored(queries, nq, cand, kc, k, kr, p);
   }
 
-  /** The candidates re-scored exactly; with `p.exactScores`, with the float64 scores too. */
-  private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, p: SearchParams): Promise<SlotResult> {
-    const space = this.scoreQueries(queries, nq);
-    return timedRescore(p.timings, async () => rescore(this.scoreMetric, space.queries, nq, space.dim, cand, kc, k, await this.rowsAt(cand.labels), this.tieKey(), p.exactScores));
+  /**
+   * The k results of `kc` candidates a query (-1: none), as candidatePlan says: with a re-rank, the
+   * kr best by the codes' own order (LSH: the first kr in the kernels' order) re-scored against
+   * it; else all re-scored against the rows the kernels scored. With `p.exactScores`, with the
+   * float64 scores too.
+   */
+  private async rescored(queries: Float32Array, nq: number, cand: SlotResult, kc: number, k: number, kr: number, p: SearchParams): Promise<SlotResult> {
+    return timedRescore(p.timings, async () => {
+      let shortlist = cand;
+      let width = kc;
+      if (this.reranks && kc > kr) {
+        if (this.exactCodeOrder) shortlist = { distances: new Float32Array(0), labels: firstPerRow(cand.labels, nq, kc, kr) }; // rescore reads labels only
+        else {
+          const own = this.ownQueries(queries, nq);
+          shortlist = rescore(this.scoreMetric(true), own.queries, nq, own.dim, cand, kc, kr, await this.rowsAt(cand.labels), this.tieKey());
+        }
+        width = kr;
+      }
+      const f = await this.finalRows(queries, nq, shortlist.labels);
+      return rescore(f.metric, f.queries, nq, f.dim, shortlist, width, k, f.rowAt, this.tieKey(), p.exactScores);
+    });
   }
 
   private async searchFiltered(queries: Float32Array, nq: number, k: number, filter: IdFilter, mode: 'auto' | 'pre' | 'post', p: SearchParams): Promise<SlotResult> {
     const space = this.rowSpace();
     const { masks, allowed } = this.rowMasks(filter, space);
     const selectivity = allowed / Math.max(1, this.ntotal);
-    const kPost = postFilterK(k, selectivity, this.backend.maxK);
+    const kr = rerankCount(k, p.kFactor);
+    // Allowed candidates a row must keep to stand for a pre-filtered search's.
+    const room = this.exactCodeOrder ? kr : kr + RESCORE_MARGIN;
+    const kPost = postFilterK(kr, selectivity, this.backend.maxK);
     const post = kPost <= Math.min(HEAP_MAX_K, this.backend.maxK) && (mode === 'post' || (mode === 'auto' && selectivity >= POST_FILTER_MIN_SELECTIVITY));
     if (!post) return this.searchMasked(queries, nq, k, masks, p);
     // Post-filter: more candidates over the live rows, the disallowed dropped.
@@ -343,9 +409,9 @@ export abstract class IndexCore implements VectorIndex {
         else cand.labels[j] = -1;
       }
       // A full list may have cut allowed vectors: too few kept, and the row is searched again.
-      if (full && kept < Math.min(k + RESCORE_MARGIN, allowed)) short.push(r);
+      if (full && kept < Math.min(room, allowed)) short.push(r);
     }
-    const res = await this.rescored(queries, nq, cand, kPost, k, p);
+    const res = await this.rescored(queries, nq, cand, kPost, k, kr, p);
     if (short.length > 0) {
       const d = this.dim;
       const again = new Float32Array(short.length * d);
@@ -411,8 +477,8 @@ export abstract class IndexCore implements VectorIndex {
       const masks = filter === undefined ? this.tombstones() : this.rowMasks(filter, this.rowSpace()).masks;
       const limit = this.metric === 'l2' ? radius : -radius;
       const cand = await this.rangeCandidates(queries, nq, limit, dedupMargin(this.dim), masks, p);
-      const space = this.scoreQueries(queries, nq);
-      const res = rangeRescore(this.scoreMetric, space.queries, nq, space.dim, cand, await this.rowsAt(cand.ids), radius, this.tieKey());
+      const f = await this.finalRows(queries, nq, cand.ids);
+      const res = rangeRescore(f.metric, f.queries, nq, f.dim, cand, f.rowAt, radius, this.tieKey());
       return { lims: res.lims, distances: res.distances, labels: this.ids.toIds(res.labels) };
     });
   }
@@ -426,6 +492,24 @@ function checkTransformOption(transform: unknown, dim: number): TransformSpec | 
   return checkTransform(spec, dim);
 }
 
+/**
+ * Candidates re-ranked for k results: k x kFactor rounded down (Faiss's IndexRefine takes
+ * idx_t(k * k_factor)), at least k; k without a kFactor.
+ */
+export function rerankCount(k: number, kFactor: number | undefined): number {
+  return Math.max(k, Math.floor(k * (kFactor ?? 1)));
+}
+
+/** Each row's first `keep` labels that are not -1 (of `kc` a row, in their order), padded with -1: rows of `keep`. */
+function firstPerRow(labels: Int32Array, nq: number, kc: number, keep: number): Int32Array {
+  const out = new Int32Array(nq * keep).fill(-1);
+  for (let r = 0; r < nq; r++) {
+    let m = 0;
+    for (let j = r * kc; j < (r + 1) * kc && m < keep; j++) if (labels[j] >= 0) out[r * keep + m++] = labels[j];
+  }
+  return out;
+}
+
 /** Throws unless `kFactor` is a finite number >= 1. */
 export function checkKFactor(kFactor: unknown): number {
   if (typeof kFactor !== 'number' || !(kFactor >= 1) || !Number.isFinite(kFactor)) {
@@ -437,7 +521,7 @@ export function checkKFactor(kFactor: unknown): number {
 /** Largest |radius| a range search takes (float32's range is 3.4e38; the margin needs room above it). */
 export const MAX_RADIUS = 1e38;
 
-/** Candidates a post-filter asks for, to keep k + RESCORE_MARGIN allowed ones at `selectivity` with room to spare. */
+/** Candidates a post-filter asks for, to keep k + RESCORE_MARGIN allowed ones at `selectivity` with room to spare (k: the candidates re-ranked, rerankCount). */
 export function postFilterK(k: number, selectivity: number, maxK: number): number {
   if (selectivity <= 0) return maxK + 1;
   const want = Math.ceil((1.5 * (k + RESCORE_MARGIN)) / selectivity);

@@ -14,9 +14,10 @@ import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { sampleRows } from '../kmeans.js';
 import { rng } from '../random.js';
 import { type RowFormat, bitRows, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from '../stores/row-format.js';
-import { InvalidArgumentError } from '../types.js';
+import { InvalidArgumentError, MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
 import { checkRefine } from '../refine.js';
 import { type VectorSource, dimensionRange } from '../vector-source.js';
+import { halfToFloat } from './fp16.js';
 import { ProductQuantizer } from './product-quantizer.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from './scalar-quantizer.js';
 import { LSH_TRAIN_ROWS, Lsh, lshTableFloats } from './lsh.js';
@@ -61,6 +62,44 @@ export function codecRowWords(c: CodecSpec, d: number): number {
   return c.type === 'SQ' ? sqRowWords(c.kind, d) : pqRowWords(c.M, c.nbits);
 }
 
+/** Bits of a stored row that hold the code (the rest of its codecRowWords words are padding, 0): SQ 8 d, 4 d, 16 d; PQ M nbits; LSH d. */
+function codeBits(c: CodecSpec, d: number): number {
+  if (c.type === 'LSH') return d;
+  if (c.type === 'PQ') return c.M * c.nbits;
+  return (c.kind === 'SQ8' ? 8 : c.kind === 'SQ4' ? 4 : 16) * d;
+}
+
+/**
+ * What is wrong with the first bad row of `n` stored rows of `c` codes (`words`, codecRowWords a
+ * row, as a saved index holds them), or null: a bit set in a row's padding (the kernels read whole
+ * words: padding bits change Hamming distances, and an SQfp16 padding half meets a zero query
+ * column, 0 x NaN = NaN), or an SQfp16 half that is NaN or +-Infinity. Every other code decodes
+ * to a value of the tables, which Codec.checkBound bounds.
+ */
+export function badCodeRow(c: CodecSpec, d: number, words: Uint32Array, n: number): { row: number; problem: string } | null {
+  const w = codecRowWords(c, d);
+  const bits = codeBits(c, d);
+  const fp16 = c.type === 'SQ' && c.kind === 'SQfp16';
+  for (let r = 0; r < n; r++) {
+    const o = r * w;
+    for (let i = bits >>> 5; i < w; i++) {
+      const pad = i === bits >>> 5 ? (words[o + i] >>> (bits & 31)) << (bits & 31) : words[o + i];
+      if (pad !== 0) {
+        const bit = 32 * i + 31 - Math.clz32(pad & -pad);
+        return { row: r, problem: `has bit ${bit} set, past its ${bits} bits of code; the padding must be 0` };
+      }
+    }
+    if (!fp16) continue;
+    for (let j = 0; j < d; j++) {
+      const h = (words[o + (j >>> 1)] >>> ((j & 1) << 4)) & 0xffff;
+      if ((h & 0x7c00) === 0x7c00) {
+        return { row: r, problem: `has ${halfToFloat(h)} (half 0x${h.toString(16).padStart(4, '0')}) at column ${j}; expected finite values` };
+      }
+    }
+  }
+  return null;
+}
+
 /** Encoded rows as a store takes them (see RowFormat.encode). */
 export interface EncodedRows {
   words: Float32Array;
@@ -95,6 +134,34 @@ export class Codec {
   /** The trained tables (what `restore` takes back; empty for SQfp16). */
   tables(): Float32Array {
     return this.q.tables();
+  }
+
+  /**
+   * Throws unless every vector the codes can stand for keeps the bound queries and added vectors
+   * are held to (MAX_SQUARED_NORM: every distance to a query then stays finite): stored alone
+   * (Flat), the codes' largest reconstruction; as residuals to `centroids` (IVF, `nlist * d`), for
+   * each list (||c_l|| + the largest reconstruction's norm)^2, which bounds ||c_l + r|| by the
+   * triangle inequality. `train` adds that the vectors trained on are to blame.
+   */
+  checkBound(centroids: Float32Array | null = null, trained = false): void {
+    const { norm2, most } = this.q.largestReconstruction();
+    const at = `; ${MAX_SQUARED_NORM_TEXT}${trained ? '; scale the vectors down' : ''}`;
+    if (!(norm2 <= MAX_SQUARED_NORM)) {
+      throw new InvalidArgumentError(`${this.q.tableName}: a reconstruction can have a squared norm of ${norm2.toExponential(3)} (${most})${at}`);
+    }
+    if (!centroids) return;
+    const d = this.q.d;
+    const r = Math.sqrt(norm2);
+    for (let l = 0; l < centroids.length / d; l++) {
+      let c2 = 0;
+      for (let j = l * d; j < (l + 1) * d; j++) c2 += centroids[j] * centroids[j];
+      const reach = (Math.sqrt(c2) + r) ** 2;
+      if (!(reach <= MAX_SQUARED_NORM)) {
+        throw new InvalidArgumentError(
+          `list ${l}: its centroid (norm ${Math.sqrt(c2).toExponential(3)}) plus the largest reconstruction of the ${this.q.tableName} (norm ${r.toExponential(3)}) can reach a squared norm of ${reach.toExponential(3)}${at}`,
+        );
+      }
+    }
   }
 
   /**
@@ -163,7 +230,11 @@ export class Codec {
     return new Codec(spec, pq);
   }
 
-  /** A codec from saved tables (see `tables`). */
+  /**
+   * A codec from saved tables (see `tables`), each value checked (finite, each quantiser's own
+   * rules, a rotation orthonormal); the index then checks the bound (checkBound), which for IVF
+   * depends on its centroids.
+   */
   static restore(spec: CodecSpec, d: number, tables: Float32Array): Codec {
     if (spec.type === 'PQ') return new Codec(spec, ProductQuantizer.fromTables(d, spec.M, spec.nbits, tables));
     if (spec.type === 'LSH') return new Codec(spec, Lsh.fromTables(d, spec.rotate, spec.thresholds, tables));

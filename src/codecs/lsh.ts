@@ -18,7 +18,7 @@
  * `LSHrt` train their thresholds on a seeded sample of at most LSH_TRAIN_ROWS rows.
  */
 import { randomOrthogonal } from '../random.js';
-import { projectRows } from '../transforms.js';
+import { checkOrthonormalRows, projectRows } from '../transforms.js';
 import { InvalidArgumentError, checkDim } from '../types.js';
 
 /** Most training rows the thresholds' medians are taken over (a seeded sample: a median of 16,384 values is within about 0.01 standard deviations of the whole set's). */
@@ -124,12 +124,40 @@ export class Lsh {
     return out;
   }
 
-  /** An LSH from saved tables (see `tables`). */
+  /**
+   * An LSH from saved tables (see `tables`): finite thresholds, and a rotation of orthonormal rows
+   * (checkOrthonormalRows: R q then keeps the query's norm, and its scores stay finite).
+   */
   static fromTables(d: number, rotate: boolean, trainThresholds: boolean, tables: Float32Array): Lsh {
     const want = lshTableFloats(rotate, d);
     if (tables.length !== want) throw new InvalidArgumentError(`LSH tables: expected ${want} floats for d = ${d}; got ${tables.length}`);
     const t = tables.slice(0, d);
-    return new Lsh(d, rotate, trainThresholds, rotate ? tables.slice(d) : null, trainThresholds ? t : null);
+    const lsh = new Lsh(d, rotate, trainThresholds, rotate ? tables.slice(d) : null, trainThresholds ? t : null);
+    const bad = t.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) throw new InvalidArgumentError(`${lsh.name} thresholds: t[${bad}] is ${t[bad]}; expected a finite value`);
+    if (lsh.rotation) checkOrthonormalRows(lsh.rotation, d, d, `${lsh.name} rotation`, 'R R^T - I', 'an orthogonal rotation');
+    return lsh;
+  }
+
+  /** What messages call the trained tables. */
+  get tableName(): string {
+    return `${this.name} thresholds`;
+  }
+
+  /**
+   * The largest squared norm a code's reconstruction can have: the sum of (|t_j| + 1)^2 (float64),
+   * and the threshold that contributes most (see Codec.checkBound).
+   */
+  largestReconstruction(): { norm2: number; most: string } {
+    const t = this.thresholds;
+    let norm2 = 0;
+    let most = 0;
+    for (let j = 0; j < this.d; j++) {
+      const v = t ? Math.abs(t[j]) : 0;
+      norm2 += (v + 1) * (v + 1);
+      if (t && v > Math.abs(t[most])) most = j;
+    }
+    return { norm2, most: `t[${most}] the most` };
   }
 
   private requireTrained(): void {

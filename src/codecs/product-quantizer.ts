@@ -64,14 +64,57 @@ export class ProductQuantizer {
     return this.requireCodebook().slice();
   }
 
+  /** A trained quantiser from `tables()`: M * 2^nbits * d / M finite floats. */
   static fromTables(d: number, M: number, nbits: number, codebook: Float32Array): ProductQuantizer {
     const pq = new ProductQuantizer(d, M, nbits);
     const want = M * pq.ksub * pq.dsub;
     if (!(codebook instanceof Float32Array) || codebook.length !== want) {
       throw new InvalidArgumentError(`PQ${M}x${nbits} tables for d = ${d} must be ${want} floats (M * 2^nbits * d / M); got ${codebook?.length}`);
     }
+    const bad = codebook.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) {
+      const c = Math.floor(bad / pq.dsub);
+      throw new InvalidArgumentError(
+        `${pq.tableName}: sub-quantizer ${Math.floor(c / pq.ksub)}, centroid ${c % pq.ksub}, component ${bad % pq.dsub} is ${codebook[bad]}; expected a finite value`,
+      );
+    }
     pq.codebook = codebook.slice();
     return pq;
+  }
+
+  /** What messages call the trained tables (the codec spelt as the factory spells it: PQ16, PQ16x4). */
+  get tableName(): string {
+    return `PQ${this.M}${this.nbits === 8 ? '' : `x${this.nbits}`} codebook`;
+  }
+
+  /**
+   * The largest squared norm a code's reconstruction can have (float64: in each sub-space the
+   * largest squared norm of its centroids, summed), and the centroid that contributes most (see
+   * Codec.checkBound).
+   */
+  largestReconstruction(): { norm2: number; most: string } {
+    const { M, ksub } = this;
+    let norm2 = 0;
+    let most = 0;
+    let mostNorm2 = -1;
+    for (let m = 0; m < M; m++) {
+      let sub = 0;
+      for (let c = m * ksub; c < (m + 1) * ksub; c++) {
+        const s = this.centroidNorm2(c);
+        sub = Math.max(sub, s);
+        if (s > mostNorm2) [most, mostNorm2] = [c, s];
+      }
+      norm2 += sub;
+    }
+    return { norm2, most: `sub-quantizer ${Math.floor(most / ksub)}, centroid ${most % ksub} the most` };
+  }
+
+  /** Squared norm (float64) of centroid `c` (sub-quantizer c / ksub, number c % ksub). */
+  private centroidNorm2(c: number): number {
+    const codebook = this.requireCodebook();
+    let s = 0;
+    for (let t = c * this.dsub; t < (c + 1) * this.dsub; t++) s += codebook[t] * codebook[t];
+    return s;
   }
 
   private requireCodebook(): Float32Array {

@@ -23,7 +23,7 @@
  *
  * This module is pure TypeScript (no device, no files): the host side of the SQ codecs.
  */
-import { HALF_OVERFLOW, floatToHalf, halfToFloat } from './fp16.js';
+import { HALF_MAX, HALF_OVERFLOW, floatToHalf, halfToFloat } from './fp16.js';
 import { InvalidArgumentError, checkDim, checkVectors } from '../types.js';
 
 export type SqKind = 'SQ8' | 'SQ4' | 'SQfp16';
@@ -240,7 +240,10 @@ export class ScalarQuantizer {
    * rounding. SQ8 / SQ4 (L = 255 / 15): decode(c)_j = vmin_j + (c_j + 0.5) * vdiff_j / L, so
    * xq_j = q_j * vdiff_j / L and qbias = sum_j q_j * (vmin_j + 0.5 * vdiff_j / L), each computed in
    * float64 and rounded once. SQfp16: xq = q, qbias = 0. `q` is `nq * d`, finite; a term that
-   * overflows float32 is refused. (L2 adds ||q||^2 and the decoded vectors' squared norms.)
+   * overflows float32 is refused, naming both factors. (That cannot happen for queries within
+   * MAX_SQUARED_NORM against tables Codec.checkBound accepts: |q . decode(0)| and each
+   * |q_j vdiff_j / L| then stay below float32's range.) (L2 adds ||q||^2 and the decoded vectors'
+   * squared norms.)
    */
   queryTransform(q: Float32Array, nq: number): SqQueryTerms {
     this.checkTrained('queryTransform');
@@ -258,12 +261,41 @@ export class ScalarQuantizer {
         const v = q[r * d + j];
         xq[r * d + j] = (v * vdiff[j]) / levels;
         bias += v * (vmin[j] + (0.5 * vdiff[j]) / levels);
-        if (!Number.isFinite(xq[r * d + j])) this.overflow(r, `its term at column ${j}`);
+        if (!Number.isFinite(xq[r * d + j])) this.overflow(r, `q_j vdiff_j / ${levels} at column ${j} (q_j = ${v.toExponential(3)}, vdiff_j = ${vdiff[j].toExponential(3)})`);
       }
       qbias[r] = bias;
-      if (!Number.isFinite(qbias[r])) this.overflow(r, 'its constant term');
+      if (!Number.isFinite(qbias[r])) this.overflow(r, 'q . (vmin + vdiff / 2L), the constant term');
     }
     return { xq, qbias };
+  }
+
+  /**
+   * The largest squared norm a code's reconstruction can have (float64, over every code: in each
+   * dimension the larger square of the two end codes' values, as `decode` rounds them; for SQfp16
+   * the largest finite half in every dimension), and what contributes most to it (see
+   * Codec.checkBound).
+   */
+  largestReconstruction(): { norm2: number; most: string } {
+    this.checkTrained('largestReconstruction');
+    if (this.kind === 'SQfp16') return { norm2: this.d * HALF_MAX * HALF_MAX, most: `every half at ${HALF_MAX}` };
+    const vmin = this.vmin!;
+    const vdiff = this.vdiff!;
+    const ends = new Float32Array(2);
+    let norm2 = 0;
+    let most = 0;
+    let mostSquare = -1;
+    for (let j = 0; j < this.d; j++) {
+      for (const [e, code] of [0, this.levels].entries()) ends[e] = vmin[j] + Math.fround(Math.fround((code + 0.5) / this.levels) * vdiff[j]);
+      const square = Math.max(ends[0] * ends[0], ends[1] * ends[1]);
+      norm2 += square;
+      if (square > mostSquare) [most, mostSquare] = [j, square];
+    }
+    return { norm2, most: `dimension ${most} the most: vmin[${most}] = ${vmin[most].toExponential(3)}, vdiff[${most}] = ${vdiff[most].toExponential(3)}` };
+  }
+
+  /** What messages call the trained tables. */
+  get tableName(): string {
+    return `${this.kind} tables`;
   }
 
   /**
@@ -334,6 +366,6 @@ export class ScalarQuantizer {
   }
 
   private overflow(row: number, what: string): never {
-    throw new InvalidArgumentError(`${this.kind} queryTransform: q row ${row} is too large: ${what} overflows float32; scale the queries down`);
+    throw new InvalidArgumentError(`${this.kind} queryTransform: for q row ${row} and these tables, ${what} overflows float32`);
   }
 }

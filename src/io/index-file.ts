@@ -52,18 +52,26 @@
  * the header (type, metric, 1 <= dim <= 65536; Flat types: nlist = nprobe = 0; IVF types: nlist >= 1
  * and 1 <= nprobe <= nlist; the codec word as above, M dividing dim), the size, offsets[0] = 0, non-decreasing offsets,
  * offsets[nlist] = ntotal, ids a permutation of 0 .. ntotal - 1, all floats finite, and for cosine
- * unit-norm (or zero) rows. The vectors are checked block by block as they are read; the checksum,
+ * unit-norm (or zero) rows. And the values, against the one bound every vector a query is
+ * compared with must keep (the bound `add` holds vectors to: a squared norm of at most
+ * MAX_SQUARED_NORM, a quarter of float32's range, so that every distance stays finite): float
+ * rows (xb, transformed rows, refine rows) and centroids each within it; a codec's tables such
+ * that every code's reconstruction is (for IVF, each list's centroid plus it; Codec.checkBound);
+ * codes with no bit set past their code (padding 0) and SQfp16 halves finite (badCodeRow); an
+ * LSHr rotation or a PCA matrix with orthonormal rows (checkOrthonormalRows, so that a rotated or
+ * projected query keeps its norm). Each refusal is one line naming the file, the section and the
+ * field. The vectors are checked block by block as they are read; the checksum,
  * which covers the whole file, is checked at the end (`IndexFileReader.finish`): a loader must
  * drop what it built when that fails.
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
-import { type CodecSpec, codecRowWords, codecTableFloats } from '../codecs/codec.js';
+import { type CodecSpec, badCodeRow, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { type RefineKind, refineWords } from '../refine.js';
 import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../transforms.js';
 import type { Metric } from '../types.js';
-import { InvalidArgumentError } from '../types.js';
+import { InvalidArgumentError, MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
 import { type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, TYPE_CODES } from './index-format.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
@@ -295,10 +303,14 @@ export class IndexFileReader {
     return out;
   }
 
-  /** The next `count` float32 values (rows of `dim`, by default the header's), each finite (`field` names them in errors). */
-  async floats(field: string, count: number, dim = this.header.dim): Promise<Float32Array> {
+  /**
+   * The next `count` float32 values (rows of `dim`, by default the header's), each finite (`field`
+   * names them in errors); with `bounded`, vectors queries are compared with (IVF centroids), each
+   * row's squared norm at most MAX_SQUARED_NORM.
+   */
+  async floats(field: string, count: number, dim = this.header.dim, bounded = false): Promise<Float32Array> {
     const x = new Float32Array((await this.next(4 * count)).buffer);
-    checkVectors(this.path, field, x, 0, dim, false);
+    checkVectors(this.path, field, x, 0, dim, bounded ? 'bounded' : 'finite');
     return x;
   }
 
@@ -309,14 +321,15 @@ export class IndexFileReader {
 
   /**
    * The next `rows` vectors of `dim` floats (by default the header's dim), in blocks of whole
-   * rows, each block checked (finite; unit norm or zero where `unit`).
+   * rows, each block checked: finite, and unit norm or zero where `unit`, else a squared norm of
+   * at most MAX_SQUARED_NORM (the bound `add` puts on vectors).
    */
   async *vectorBlocks(field: string, rows: number, unit: boolean, dim = this.header.dim): AsyncGenerator<Float32Array> {
     const blockRows = Math.max(1, Math.floor(IO_BLOCK / (4 * dim)));
     for (let r0 = 0; r0 < rows; r0 += blockRows) {
       const n = Math.min(blockRows, rows - r0);
       const x = new Float32Array((await this.next(4 * n * dim)).buffer);
-      checkVectors(this.path, field, x, r0, dim, unit);
+      checkVectors(this.path, field, x, r0, dim, unit ? 'unit' : 'bounded');
       yield x;
     }
   }
@@ -336,12 +349,20 @@ export class IndexFileReader {
     return { nextId: num(words[0], 'the next sequential id'), ids: Float64Array.from(words.subarray(1), (v, s) => num(v, `the id of vector ${s}`)) };
   }
 
-  /** The next `rows` rows of `rowWords` words each (codes, unchecked: their decoding is), in blocks of whole rows. */
-  async *wordBlocks(rows: number, rowWords: number): AsyncGenerator<Float32Array> {
+  /**
+   * The next `rows` rows of `codec` codes (codecRowWords words each), in blocks of whole rows, each
+   * block checked by badCodeRow (padding bits zero, SQfp16 halves finite); `field` names them in
+   * errors.
+   */
+  async *codeBlocks(field: string, rows: number, codec: CodecSpec): AsyncGenerator<Float32Array> {
+    const rowWords = codecRowWords(codec, this.header.dim);
     const blockRows = Math.max(1, Math.floor(IO_BLOCK / (4 * rowWords)));
     for (let r0 = 0; r0 < rows; r0 += blockRows) {
       const n = Math.min(blockRows, rows - r0);
-      yield new Float32Array((await this.next(4 * n * rowWords)).buffer);
+      const bytes = await this.next(4 * n * rowWords);
+      const bad = badCodeRow(codec, this.header.dim, new Uint32Array(bytes.buffer), n);
+      if (bad) throw new InvalidArgumentError(`${this.path}: ${field} row ${r0 + bad.row} ${bad.problem}`);
+      yield new Float32Array(bytes.buffer);
     }
   }
 
@@ -364,10 +385,11 @@ export class IndexFileReader {
 }
 
 /**
- * All values finite; for `unit`, each row of unit norm (or zero: a zero vector stays zero). Rows
- * are numbered from `row0` in messages.
+ * All values finite; rows `unit`: each of unit norm (or zero: a zero vector stays zero);
+ * `bounded`: each of squared norm at most MAX_SQUARED_NORM (a vector queries are compared with,
+ * held to the bound `add` holds vectors to). Rows are numbered from `row0` in messages.
  */
-function checkVectors(path: string, field: string, x: Float32Array, row0: number, dim: number, unit: boolean): void {
+function checkVectors(path: string, field: string, x: Float32Array, row0: number, dim: number, rows: 'finite' | 'unit' | 'bounded'): void {
   for (let r = 0; r < x.length / dim; r++) {
     let s = 0;
     for (let j = 0; j < dim; j++) {
@@ -375,8 +397,13 @@ function checkVectors(path: string, field: string, x: Float32Array, row0: number
       if (!Number.isFinite(v)) throw new InvalidArgumentError(`${path}: ${field} row ${row0 + r} column ${j} is ${v}; expected a finite value`);
       s += v * v;
     }
-    if (unit && s !== 0 && Math.abs(Math.sqrt(s) - 1) > UNIT_NORM_TOLERANCE) {
+    if (rows === 'unit' && s !== 0 && Math.abs(Math.sqrt(s) - 1) > UNIT_NORM_TOLERANCE) {
       throw new InvalidArgumentError(`${path}: ${field} row ${row0 + r} has norm ${Math.sqrt(s)}; a cosine index stores unit-norm (or zero) rows`);
+    }
+    if (rows === 'bounded' && s > MAX_SQUARED_NORM) {
+      throw new InvalidArgumentError(
+        `${path}: ${field} row ${row0 + r} has a squared norm of ${s.toExponential(3)}; ${MAX_SQUARED_NORM_TEXT}`,
+      );
     }
   }
 }

@@ -9,9 +9,9 @@ import type { Backend } from '../backend.js';
 import { FlatIndex } from '../flat-index.js';
 import { IvfFlatIndex } from '../ivf-flat-index.js';
 import { IndexFileReader, TRANSFORM_FILE_TYPE, checkLists, isIvfType } from './index-file.js';
-import { codecName, codecRowWords, codecTableFloats } from '../codecs/codec.js';
-import { refineWords } from '../refine.js';
+import { type CodecSpec, codecName, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { transformName, transformTableFloats } from '../transforms.js';
+import { InvalidArgumentError } from '../types.js';
 
 export interface LoadOptions {
   /** Keep a host copy of the vectors where the device's memory is not the host's (default true; see BaseStoreOptions). */
@@ -39,22 +39,22 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
       for await (const block of file.vectorBlocks('xb', ntotal, unit, p)) await flat.addStored(block, block.length / p);
     } else if (!isIvfType(type)) {
       const coded = (index = new FlatIndex(backend, { dim, metric, codec: codecName(spec!), refine: refine ?? undefined, hostCopy: options.hostCopy }));
-      await coded.restoreTables(await file.floats('tables', codecTableFloats(spec!, dim)));
+      await coded.restoreTables(await file.floats(`${codecName(spec!)} tables`, codecTableFloats(spec!, dim)));
       await coded.reserve(ntotal);
       const w = codecRowWords(spec!, dim);
-      for await (const block of file.wordBlocks(ntotal, w)) await coded.addStored(block, block.length / w);
+      for await (const block of file.codeBlocks('codes', ntotal, spec!)) await coded.addStored(block, block.length / w);
     } else {
       const ivf = (index = new IvfFlatIndex(backend, { dim, metric, nlist, codec: spec ? codecName(spec) : undefined, refine: refine ?? undefined, hostCopy: options.hostCopy }));
-      await ivf.setCentroids(await file.floats('centroids', nlist * dim));
-      if (spec) await ivf.restoreCodec(await file.floats('tables', codecTableFloats(spec, dim)));
+      await ivf.setCentroids(await file.floats('centroids', nlist * dim, dim, true));
+      if (spec) await ivf.restoreCodec(await file.floats(`${codecName(spec)} tables`, codecTableFloats(spec, dim)));
       const offsets = await file.uints(nlist + 1);
       const ids = await file.uints(ntotal);
       checkLists(path, offsets, ids, ntotal);
-      const rows = spec ? file.wordBlocks(ntotal, codecRowWords(spec, dim)) : file.vectorBlocks('xb', ntotal, unit);
+      const rows = spec ? file.codeBlocks('codes', ntotal, spec) : file.vectorBlocks('xb', ntotal, unit);
       await ivf.restoreLists(offsets, ids, rows);
       ivf.nprobe = nprobe; // checked in [1, nlist] with the header
     }
-    if (refine) await index.restoreRefine(refine === 'Flat' ? file.vectorBlocks('refine', ntotal, unit) : file.wordBlocks(ntotal, refineWords(refine, dim)));
+    if (refine) await index.restoreRefine(refine === 'Flat' ? file.vectorBlocks('refine', ntotal, unit) : file.codeBlocks('refine (SQfp16 codes)', ntotal, REFINE_CODEC));
     const { ids, nextId } = await file.ids();
     await file.finish(); // the checksum first: a corrupt file is reported as such
     await index.restoreIds(ids, nextId, path);
@@ -62,6 +62,10 @@ export async function loadIndex(backend: Backend, path: string, options: LoadOpt
   } catch (err) {
     await file.close();
     await index?.dispose();
-    throw err;
+    // The index's own checks (its tables, their bound) name the field, not the file: add it.
+    throw err instanceof InvalidArgumentError && !err.message.startsWith(`${path}: `) ? new InvalidArgumentError(`${path}: ${err.message}`) : err;
   }
 }
+
+/** The codec of `,Refine(SQfp16)` rows, as the file holds them (refineWords: SQfp16 codes' words). */
+const REFINE_CODEC: CodecSpec = { type: 'SQ', kind: 'SQfp16' };

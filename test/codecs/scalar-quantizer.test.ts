@@ -287,7 +287,7 @@ describe('ScalarQuantizer errors', () => {
     expect(Array.from(h.decode(h.encode(new Float32Array([65519, -65504]), 1), 1))).toEqual([65504, -65504]);
     const sq = new ScalarQuantizer(1, 'SQ8');
     sq.train(new Float32Array([-1e38, 1e38]), 2);
-    bad(() => sq.queryTransform(new Float32Array([1e30]), 1), /SQ8 queryTransform: q row 0 is too large: its term at column 0 overflows float32/);
+    bad(() => sq.queryTransform(new Float32Array([1e30]), 1), /SQ8 queryTransform: for q row 0 and these tables, q_j vdiff_j \/ 255 at column 0 \(q_j = 1\.000e\+30, vdiff_j = 2\.000e\+38\) overflows float32/);
   });
 
   it('refuses bad tables, naming the entry', () => {

@@ -3,8 +3,9 @@ import { cpuBackend } from '../helpers/cpu.js';
 import { indexFactory } from '../../src/factory.js';
 import { FlatIndex } from '../../src/flat-index.js';
 import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
-import type { Metric } from '../../src/types.js';
+import { KMeans } from '../../src/kmeans.js';
+import { randomFloats, randomSmallInts, rng } from '../../src/random.js';
+import { type Metric, normalizeRows } from '../../src/types.js';
 import { IP_ATOL, L2_ATOL_SCALE, expectIdentical, expectTieAwareEqual, l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { clusteredData } from '../helpers/clustered.js';
 import { loadRealSet } from '../helpers/data.js';
@@ -86,6 +87,34 @@ describe('IvfFlatIndex', () => {
       expect(index.ntotal).toBe(0);
       expect(index.isTrained).toBe(true);
       expect(Array.from((await index.search(q, 2)).labels)).toEqual([-1, -1]);
+    });
+
+    it.skipIf(!backend)(`${name}: ip and cosine train by their metric (Faiss's spherical k-means: unit centroids, assignment by largest inner product), PQ lists by L2; spherical overrides`, async () => {
+      const d = 6;
+      const r = rng(31);
+      // Rows of norms 0.2 to 5 along a few directions: L2 means take the rows' norms, unit centroids do not.
+      const xt = Float32Array.from({ length: 900 * d }, (_, i) => (i % d === 0 ? (r() * 4.8 + 0.2) : 0) + (r() - 0.5) * ((i % d) + 1));
+      const norms = (c: Float32Array) => Array.from({ length: c.length / d }, (_, l) => Math.hypot(...c.subarray(l * d, (l + 1) * d)));
+      for (const metric of ['ip', 'cosine'] as Metric[]) {
+        const index = new IvfFlatIndex(backend!, { dim: d, nlist: 8, metric, niter: 6, seed: 3 });
+        await index.train(xt);
+        for (const [l, norm] of norms(index.centroids!).entries()) expect(Math.abs(norm - 1), `${metric} centroid ${l}`).toBeLessThan(1e-6);
+        // The same training by hand: KMeans with spherical, on the rows as the index holds them.
+        const km = await new KMeans(backend!, { dim: d }).train(metric === 'cosine' ? normalizeRows(xt, d) : xt, { k: 8, niter: 6, seed: 3, spherical: true });
+        expect(Array.from(index.centroids!), metric).toEqual(Array.from(km.centroids));
+        await index.dispose();
+      }
+      // Lists of SQ codes train by the metric too; lists of PQ codes by L2 k-means (see the
+      // header of src/ivf-flat-index.ts), and `spherical` overrides either default.
+      const plain = await new KMeans(backend!, { dim: d }).train(xt, { k: 8, niter: 6, seed: 3 });
+      expect(Math.max(...norms(plain.centroids)), 'L2 means').toBeGreaterThan(1.5);
+      const sphere = await new KMeans(backend!, { dim: d }).train(xt, { k: 8, niter: 6, seed: 3, spherical: true });
+      for (const [codec, spherical, want] of [['SQ8', undefined, sphere], ['PQ2x4', undefined, plain], [undefined, false, plain], ['PQ2x4', true, sphere]] as const) {
+        const index = new IvfFlatIndex(backend!, { dim: d, nlist: 8, metric: 'ip', niter: 6, seed: 3, codec, spherical });
+        await index.train(xt);
+        expect(Array.from(index.centroids!), `${codec ?? 'Flat'} spherical ${spherical}`).toEqual(Array.from(want.centroids));
+        await index.dispose();
+      }
     });
 
     it.skipIf(!backend)(`${name}: clear errors`, async () => {

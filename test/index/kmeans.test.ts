@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
 import { KMeans } from '../../src/kmeans.js';
-import { randomSmallInts } from '../../src/random.js';
-import { InvalidArgumentError } from '../../src/types.js';
+import { randomSmallInts, rng } from '../../src/random.js';
+import { InvalidArgumentError, normalizeRows } from '../../src/types.js';
 import { clusteredData } from '../helpers/clustered.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
@@ -15,6 +15,23 @@ async function run(backend: KMeans['backend'], x: Float32Array, d: number, k: nu
   const objectives: number[] = [];
   const result = await km.train(x, { k, niter, seed: 7, init, onProgress: (p) => objectives.push(p.objective) });
   return { ...result, progress: objectives };
+}
+
+/**
+ * `n` rows of inner-product data: `k` random directions, each row one of them plus a little noise,
+ * scaled by a norm between 0.5 and 4 (so that a centroid's norm, not only its direction, would
+ * sway an inner-product assignment).
+ */
+function directions(n: number, d: number, k: number, seed: number): Float32Array {
+  const r = rng(seed);
+  const axes = normalizeRows(Float32Array.from({ length: k * d }, () => r() - 0.5), d);
+  const x = new Float32Array(n * d);
+  for (let i = 0; i < n; i++) {
+    const a = Math.floor(r() * k);
+    const scale = 0.5 + 3.5 * r();
+    for (let j = 0; j < d; j++) x[i * d + j] = scale * (axes[a * d + j] + 0.05 * (r() - 0.5));
+  }
+  return x;
 }
 
 /** Every objective no larger than the one before, up to float32 rounding of the sum. */
@@ -67,6 +84,47 @@ describe('KMeans', () => {
       await expect(km.train(x, { k: 2, init: 'best' as 'random' })).rejects.toBeInstanceOf(InvalidArgumentError);
     });
   }
+
+  for (const [name, backend] of [['cpu', cpu], ['webgpu', gpu]] as const) {
+    it.skipIf(!backend)(`${name}: spherical (Faiss's, for inner-product IVF): unit-norm centroids, each the normalised mean of the points whose largest inner product is with it`, async () => {
+      const d = 8;
+      const k = 6;
+      const x = directions(1200, d, k, 21);
+      const km = new KMeans(backend!, { dim: d });
+      const r = await km.train(x, { k, niter: 12, seed: 7, spherical: true });
+      const c = r.centroids;
+      for (let ci = 0; ci < k; ci++) {
+        let s = 0;
+        for (let j = 0; j < d; j++) s += c[ci * d + j] ** 2;
+        expect(Math.abs(Math.sqrt(s) - 1), `centroid ${ci}`).toBeLessThan(1e-6);
+      }
+      // Converged on these separated directions: one more step (largest inner product, then the
+      // normalised mean) leaves every centroid where it is.
+      const sums = new Float64Array(k * d);
+      for (let i = 0; i < x.length / d; i++) {
+        let best = 0;
+        let bestIp = -Infinity;
+        for (let ci = 0; ci < k; ci++) {
+          let ip = 0;
+          for (let j = 0; j < d; j++) ip += x[i * d + j] * c[ci * d + j];
+          if (ip > bestIp) [best, bestIp] = [ci, ip];
+        }
+        for (let j = 0; j < d; j++) sums[best * d + j] += x[i * d + j];
+      }
+      for (let ci = 0; ci < k; ci++) {
+        const norm = Math.hypot(...sums.subarray(ci * d, (ci + 1) * d));
+        for (let j = 0; j < d; j++) expect(Math.abs(sums[ci * d + j] / norm - c[ci * d + j]), `centroid ${ci} column ${j}`).toBeLessThan(1e-5);
+      }
+    });
+  }
+
+  it.skipIf(!gpu)('GPU and CPU agree from the same init, spherical: float data over several iterations', async () => {
+    const x = directions(4000, 16, 12, 4);
+    const train = (backend: KMeans['backend']) => new KMeans(backend, { dim: 16 }).train(x, { k: 12, niter: 6, seed: 7, spherical: true });
+    const [g, c] = [await train(gpu!), await train(cpu)];
+    for (let i = 0; i < c.objective.length; i++) expect(Math.abs(g.objective[i] - c.objective[i])).toBeLessThanOrEqual(1e-4 * c.objective[i]);
+    for (let i = 0; i < c.centroids.length; i++) expect(Math.abs(g.centroids[i] - c.centroids[i])).toBeLessThanOrEqual(1e-5);
+  });
 
   it.skipIf(!gpu)('GPU and CPU agree from the same init: small integers after one iteration', async () => {
     const x = randomSmallInts(2000 * 9, 3);

@@ -237,7 +237,7 @@ describe('product-quantised and IVF-coded indexes', () => {
 
   it('refuses adds before training, a PQ whose M does not divide d, too few training vectors, a bad kFactor, naming them', async () => {
     const index = indexFactory(cpu, d, 'PQ4');
-    await expect(index.add(xb)).rejects.toThrow(/a PQ4 index is trained first; call train\(xt\)/);
+    await expect(index.add(xb)).rejects.toThrow(/the PQ4 index is not trained; call train\(xt\) first/);
     expect(() => indexFactory(cpu, d, 'PQ5')).toThrow(/M \(sub-quantizers\) must be an integer >= 1 that divides d = 12; got 5/);
     await expect(index.train(xb.subarray(0, 100 * d))).rejects.toThrow(/PQ4x8 training needs at least 2\^nbits = 256 vectors; got 100/);
     const ivf = indexFactory(cpu, d, `IVF${nlist},PQ4`);

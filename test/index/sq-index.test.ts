@@ -114,7 +114,7 @@ describe('scalar-quantised Flat indexes', () => {
 
   it('refuses adds before training, and an unknown codec, naming them', async () => {
     const index = new FlatIndex(cpu, { dim: d, codec: 'SQ8' });
-    await expect(index.add(xb)).rejects.toThrow(/a SQ8 index is trained first; call train\(xt\)/);
+    await expect(index.add(xb)).rejects.toThrow(/the SQ8 index is not trained; call train\(xt\) first/);
     expect(() => new FlatIndex(cpu, { dim: d, codec: 'SQ2' as never })).toThrow(/codec must be one of "SQ8", "SQ4", "SQfp16", "PQ<M>", "PQ<M>x<nbits>" \(nbits 4 .. 8\), "LSH", "LSHr", "LSHt" or "LSHrt"; got SQ2/);
     await expect(index.train(new Float32Array(0))).rejects.toThrow(/SQ8 needs at least one training vector/);
   });

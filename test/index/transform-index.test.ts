@@ -268,7 +268,7 @@ describe('transforms before Flat: Prefix<p>, PCA<p>, PCAR<p>', () => {
     expect(() => indexFactory(cpu, d, `PCAR${d + 1},Flat,RFlat`)).toThrow(/must be an integer in \[1, d = 16\]/);
     const pca = indexFactory(cpu, d, `PCA${p},Flat`);
     expect(pca.isTrained).toBe(false);
-    await expect(pca.add(xb)).rejects.toThrow(/a PCA6 index is trained first; call train\(xt\)/);
+    await expect(pca.add(xb)).rejects.toThrow(/the PCA6 index is not trained; call train\(xt\) first/);
     await expect(pca.train(new Float32Array(0))).rejects.toThrow(/PCA6 needs at least one training vector/);
     expect(indexFactory(cpu, d, `Prefix${p},Flat`).isTrained).toBe(true);
     await pca.dispose();
