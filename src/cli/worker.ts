@@ -68,6 +68,22 @@ function accept(job: Job, secret: Buffer, root: Root): unknown {
   return payload;
 }
 
+/**
+ * Resolves at the first SIGTERM or SIGINT. The CLI's own handlers (remove temporary files, exit
+ * at once) are set aside until then, so that the worker can let its current jobs finish; they are
+ * put back for a second signal, which exits at once.
+ */
+async function stopSignal(): Promise<void> {
+  const signals = ['SIGTERM', 'SIGINT'] as const;
+  const cli = signals.map((sig) => process.listeners(sig));
+  for (const sig of signals) process.removeAllListeners(sig);
+  await new Promise<void>((res) => signals.forEach((sig) => process.once(sig, () => res())));
+  signals.forEach((sig, i) => {
+    process.removeAllListeners(sig);
+    for (const handler of cli[i]) process.on(sig, handler);
+  });
+}
+
 export interface WorkerSettings {
   url: string;
   root: Root;
@@ -127,11 +143,8 @@ export async function runWorker(s: WorkerSettings): Promise<void> {
     last = err.message;
     log(err.message);
   });
-  await new Promise<void>((res) => {
-    const stop = () => res();
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  await stopSignal();
+  log('stopping: the current jobs finish first');
   await worker.close();
   watch.close();
   await releaseShardCache();

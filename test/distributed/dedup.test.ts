@@ -153,6 +153,20 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
     rmSync(folder('another-host', gone), { recursive: true });
   }, 120_000);
 
+  it('a worker sent SIGTERM while it holds a tile finishes that tile, then exits 0', async () => {
+    const w = workers[1];
+    const exited = new Promise<number | null>((res) => w.proc.on('exit', (code) => res(code)));
+    let held = '';
+    void w.waitFor(/job self-join-tile (\S+) started/, w.log().length).then((m) => {
+      held = m[1];
+      w.proc.kill('SIGTERM');
+    }, () => {});
+    await run('stopped');
+    expect(held, 'worker 1 took a tile').not.toBe('');
+    expect(await exited).toBe(0);
+    expect(w.log()).toMatch(new RegExp(`job self-join-tile ${held} started\n(.*\n)*worker: stopping: the current jobs finish first\n(.*\n)*worker: job self-join-tile ${held} completed\n`));
+    expect(readFileSync(join(dir, 'stopped.csv'), 'utf8')).toBe(readFileSync(join(dir, 'one.csv'), 'utf8'));
+  }, 120_000);
 });
 
 describe('without redis-server', () => {
