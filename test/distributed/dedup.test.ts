@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, ROOT, type TestWorker, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
+import { CLI, ROOT, type TestWorker, heldRuns, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
 
 /** n rows of d floats as .fvecs, with planted near-duplicates. */
 function corpus(path: string, n: number, d: number): void {
@@ -124,11 +124,15 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
   }, 120_000);
 
   it('two identical runs at once (the same output) both succeed, each in a tiles folder of its own', async () => {
-    const [a, b] = await Promise.all([run('twice'), run('twice')]);
+    corpus(join(dir, 'small.fvecs'), 600, 16);
+    const one = spawnSync('node', [CLI, 'dedup', '--input', join(dir, 'small.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, 'small-one.csv'), '--backend', 'cpu'], { encoding: 'utf8' });
+    expect(one.status).toBe(0);
+    let during: string[] = [];
+    const [a, b] = await heldRuns(url, () => [dedupOf('small.fvecs', 'twice'), dedupOf('small.fvecs', 'twice')], () => (during = runFolders()));
+    expect(during, 'while both runs are queued, each has its folder').toHaveLength(2);
     expect(a).toMatch(/wrote /);
     expect(b).toMatch(/wrote /);
-    expect(readFileSync(join(dir, 'twice.csv'), 'utf8')).toBe(readFileSync(join(dir, 'one.csv'), 'utf8'));
-    expect(readFileSync(join(dir, 'twice.json'), 'utf8')).toBe(readFileSync(join(dir, 'one.json'), 'utf8'));
+    expect(readFileSync(join(dir, 'twice.csv'), 'utf8')).toBe(readFileSync(join(dir, 'small-one.csv'), 'utf8'));
     expect(runFolders(), 'each run removed its folder').toEqual([]);
   }, 120_000);
 
@@ -140,9 +144,6 @@ describe.skipIf(missing !== null)('dedup --distributed', () => {
       mkdirSync(f);
       writeFileSync(join(f, '0-0.pairs'), 'left behind');
     }
-    corpus(join(dir, 'small.fvecs'), 600, 16);
-    const one = spawnSync('node', [CLI, 'dedup', '--input', join(dir, 'small.fvecs'), '--metric', 'cosine', '--threshold', '0.99', '--out', join(dir, 'small-one.csv'), '--backend', 'cpu'], { encoding: 'utf8' });
-    expect(one.status).toBe(0);
     const err = await dedupOf('small.fvecs', 'left');
     expect(err).toContain(`removed ${folder(hostname(), gone)}, a tiles folder left by an interrupted run`);
     expect(existsSync(folder(hostname(), gone))).toBe(false);

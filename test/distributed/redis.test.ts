@@ -80,28 +80,33 @@ describe('distributed settings checked before anything starts', () => {
   ];
 
   it('a --distributed or --redis value that is not a Redis URL: a usage error (exit 2) naming it and the expected form', async () => {
-    for (const args of [...producers('http://x'), ['worker', '--redis', 'notaurl', '--root', dir, '--secret-file', secret]]) {
-      const r = await cli([...args, ...(args[0] === 'worker' ? [] : ['--secret-file', secret])], {}, dir).done;
+    const all = [...producers('http://x'), ['worker', '--redis', 'notaurl', '--root', dir, '--secret-file', secret]];
+    const results = await Promise.all(all.map((args) => cli([...args, ...(args[0] === 'worker' ? [] : ['--secret-file', secret])], {}, dir).done));
+    for (const [i, args] of all.entries()) {
+      const r = results[i];
       expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(2);
       expect(lastLine(r.err)).toMatch(new RegExp(`^webgpu-knn ${args[0]}: --(distributed|redis) (http://x|notaurl): expected a Redis URL: redis://HOST:PORT, or rediss://HOST:PORT for TLS`));
     }
   }, 60_000);
 
   it('a worker without --root, or without a job secret, or with a short one, does not start (exit 2); a secret others can read is warned of', async () => {
-    const noRoot = await cli(['worker', '--redis', 'redis://127.0.0.1:1', '--secret-file', secret]).done;
-    expect([noRoot.code, lastLine(noRoot.err)]).toEqual([2, 'webgpu-knn worker: --root is required']);
-    const badRoot = await cli(['worker', '--redis', 'redis://127.0.0.1:1', '--root', join(dir, 'nowhere'), '--secret-file', secret]).done;
-    expect([badRoot.code, lastLine(badRoot.err)]).toEqual([2, `webgpu-knn worker: --root ${join(dir, 'nowhere')}: no such directory`]);
-    const noSecret = await cli(['worker', '--redis', 'redis://127.0.0.1:1', '--root', dir]).done;
-    expect(noSecret.code).toBe(2);
-    expect(lastLine(noSecret.err)).toMatch(/^webgpu-knn worker: a worker needs a job secret: give --secret-file FILE, or set WEBGPU_KNN_SECRET_FILE \(a file\) or WEBGPU_KNN_SECRET/);
-    const short = await cli(['worker', '--redis', 'redis://127.0.0.1:1', '--root', dir], { WEBGPU_KNN_SECRET: 'too-short' }).done;
-    expect(short.code).toBe(2);
-    expect(lastLine(short.err)).toMatch(/^webgpu-knn worker: the job secret from WEBGPU_KNN_SECRET has 9 bytes; at least 16 are needed/);
     const open = join(dir, 'open-secret');
     writeSecret(open);
     chmodSync(open, 0o644);
-    const warned = await cli(['worker', '--redis', 'redis://127.0.0.1:1', '--root', dir], { WEBGPU_KNN_SECRET_FILE: open }).done;
+    const worker = (args: string[], env: NodeJS.ProcessEnv = {}) => cli(['worker', '--redis', 'redis://127.0.0.1:1', ...args], env).done;
+    const [noRoot, badRoot, noSecret, short, warned] = await Promise.all([
+      worker(['--secret-file', secret]),
+      worker(['--root', join(dir, 'nowhere'), '--secret-file', secret]),
+      worker(['--root', dir]),
+      worker(['--root', dir], { WEBGPU_KNN_SECRET: 'too-short' }),
+      worker(['--root', dir], { WEBGPU_KNN_SECRET_FILE: open }),
+    ]);
+    expect([noRoot.code, lastLine(noRoot.err)]).toEqual([2, 'webgpu-knn worker: --root is required']);
+    expect([badRoot.code, lastLine(badRoot.err)]).toEqual([2, `webgpu-knn worker: --root ${join(dir, 'nowhere')}: no such directory`]);
+    expect(noSecret.code).toBe(2);
+    expect(lastLine(noSecret.err)).toMatch(/^webgpu-knn worker: a worker needs a job secret: give --secret-file FILE, or set WEBGPU_KNN_SECRET_FILE \(a file\) or WEBGPU_KNN_SECRET/);
+    expect(short.code).toBe(2);
+    expect(lastLine(short.err)).toMatch(/^webgpu-knn worker: the job secret from WEBGPU_KNN_SECRET has 9 bytes; at least 16 are needed/);
     expect(warned.err).toContain(`warning: the job secret ${open} is accessible to group or others (mode 0644); chmod 600 ${open}`);
     expect(warned.code, 'then Redis is not there: exit 1').toBe(1);
   }, 60_000);
@@ -113,8 +118,10 @@ describe('distributed settings checked before anything starts', () => {
   }, 60_000);
 
   it('an unreachable Redis (redis://127.0.0.1:1): every command and the worker fail in one line, exit 1, leaving no folder', async () => {
-    for (const args of [...producers('redis://127.0.0.1:1'), ['worker', '--redis', 'redis://127.0.0.1:1', '--root', dir]]) {
-      const r = await cli([...args, '--secret-file', secret], {}, dir).done;
+    const all = [...producers('redis://127.0.0.1:1'), ['worker', '--redis', 'redis://127.0.0.1:1', '--root', dir]];
+    const results = await Promise.all(all.map((args) => cli([...args, '--secret-file', secret], {}, dir).done));
+    for (const [i, args] of all.entries()) {
+      const r = results[i];
       expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(1);
       expect(lastLine(r.err)).toBe(`webgpu-knn ${args[0]}: cannot reach Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1`);
       expect(r.err).not.toMatch(STACK);

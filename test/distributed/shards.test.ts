@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
-import { CLI, type TestWorker, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
+import { CLI, type TestWorker, heldRuns, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
 
 
 const missing = redisMissing('sharded suite');
@@ -84,7 +84,9 @@ describe.skipIf(missing !== null)('sharded search and knn-graph --distributed', 
 
   it('two identical sharded searches at once (the same output) both succeed, each in a tiles folder of its own', async () => {
     const search = () => cli('search', '--index', 'flat.json', '--queries', 'q.fvecs', '--k', '15', '--out', 'twice.npy', '--distances', 'twice-d.npy', '--distributed', url, '--query-rows', '100');
-    await Promise.all([search(), search()]);
+    let during: string[] = [];
+    await heldRuns(url, () => [search(), search()], () => (during = readdirSync(dir).filter((f) => f.includes('.twice.npy.webgpu-knn-tiles-'))));
+    expect(during, 'while both runs are queued, each has its folder').toHaveLength(2);
     expect(bytes('twice.npy').equals(bytes('flat-one.npy'))).toBe(true);
     expect(bytes('twice-d.npy').equals(bytes('flat-one-d.npy'))).toBe(true);
     expect(readdirSync(dir).filter((f) => f.includes('webgpu-knn-tiles')), 'each run removed its folder').toEqual([]);

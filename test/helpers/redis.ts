@@ -7,6 +7,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { WEBGPU_REQUIRED } from './gpu.js';
 
 export const ROOT = join(import.meta.dirname, '../..');
@@ -75,4 +76,28 @@ export function startWorker(url: string, root: string, secret: string, extra: st
 /** Stops a test worker (SIGTERM) if it still runs. */
 export function stopWorker(w: TestWorker): void {
   if (w.proc.pid && w.proc.exitCode === null && w.proc.signalCode === null) process.kill(w.proc.pid, 'SIGTERM');
+}
+
+/**
+ * Starts `runs` (commands that each queue one flow) with the queue at `url` paused, so that no
+ * worker takes their jobs; once every run's parent job is queued, calls `whileHeld` (all the runs
+ * are then in progress at once, whatever the machine's speed), resumes the queue and returns the
+ * runs' results.
+ */
+export async function heldRuns<R>(url: string, runs: () => Promise<R>[], whileHeld: () => void): Promise<R[]> {
+  const queue = new Queue('webgpu-knn', { connection: { url } });
+  await queue.pause();
+  let started: Promise<R>[] = [];
+  try {
+    const before = await queue.getWaitingChildrenCount();
+    started = runs();
+    let settled = false;
+    for (const r of started) r.then(() => (settled = true), () => (settled = true));
+    while (!settled && (await queue.getWaitingChildrenCount()) < before + started.length) await new Promise((res) => setTimeout(res, 50));
+    if (!settled) whileHeld();
+  } finally {
+    await queue.resume();
+    await queue.close();
+  }
+  return Promise.all(started);
 }
