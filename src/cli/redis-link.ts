@@ -9,7 +9,8 @@
  *   come from $WEBGPU_KNN_REDIS_PASSWORD (a command line is visible to every local user). URLs
  *   are printed with the password masked.
  * - Reaching it: one connection attempt, PROBE_MS at most, before a command queues anything or a
- *   worker starts; a refused connection, an unknown host, a wrong password fail at once (exit 1).
+ *   worker starts; a refused connection, an unknown host, a wrong password, a user without the
+ *   commands BullMQ needs fail at once (exit 1).
  * - Losing it: a RedisWatch sees the connection go and come back. A command waiting for its run
  *   gives Redis redisTimeoutMs() (default 30 s, $WEBGPU_KNN_REDIS_TIMEOUT_MS) to come back, then
  *   fails; a worker waits for it indefinitely, saying once that it is gone and once that it is back.
@@ -78,17 +79,31 @@ export function redisTimeoutMs(): number {
   return ms;
 }
 
-/** Connects to Redis at `url` once (PROBE_MS at most) and pings it; a DistributedError saying why not. */
+/**
+ * Connects to Redis at `url` once (PROBE_MS at most) and tries what BullMQ needs of it beyond the
+ * queue's own commands (INFO, CLIENT SETNAME, a key of the queue): a user that may not run them
+ * would leave BullMQ retrying without pause (a worker at 100% of a core, deaf to SIGTERM). A
+ * DistributedError saying why not.
+ */
 export async function probeRedis(url: string): Promise<void> {
-  const client = new Redis(url, { ...options(url), lazyConnect: true, connectTimeout: PROBE_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const shown = redactUrl(url);
+  const client = new Redis(url, { ...options(url), lazyConnect: true, connectTimeout: PROBE_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableReadyCheck: false });
   let reason = '';
   client.on('error', (err: Error) => (reason ||= err.message));
   try {
-    await client.connect();
-    await client.ping();
-  } catch (err) {
-    reason ||= (err as Error).message;
-    throw new DistributedError(`cannot reach Redis at ${redactUrl(url)}: ${reason}`);
+    try {
+      await client.connect();
+      await client.ping();
+    } catch (err) {
+      throw new DistributedError(`cannot reach Redis at ${shown}: ${reason || (err as Error).message}`);
+    }
+    try {
+      await client.info('server');
+      await client.client('SETNAME', 'webgpu-knn-probe');
+      await client.exists('bull:webgpu-knn:meta');
+    } catch (err) {
+      throw new DistributedError(`Redis at ${shown} refuses what BullMQ needs: ${(err as Error).message} (see README, "Securing a cluster", for the commands and keys its user needs)`);
+    }
   } finally {
     client.disconnect();
   }

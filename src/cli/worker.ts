@@ -145,8 +145,19 @@ export async function runWorker(s: WorkerSettings): Promise<void> {
   });
   await stopSignal();
   log('stopping: the current jobs finish first');
-  await worker.close();
+  const closed = worker.close().then(() => true, () => true);
+  let redisGone = false;
+  while (!(await Promise.race([closed, new Promise<boolean>((res) => setTimeout(() => res(false), 250))]))) {
+    redisGone = watch.downFor() > 0;
+    if (redisGone) break;
+  }
   watch.close();
   await releaseShardCache();
   backend.dispose();
+  if (redisGone) {
+    // BullMQ's close waits for Redis (a job's end is recorded there), and its lock and stalled-job
+    // timers keep the process alive meanwhile: with nothing that can be finished, the worker goes.
+    log(`Redis at ${shown} is gone: stopped without waiting for it`);
+    process.exit(0);
+  }
 }

@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
@@ -23,11 +24,26 @@ interface Run {
   saw: (re: RegExp) => Promise<void>;
 }
 
-/** Commands still running when the file's tests end (a test that failed waiting for one) are stopped then. */
+/** Commands and workers still running when the file's tests end (a test that failed waiting for one) are stopped then. */
 const running = new Set<ChildProcess>();
+/** So are the Redis servers the tests started (daemons, not children) and have not stopped. */
+const servers = new Set<number>();
 afterAll(() => {
   for (const p of running) p.kill('SIGKILL');
+  for (const pid of servers) process.kill(pid);
 });
+
+/** A loopback Redis of the test's own (startRedis), stopped when the file's tests end if not before. */
+function ownRedis(port?: number): ReturnType<typeof startRedis> {
+  const r = startRedis(port);
+  servers.add(r.pid);
+  return r;
+}
+
+function stopRedis(r: { pid: number }): void {
+  servers.delete(r.pid);
+  process.kill(r.pid);
+}
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): Run {
   const proc = spawn('node', [CLI, ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, WEBGPU_KNN_SECRET: undefined, WEBGPU_KNN_SECRET_FILE: undefined, ...env } });
@@ -144,12 +160,12 @@ describe.skipIf(missing !== null)('Redis lost, restarted, or restarted empty', (
   const folders = (name: string): string[] => readdirSync(dir).filter((f) => f.startsWith(`.${name}.csv.webgpu-knn-`));
 
   it('Redis killed mid-run: the command fails in one line once the timeout passes (exit 1), and removes its tiles folder', async () => {
-    const redis = startRedis();
+    const redis = ownRedis();
     const run = dedup(redis.url, 'lost', { WEBGPU_KNN_REDIS_TIMEOUT_MS: '1000' });
     // Queued and waiting (no worker): the progress line says 0 of 6 tiles.
     await run.saw(/dedup \(distributed\): 0\/6/);
     expect(folders('lost')).toHaveLength(1);
-    process.kill(redis.pid);
+    stopRedis(redis);
     const r = await run.done;
     expect(r.code, r.err).toBe(1);
     expect(lastLine(r.err)).toMatch(new RegExp(`^webgpu-knn dedup: lost the connection to Redis at ${redis.url} for \\d+ s; the run is abandoned`));
@@ -160,12 +176,12 @@ describe.skipIf(missing !== null)('Redis lost, restarted, or restarted empty', (
   }, 60_000);
 
   it('Redis restarted empty mid-run: the command sees its jobs gone and fails in one line (exit 1), removing its tiles folder', async () => {
-    const redis = startRedis();
+    const redis = ownRedis();
     const run = dedup(redis.url, 'empty');
     await run.saw(/dedup \(distributed\): 0\/6/);
-    process.kill(redis.pid);
+    stopRedis(redis);
     await gone(redis.pid);
-    const again = startRedis(redis.port);
+    const again = ownRedis(redis.port);
     try {
       const r = await run.done;
       expect(r.code, r.err).toBe(1);
@@ -173,20 +189,62 @@ describe.skipIf(missing !== null)('Redis lost, restarted, or restarted empty', (
       expect(r.err).not.toMatch(STACK);
       expect(folders('empty')).toEqual([]);
     } finally {
-      process.kill(again.pid);
+      stopRedis(again);
     }
   }, 60_000);
 
-  it('a worker outlives a Redis restart: one line when it is lost, one when it is back, and it takes jobs again', async () => {
-    const redis = startRedis();
+  it('a Redis user without what BullMQ needs (INFO, the queue keys), or a wrong password: the worker and the command do not start, one line, exit 1', async () => {
+    const redis = ownRedis();
+    const admin = new Redis(redis.url);
+    try {
+      // A user limited as README's first attempt would be (no INFO), one without the queue's keys.
+      await admin.call('ACL', 'SETUSER', 'noinfo', 'on', '>noinfo-password', '~bull:webgpu-knn:*', '+@all', '-@dangerous');
+      await admin.call('ACL', 'SETUSER', 'nokeys', 'on', '>nokeys-password', '~elsewhere:*', '+@all');
+      const at = (user: string, password: string) => `redis://${user}:${password}@127.0.0.1:${redis.port}`;
+      const [noInfo, noKeys, wrong] = await Promise.all([
+        cli(['worker', '--redis', at('noinfo', 'noinfo-password'), '--root', dir, '--secret-file', secret]).done,
+        dedup(at('nokeys', 'nokeys-password'), 'nokeys').done,
+        cli(['worker', '--redis', at('noinfo', 'wrong'), '--root', dir, '--secret-file', secret]).done,
+      ]);
+      const masked = (user: string) => `redis://${user}:\\*\\*\\*@127\\.0\\.0\\.1:${redis.port}`;
+      expect(noInfo.code, noInfo.err).toBe(1);
+      expect(lastLine(noInfo.err)).toMatch(new RegExp(`^webgpu-knn worker: Redis at ${masked('noinfo')} refuses what BullMQ needs: NOPERM .*'info'`));
+      expect(noKeys.code, noKeys.err).toBe(1);
+      expect(lastLine(noKeys.err)).toMatch(new RegExp(`^webgpu-knn dedup: Redis at ${masked('nokeys')} refuses what BullMQ needs: NOPERM .*keys`));
+      expect(wrong.code, wrong.err).toBe(1);
+      expect(lastLine(wrong.err)).toMatch(new RegExp(`^webgpu-knn worker: cannot reach Redis at ${masked('noinfo')}: WRONGPASS`));
+      for (const r of [noInfo, noKeys, wrong]) expect(r.err, 'no password in any message').not.toMatch(/noinfo-password|nokeys-password|:wrong@/);
+      expect(folders('nokeys')).toEqual([]);
+    } finally {
+      admin.disconnect();
+      stopRedis(redis);
+    }
+  }, 60_000);
+
+  it('a worker whose Redis is gone still stops on SIGTERM (exit 0), without waiting for it', async () => {
+    const redis = ownRedis();
     const worker = startWorker(redis.url, dir, secret);
+    running.add(worker.proc);
+    await worker.waitFor(/worker: backend /);
+    stopRedis(redis);
+    await worker.waitFor(/worker: lost the connection to Redis/);
+    const exited = new Promise<number | null>((res) => worker.proc.on('exit', (code) => res(code)));
+    worker.proc.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(worker.log()).toContain(`worker: Redis at ${redis.url} is gone: stopped without waiting for it\n`);
+  }, 60_000);
+
+  it('a worker outlives a Redis restart: one line when it is lost, one when it is back, and it takes jobs again', async () => {
+    const redis = ownRedis();
+    const worker = startWorker(redis.url, dir, secret);
+    running.add(worker.proc);
     let again: { pid: number } | null = null;
     try {
       await worker.waitFor(/worker: backend /);
-      process.kill(redis.pid);
+      stopRedis(redis);
       await worker.waitFor(new RegExp(`worker: lost the connection to Redis at ${redis.url} \\(.+\\); waiting for it to come back\\n`));
       await gone(redis.pid);
-      again = startRedis(redis.port);
+      again = ownRedis(redis.port);
       await worker.waitFor(new RegExp(`worker: the connection to Redis at ${redis.url} is back\\n`));
       const r = await dedup(redis.url, 'after').done;
       expect(r.code, r.err).toBe(0);
@@ -196,7 +254,7 @@ describe.skipIf(missing !== null)('Redis lost, restarted, or restarted empty', (
       expect(worker.log()).not.toMatch(/ioredis|Unhandled error/);
     } finally {
       stopWorker(worker);
-      if (again) process.kill(again.pid);
+      if (again) stopRedis(again);
     }
   }, 60_000);
 });
