@@ -4,7 +4,8 @@
 #
 #   scripts/redis.sh setup [--check]  make sure redis-server is installed (Debian's redis-server,
 #                                     apt-get as root; --check: report only, never install)
-#   scripts/redis.sh start            start one, daemonized; prints `redis://127.0.0.1:PORT PID`
+#   scripts/redis.sh start [PORT]     start one, daemonized (on PORT, else a free port); prints
+#                                     `redis://127.0.0.1:PORT PID`
 #   scripts/redis.sh stop PID         stop the one started with that pid
 #
 # $WEBGPU_KNN_REDIS_SERVER names the binary (default: redis-server on PATH). Idempotent setup: when
@@ -32,9 +33,10 @@ case "${1:-}" in
     ;;
   start)
     if ! have; then echo "redis: no $server" >&2; advise; exit 1; fi
-    # A free port: bind port 0 and read back what the kernel chose (a race with other processes is
-    # possible but unlikely; redis-server then fails to start and this exits non-zero).
-    port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+    # PORT if given (a test restarting Redis where it was), else a free port: bind port 0 and read
+    # back what the kernel chose (a race with other processes is possible but unlikely;
+    # redis-server then fails to start and this exits non-zero).
+    port=${2:-$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')}
     dir=$(mktemp -d)
     "$server" --save "" --appendonly no --port "$port" --bind 127.0.0.1 --dir "$dir" \
       --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
@@ -47,5 +49,5 @@ case "${1:-}" in
     kill "$2"
     ;;
   *)
-    echo "usage: scripts/redis.sh setup [--check] | start | stop PID" >&2; exit 2 ;;
+    echo "usage: scripts/redis.sh setup [--check] | start [PORT] | stop PID" >&2; exit 2 ;;
 esac

@@ -26,7 +26,12 @@ import { clusteredDedup } from '../jobs/clustered-dedup.js';
 import type { Metric, RangeSearchResult } from '../types.js';
 import { MAX_RADIUS, type SearchParams, type VectorIndex } from '../vector-index.js';
 import type { VectorSource } from '../vector-source.js';
-import { distributedDedup, runWorker } from './distributed.js';
+import { distributedDedup } from './distributed.js';
+import { openCluster } from './flow.js';
+import { readJobSecret } from './job-auth.js';
+import { openRoot } from './job-paths.js';
+import { checkRedisUrl } from './redis-link.js';
+import { DEFAULT_LOCK_MS, runWorker } from './worker.js';
 import { DEFAULT_QUERY_ROWS, buildShards, checkManifest, checkShardable, checkShardOutputs, distributedKnnGraph, distributedSearchShards, manifestInput, searchShards, shardsOf } from './shards.js';
 import { MANIFEST_FORMAT, isManifestPath } from '../shards.js';
 import { UsageError, intFlag, numberFlag } from './flags.js';
@@ -86,7 +91,11 @@ options:
                     (README, "Sharded indexes")
   --distributed URL with --shards: train here, then build the shards as jobs on 'webgpu-knn
                     worker' processes through the BullMQ queue in Redis at URL (paths on a file
-                    system every worker sees); the same files as without it
+                    system every worker sees, inside each worker's --root); the same files as
+                    without it
+  --secret-file FILE  with --distributed: the job secret the workers share (default: the file
+                    $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
+                    with it (README, "Securing a cluster")
 ${BACKEND_OPT}
   -h, --help        this text
 ${FILES}
@@ -116,7 +125,10 @@ options:
   --distributed URL with a manifest: the (query block, shard) searches run on 'webgpu-knn worker'
                     processes through the BullMQ queue in Redis at URL, then one merge job; the
                     same output as without it. Paths must be on a file system every worker
-                    sees. --backend is then the workers' own.
+                    sees, inside each worker's --root. --backend is then the workers' own.
+  --secret-file FILE  with --distributed: the job secret the workers share (default: the file
+                    $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
+                    with it (README, "Securing a cluster")
   --query-rows Q    with a manifest: query rows per (query block, shard) search (default 65536)
 ${BACKEND_OPT}
   -h, --help        this text
@@ -194,12 +206,16 @@ options:
   --distributed URL run the self-join on 'webgpu-knn worker' processes through the BullMQ queue in
                     Redis at URL (redis://HOST:PORT): block pairs of --tile-rows rows as jobs, then
                     one reduce job; the same output as without it. Paths must be on a file system
-                    every worker sees. --backend is then the workers' own.
+                    every worker sees, inside each worker's --root. --backend is then the
+                    workers' own.
+  --secret-file FILE  with --distributed: the job secret the workers share (default: the file
+                    $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
+                    with it (README, "Securing a cluster")
   --tile-rows R     rows per block with --distributed (default 65536)
 ${BACKEND_OPT}
   -h, --help        this text
 ${OUTPUTS}`,
-  worker: `usage: webgpu-knn worker --redis URL [options]
+  worker: `usage: webgpu-knn worker --redis URL --root DIR [--secret-file FILE] [options]
 
 Takes jobs (dedup --distributed's block pairs and reduces; the shard builds, searches and
 merges of search and knn-graph --distributed) from the BullMQ queue in Redis at URL
@@ -207,8 +223,19 @@ until SIGTERM or SIGINT, which let the current jobs finish. Run one per GPU, on 
 sees the same file system. A worker that dies loses its job's lock; once it expires another worker
 runs the job again (see README, "Distributed dedup").
 
+A worker runs only jobs it can verify: signed with its job secret and not expired, of a known
+kind whose payload fits that kind's schema, every path inside --root. Any other job is refused
+(failed at once, one line "refused job NAME ID: why" on stderr; no file touched). Redis
+unreachable at the start: exit 1; lost later: the worker waits for it to come back. See README,
+"Securing a cluster".
+
 options:
-  --redis URL       redis://HOST:PORT
+  --redis URL       redis://HOST:PORT, or rediss://HOST:PORT (TLS); USER:PASSWORD@ before HOST
+                    where Redis needs one (or the password in $WEBGPU_KNN_REDIS_PASSWORD)
+  --root DIR        required: every path a job names must lie inside DIR (after symbolic links
+                    are followed), for example the shared file system's mount
+  --secret-file FILE  the job secret, at least 16 bytes (without the flag: the file
+                    $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET; one is required)
   --concurrency N   jobs at once (default 1)
   --lock-ms MS      BullMQ lockDuration and stalledInterval (default 60000)
 ${BACKEND_OPT}
@@ -238,6 +265,9 @@ options:
                     processes through the BullMQ queue in Redis at URL (shards in a directory
                     beside --out, removed at the end); the same output as without it. With
                     --index: search that index's shards there.
+  --secret-file FILE  with --distributed: the job secret the workers share (default: the file
+                    $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
+                    with it (README, "Securing a cluster")
   --shards S        with --distributed: shards to build (default 3)
   --query-rows Q    with --distributed or --index: query rows per job (default 65536)
 ${BACKEND_OPT}
@@ -267,6 +297,19 @@ function required(v: Values, name: string): string {
 }
 
 const text = (v: Values, name: string): string | undefined => v[name] as string | undefined;
+
+/**
+ * --distributed URL with --secret-file, checked before any work (openCluster: the URL, the job
+ * secret, Redis reached); undefined without --distributed.
+ */
+async function clusterOf(v: Values): Promise<string | undefined> {
+  const url = text(v, 'distributed');
+  if (url === undefined) {
+    if (v['secret-file'] !== undefined) throw new UsageError('--secret-file applies with --distributed');
+    return undefined;
+  }
+  return openCluster(url, text(v, 'secret-file'));
+}
 
 function metricOf(v: Values): Metric {
   const m = text(v, 'metric') ?? 'l2';
@@ -403,13 +446,13 @@ export async function build(argv: string[]): Promise<void> {
   const settings = indexSettingsOf(v, 1);
   const choice = backendChoice(v);
   const shardsText = text(v, 'shards');
-  const url = text(v, 'distributed');
-  if (url !== undefined && shardsText === undefined) throw new UsageError('--distributed builds the shards of --shards S on workers; give --shards');
+  if (v.distributed !== undefined && shardsText === undefined) throw new UsageError('--distributed builds the shards of --shards S on workers; give --shards');
   if (shardsText !== undefined) {
     checkExt(out, ['.json'], '--out with --shards (the manifest)');
     checkShardable(settings.type);
   } else if (isManifestPath(out)) throw new UsageError(`--out ${out}: a .json index is a shard manifest; give --shards S, or a name not ending in .json`);
   checkOutputs(inputs(['--out', out]), inputs(['--input', input], ['--ids', idsPath]));
+  const url = await clusterOf(v);
   // One writer of an index file at a time, from before the input is read until the saved index is
   // renamed into place: a second build or a remove of it fails at once. (A manifest's writer is
   // buildShards.)
@@ -480,13 +523,13 @@ export async function search(argv: string[]): Promise<void> {
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
   const sharded = isManifestPath(indexPath);
+  if (!sharded && (v.distributed !== undefined || v['query-rows'] !== undefined)) {
+    throw new UsageError(`--distributed and --query-rows search a sharded index (a .json manifest from 'build --shards'); --index ${indexPath} is one index file`);
+  }
+  const url = await clusterOf(v);
   const header = sharded ? await checkManifest(indexPath) : await readIndexHeader(indexPath);
   const queries = await openQueries(queriesPath, header);
   const params = await searchParamsOf(v, header, filterPath);
-  const url = text(v, 'distributed');
-  if (!sharded && (url !== undefined || v['query-rows'] !== undefined)) {
-    throw new UsageError(`--distributed and --query-rows search a sharded index (a .json manifest from 'build --shards'); --index ${indexPath} is one index file`);
-  }
   if (sharded) {
     const o = { manifest: indexPath, queries: queriesPath, k, out, dist, nprobe: params.nprobe, kFactor: params.kFactor, filter: filterPath, queryRows: queryRowsOf(v) };
     if (url !== undefined) return distributedSearchShards(url, o);
@@ -778,7 +821,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const choice = backendChoice(v);
   const against = text(v, 'against');
   checkOutputs(inputs(['--out', out], ['--clusters', clusters]), inputs(['--input', input], ['--against', against]));
-  for (const flag of ['partitions', 'overlap', 'distributed', 'tile-rows']) {
+  for (const flag of ['partitions', 'overlap', 'distributed', 'secret-file', 'tile-rows']) {
     if (against !== undefined && v[flag] !== undefined) throw new UsageError(`--${flag} applies to a dedup within one input; it does not combine with --against`);
   }
   if (against !== undefined) return dedupAgainst(against, input, metric, threshold, maxCandidates, out, clusters, choice);
@@ -787,6 +830,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   const overlap = text(v, 'overlap');
   if (overlap !== undefined && partitions === undefined) throw new UsageError('--overlap applies with --partitions only');
   if (v['tile-rows'] !== undefined && (distributed === undefined || partitions !== undefined)) throw new UsageError('--tile-rows applies with --distributed only');
+  if (v['secret-file'] !== undefined && distributed === undefined) throw new UsageError('--secret-file applies with --distributed');
   if (partitions !== undefined) {
     if (distributed !== undefined) throw new UsageError('--partitions runs in one process; it does not combine with --distributed');
     const C = intFlag('partitions', partitions, 1, 2 ** 31 - 1);
@@ -794,7 +838,7 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   }
   if (distributed !== undefined) {
     const tileRows = intFlag('tile-rows', text(v, 'tile-rows'), 1, 2 ** 31 - 1, 65536);
-    return distributedDedup(distributed, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows, maxCandidates });
+    return distributedDedup((await clusterOf(v))!, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows, maxCandidates });
   }
   const file = await openVectors(input);
   const backend = await openBackend(choice);
@@ -909,10 +953,13 @@ export async function writeDedupOutputs<R extends Pick<DedupResult, 'clusters' |
 export async function workerCommand(argv: string[]): Promise<void> {
   const v = parse('worker', argv);
   if (!v) return;
-  const url = required(v, 'redis');
+  const url = checkRedisUrl('redis', required(v, 'redis'));
+  const root = openRoot(required(v, 'root'));
   const concurrency = intFlag('concurrency', text(v, 'concurrency'), 1, 1024, 1);
-  const lockMs = intFlag('lock-ms', text(v, 'lock-ms'), 100, 2 ** 31 - 1, 60000);
-  await runWorker(url, backendChoice(v), concurrency, lockMs);
+  const lockMs = intFlag('lock-ms', text(v, 'lock-ms'), 100, 2 ** 31 - 1, DEFAULT_LOCK_MS);
+  const backend = backendChoice(v);
+  const secret = readJobSecret(text(v, 'secret-file'), 'a worker');
+  await runWorker({ url, root, secret, backend, concurrency, lockMs });
 }
 
 /** dedup --against INDEX: the new rows of `input` against an existing corpus, by range search. */
@@ -952,10 +999,10 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   const queriesPath = text(v, 'queries');
   const settings = indexSettingsOf(v, 8);
   const choice = backendChoice(v);
-  const url = text(v, 'distributed');
-  if (url === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
-  if (url !== undefined) checkShardable(settings.type);
+  if (v.distributed === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
+  if (v.distributed !== undefined) checkShardable(settings.type);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
+  const url = await clusterOf(v);
   const file = await openVectors(input);
   checkTypeFor(settings.type, file);
   const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
@@ -998,12 +1045,12 @@ async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: st
   const queriesPath = text(v, 'queries');
   const choice = backendChoice(v);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--index', indexPath], ['--queries', queriesPath]));
+  const url = await clusterOf(v);
   const header = await checkManifest(indexPath);
   const queries = queriesPath ?? manifestInput(indexPath);
   await openQueries(queries, header);
   const { nprobe } = await searchParamsOf(v, header, undefined);
   const o = { manifest: indexPath, queries, k, out, dist, nprobe, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
-  const url = text(v, 'distributed');
   if (url !== undefined) return distributedSearchShards(url, o);
   const backend = await openBackend(choice, k, o.excludeSelf ? 1 : 0);
   try {

@@ -26,7 +26,7 @@
  * A build holds the manifest's lock, and its jobs check it (checkBuildLock).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Backend } from '../backend.js';
@@ -60,8 +60,8 @@ import {
 import type { IndexType } from '../factory.js';
 import { InvalidArgumentError, type Metric } from '../types.js';
 import type { VectorIndex } from '../vector-index.js';
-import { type FlowJob, runFlow } from './flow.js';
-import { readCheckedFile, readRowRanges, rowRange, writeCheckedFile } from './job-files.js';
+import { type FlowJob, MAX_BLOCKS, MAX_SHARDS, runFlow } from './flow.js';
+import { claimRunFolder, readCheckedFile, readRowRanges, removeRunFolder, rowRange, writeCheckedFile } from './job-files.js';
 import { UsageError, intFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -539,7 +539,7 @@ export interface SearchMergeJob extends SearchPlan {
 /** Queries per search inside a search-shard job (knn-graph's block). */
 const QUERIES_PER_SEARCH = 4096;
 
-function tilePath(plan: SearchPlan, block: number, shard: number): string {
+export function tilePath(plan: SearchPlan, block: number, shard: number): string {
   return join(plan.tiles, `${block}-${shard}.knn`);
 }
 
@@ -661,7 +661,7 @@ export interface ShardedSearch {
   excludeSelf?: boolean;
 }
 
-/** The plan of a search: query blocks, and a tiles directory keyed by everything that decides the results. */
+/** The plan of a search: query blocks, and the run's own tiles folder (claimed last; the caller removes it). */
 async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
   const { manifest, shards } = readManifest(o.manifest);
   const queries = resolve(o.queries);
@@ -670,14 +670,10 @@ async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
   const starts: number[] = [];
   for (let r = 0; r < file.rows; r += o.queryRows) starts.push(r);
   starts.push(file.rows);
-  const facts = (p: string | undefined): unknown => (p === undefined ? null : [resolve(p), statSync(p).size, statSync(p).mtimeMs]);
+  if (starts.length - 1 > MAX_BLOCKS) throw new UsageError(`--query-rows ${o.queryRows} cuts the ${file.rows} queries into ${starts.length - 1} blocks; at most ${MAX_BLOCKS} (raise --query-rows)`);
+  if (shards.length > MAX_SHARDS) throw new UsageError(`${o.manifest} lists ${shards.length} shards; a sharded search takes at most ${MAX_SHARDS}`);
   const kk = o.excludeSelf ? o.k + 1 : o.k;
-  const key = createHash('sha256')
-    .update(JSON.stringify([shards, facts(queries), kk, o.nprobe, o.kFactor, facts(o.filter), o.queryRows]))
-    .digest('hex')
-    .slice(0, 12);
   const out = resolve(o.out);
-  const tiles = join(dirname(out), `.${basename(out)}.webgpu-knn-tiles-${key}`);
   return {
     shards,
     metric: manifest.metric,
@@ -687,53 +683,60 @@ async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
     nprobe: o.nprobe,
     kFactor: o.kFactor,
     filter: o.filter === undefined ? undefined : resolve(o.filter),
-    tiles,
     out,
     dist: o.dist === undefined ? undefined : resolve(o.dist),
     k: o.k,
     excludeSelf: o.excludeSelf ?? false,
+    // This run's own (a second run writing the same output has its own), removed however the run ends.
+    tiles: claimRunFolder(out, 'tiles'),
   };
 }
 
 /** `search --index MANIFEST` without --distributed: every job of the plan here, shard by shard (each loaded once), then the merge. */
 export async function searchShards(backend: Backend, o: ShardedSearch): Promise<void> {
   const plan = await planSearch(o);
-  mkdirSync(plan.tiles, { recursive: true });
   const blocks = plan.starts.length - 1;
-  const p = new Progress('search (sharded)');
   try {
-    for (let shard = 0; shard < plan.shards.length; shard++) {
-      for (let block = 0; block < blocks; block++) {
-        await runSearchShard(backend, { ...plan, block, shard });
-        p.update(shard * blocks + block + 1, plan.shards.length * blocks, `(query block, shard) results`);
+    const p = new Progress('search (sharded)');
+    try {
+      for (let shard = 0; shard < plan.shards.length; shard++) {
+        for (let block = 0; block < blocks; block++) {
+          await runSearchShard(backend, { ...plan, block, shard });
+          p.update(shard * blocks + block + 1, plan.shards.length * blocks, `(query block, shard) results`);
+        }
       }
+    } finally {
+      await releaseShardCache();
     }
+    await runSearchMerge(plan);
   } finally {
-    await releaseShardCache();
+    removeRunFolder(plan.tiles);
   }
-  await runSearchMerge(plan);
-  rmSync(plan.tiles, { recursive: true, force: true });
   process.stderr.write(`wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k} (${plan.shards.length} shards)\n`);
 }
 
 /** The search plan as search-shard children of one search-merge job, on the workers at `url`. */
 async function runSearchFlow(url: string, plan: SearchMergeJob): Promise<void> {
-  mkdirSync(plan.tiles, { recursive: true });
   // Shard by shard: consecutive jobs of one shard, so that a worker mostly finds its shard loaded.
+  // Each carries the search plan, not the merge's outputs.
+  const { out: _out, dist: _dist, k: _k, excludeSelf: _excludeSelf, ...search } = plan;
   const children: FlowJob[] = [];
   for (let shard = 0; shard < plan.shards.length; shard++) {
-    for (let block = 0; block + 1 < plan.starts.length; block++) children.push({ name: 'search-shard', data: { ...plan, block, shard } satisfies SearchShardJob });
+    for (let block = 0; block + 1 < plan.starts.length; block++) children.push({ name: 'search-shard', data: { ...search, block, shard } satisfies SearchShardJob });
   }
   await runFlow(url, 'search (distributed)', { name: 'search-merge', data: plan }, children);
-  // Removed once the merge is recorded as done: a merge re-run (its worker lost) still finds them.
-  rmSync(plan.tiles, { recursive: true, force: true });
 }
 
 /** `search --index MANIFEST --distributed URL`. */
 export async function distributedSearchShards(url: string, o: ShardedSearch): Promise<void> {
   const t0 = performance.now();
   const plan = await planSearch(o);
-  await runSearchFlow(url, plan);
+  try {
+    await runSearchFlow(url, plan);
+  } finally {
+    // Once the merge is recorded as done (a merge re-run, its worker lost, still finds the tiles), or the run failed.
+    removeRunFolder(plan.tiles);
+  }
   const blocks = plan.starts.length - 1;
   process.stderr.write(
     `wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k}; ${blocks * plan.shards.length} (query block, shard) jobs; ${((performance.now() - t0) / 1000).toFixed(2)} s\n`,
@@ -753,14 +756,8 @@ export async function distributedKnnGraph(
   o: { shards: number; k: number; out: string; dist?: string; queries?: string; queryRows: number },
 ): Promise<void> {
   const t0 = performance.now();
-  const out = resolve(o.out);
-  const st = statSync(file.path);
-  const key = createHash('sha256')
-    .update(JSON.stringify([resolve(file.path), st.size, st.mtimeMs, describeIndexType(s.type), s.metric, s.nprobe, s.trainSample, o.shards]))
-    .digest('hex')
-    .slice(0, 12);
-  const dir = join(dirname(out), `.${basename(out)}.webgpu-knn-shards-${key}`);
-  mkdirSync(dir, { recursive: true });
+  // This run's own shards (a second run writing the same output has its own), removed however the run ends.
+  const dir = claimRunFolder(resolve(o.out), 'shards');
   const manifest = join(dir, 'index.json');
   try {
     const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined, newBuildId());
@@ -768,7 +765,7 @@ export async function distributedKnnGraph(
     await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, excludeSelf: o.queries === undefined });
   } finally {
     // Shards of this run only (they are rebuilt by every run): not worth keeping after a failure.
-    rmSync(dir, { recursive: true, force: true });
+    removeRunFolder(dir);
   }
   process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all (${o.shards} shards)\n`);
 }

@@ -1,0 +1,155 @@
+/**
+ * The link to Redis that every distributed command and `worker` share: the URL checked before
+ * anything starts, Redis reached (or not) within seconds, and the connection watched while a run
+ * goes on, so that an unavailable Redis is one line and an exit, never a hang or a stack trace
+ * per retry.
+ *
+ * - URL: `redis://HOST:PORT` or `rediss://HOST:PORT` (TLS), optionally `USER:PASSWORD@` and a
+ *   database `/N`; anything else is a usage error naming the value. A password not in the URL can
+ *   come from $WEBGPU_KNN_REDIS_PASSWORD (a command line is visible to every local user). URLs
+ *   are printed with the password masked.
+ * - Reaching it: one connection attempt, PROBE_MS at most, before a command queues anything or a
+ *   worker starts; a refused connection, an unknown host, a wrong password, a user without the
+ *   commands BullMQ needs fail at once (exit 1).
+ * - Losing it: a RedisWatch sees the connection go and come back. A command waiting for its run
+ *   gives Redis redisTimeoutMs() (default 30 s, $WEBGPU_KNN_REDIS_TIMEOUT_MS) to come back, then
+ *   fails; a worker waits for it indefinitely, saying once that it is gone and once that it is back.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import { InvalidArgumentError } from '../types.js';
+import { UsageError } from './flags.js';
+
+/**
+ * A distributed run's failure, as one line: what a worker reported for a job, or what became of
+ * Redis. An InvalidArgumentError, so that the CLI prints it without a stack trace: the command's
+ * own stack says nothing about a failure that happened in a worker or in Redis.
+ */
+export class DistributedError extends InvalidArgumentError {
+  override name = 'DistributedError';
+}
+
+/** How long one connection attempt may take. */
+export const PROBE_MS = 5000;
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+const EXPECTED = 'expected a Redis URL: redis://HOST:PORT, or rediss://HOST:PORT for TLS (with USER:PASSWORD@ before HOST where Redis needs a password)';
+
+/** `url` with its password replaced by ***, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password === '') return url;
+    u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+/** `--flag URL` checked: a redis:// or rediss:// URL with a host (a usage error otherwise). */
+export function checkRedisUrl(flag: string, url: string): string {
+  let u: URL | null = null;
+  try {
+    u = new URL(url);
+  } catch {
+    // refused below
+  }
+  const ok = u !== null && (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '' && /^(\/\d*)?$/.test(u.pathname) && u.hash === '';
+  if (!ok) throw new UsageError(`--${flag} ${redactUrl(url)}: ${EXPECTED}`);
+  return url;
+}
+
+/** ioredis options for `url`: its password from the environment when the URL has none. */
+function options(url: string): RedisOptions {
+  const password = new URL(url).password === '' ? process.env.WEBGPU_KNN_REDIS_PASSWORD : undefined;
+  return password === undefined || password === '' ? {} : { password };
+}
+
+/** The connection options BullMQ's classes take for `url`. */
+export function connection(url: string): { url: string; password?: string; maxRetriesPerRequest: null } {
+  return { url, ...(options(url) as { password?: string }), maxRetriesPerRequest: null };
+}
+
+/** How long a command waits for a lost Redis to come back: $WEBGPU_KNN_REDIS_TIMEOUT_MS, else 30 s. */
+export function redisTimeoutMs(): number {
+  const text = process.env.WEBGPU_KNN_REDIS_TIMEOUT_MS;
+  if (text === undefined || text === '') return DEFAULT_TIMEOUT_MS;
+  const ms = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(ms >= 100 && ms <= 2 ** 31 - 1)) throw new UsageError(`WEBGPU_KNN_REDIS_TIMEOUT_MS must be an integer in [100, ${2 ** 31 - 1}] (milliseconds); got ${text}`);
+  return ms;
+}
+
+/**
+ * Connects to Redis at `url` once (PROBE_MS at most) and tries what BullMQ needs of it beyond the
+ * queue's own commands (INFO, CLIENT SETNAME, a key of the queue): a user that may not run them
+ * would leave BullMQ retrying without pause (a worker at 100% of a core, deaf to SIGTERM). A
+ * DistributedError saying why not.
+ */
+export async function probeRedis(url: string): Promise<void> {
+  const shown = redactUrl(url);
+  const client = new Redis(url, { ...options(url), lazyConnect: true, connectTimeout: PROBE_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableReadyCheck: false });
+  let reason = '';
+  client.on('error', (err: Error) => (reason ||= err.message));
+  try {
+    try {
+      await client.connect();
+      await client.ping();
+    } catch (err) {
+      throw new DistributedError(`cannot reach Redis at ${shown}: ${reason || (err as Error).message}`);
+    }
+    try {
+      await client.info('server');
+      await client.client('SETNAME', 'webgpu-knn-probe');
+      await client.exists('bull:webgpu-knn:meta');
+    } catch (err) {
+      throw new DistributedError(`Redis at ${shown} refuses what BullMQ needs: ${(err as Error).message} (see README, "Securing a cluster", for the commands and keys its user needs)`);
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Watches the connection to Redis at `url` (a connection of its own, reconnecting): `onChange`
+ * hears once when it is lost (with the reason) and once when it is back.
+ */
+export class RedisWatch {
+  private readonly client: Redis;
+  /** When the connection was lost; null while it is up. */
+  private downSince: number | null = null;
+  private reported = false;
+  private closing = false;
+
+  constructor(
+    readonly url: string,
+    private readonly onChange: (up: boolean, reason: string) => void = () => {},
+  ) {
+    this.client = new Redis(url, { ...options(url), maxRetriesPerRequest: null, retryStrategy: (times) => Math.min(250 * times, 2000) });
+    this.client.on('ready', () => {
+      if (this.downSince === null) return;
+      this.downSince = null;
+      if (this.reported) this.onChange(true, '');
+      this.reported = false;
+    });
+    this.client.on('close', () => {
+      if (!this.closing && this.downSince === null) this.downSince = Date.now();
+    });
+    // The first error of an outage says why; the retries' errors say it again, so they are not repeated.
+    this.client.on('error', (err: Error) => {
+      if (this.closing || this.reported) return;
+      this.downSince ??= Date.now();
+      this.reported = true;
+      this.onChange(false, err.message);
+    });
+  }
+
+  /** Milliseconds since the connection was lost (0 while it is up). */
+  downFor(): number {
+    return this.downSince === null ? 0 : Date.now() - this.downSince;
+  }
+
+  close(): void {
+    this.closing = true;
+    this.client.disconnect();
+  }
+}
