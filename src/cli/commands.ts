@@ -1002,14 +1002,15 @@ export async function knnGraphCommand(argv: string[]): Promise<void> {
   if (v.distributed === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
   if (v.distributed !== undefined) checkShardable(settings.type);
   checkOutputs(inputs(['--out', out], ['--distances', dist]), inputs(['--input', input], ['--queries', queriesPath]));
-  const url = await clusterOf(v);
   const file = await openVectors(input);
   checkTypeFor(settings.type, file);
   const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
   if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
   // A JSON Lines input's own ids, if it has them: the index is built with them.
   const ids = await vectorIds(undefined, file);
-  if (ids && url !== undefined) throw new UsageError(`knn-graph --distributed writes row numbers; --input ${input} has 'id' fields: run without --distributed to have its ids`);
+  if (ids && v.distributed !== undefined) throw new UsageError(`knn-graph --distributed writes row numbers; --input ${input} has 'id' fields: run without --distributed to have its ids`);
+  // After the inputs' headers (usage errors first), before training or any job.
+  const url = await clusterOf(v);
   const shards = url === undefined ? undefined : shardsOf(text(v, 'shards'), file.rows, 3);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
   if (url !== undefined && shards !== undefined) {

@@ -69,8 +69,8 @@ export async function runTile(backend: Backend, job: TileJob): Promise<number> {
   // One pass over the file for both blocks (block j's rows lie beyond block i's).
   const [xi, xj = null] = await readRowRanges(job.input, i === j ? [ri] : [ri, rj]);
   // Checked as dedup and the reduce check them, so that a non-finite value fails the run at its first tile.
-  checkVectors(xi, job.d, 'vectors', true, job.metric !== 'cosine', ri[0]);
-  if (xj) checkVectors(xj, job.d, 'vectors', true, job.metric !== 'cosine', rj[0]);
+  checkVectors(xi, job.d, `${job.input}:`, true, job.metric !== 'cosine', ri[0]);
+  if (xj) checkVectors(xj, job.d, `${job.input}:`, true, job.metric !== 'cosine', rj[0]);
   const max = job.maxCandidates ?? Infinity;
   let pairs: Uint32Array;
   try {

@@ -178,14 +178,14 @@ export const JOB_KINDS: Record<string, JobKind<unknown>> = {
   }),
   'build-shard': kind({
     check: BUILD_SHARD_JOB,
-    paths: (b) => [...p('trained', b.trained, 'input'), ...p('input', b.input, 'input'), ...p('ids', b.ids, 'input'), ...p('lock', b.lock?.path, 'input'), ...p('out', b.out, 'output')],
+    paths: (b) => [...p('trained', b.trained, 'input'), ...p('input', b.input, 'input'), ...p('ids', b.ids, 'input'), ...p('lock.path', b.lock?.path, 'input'), ...p('out', b.out, 'output')],
     run: runBuildShard,
   }),
   'build-manifest': kind({
     check: BUILD_MANIFEST_JOB,
     paths: (m) => [
       ...p('manifest', m.manifest, 'output'),
-      ...p('lock', m.lock?.path, 'input'),
+      ...p('lock.path', m.lock?.path, 'input'),
       ...p('draft.input.path', m.draft.input.path, 'input'),
       ...m.shards.flatMap((s, i) => p(`shards[${i}].file`, join(dirname(m.manifest), basename(s.file)), 'input')),
     ],

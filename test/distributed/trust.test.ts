@@ -108,16 +108,19 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
     mkdirSync(searchTiles);
     const dedupPlan = { input: join(root, 'x.fvecs'), metric: 'cosine', threshold: 0.99, d: 16, tiles, maxCandidates: null };
     const manifest = join(root, 'x.json');
-    const shards = [0, 1].map((s) => ({ path: join(root, `x.0123abcd.shard-${s}.idx`), bytes: 100, sha256: 'a'.repeat(64) }));
+    const header = { type: 'Flat', nlist: 0, dim: 16, metric: 'l2', nprobe: 0 };
+    const shards = [0, 1].map((s) => ({ path: join(root, `x.0123abcd.shard-${s}.idx`), bytes: 100, sha256: `${s}`.repeat(64), place: s, firstRow: 300 * s, rows: 300, rowIds: true, header }));
+    const lock = { path: join(root, '.x.json.webgpu-knn-lock'), owner: '{"pid":1}' };
     const searchPlan = { shards, metric: 'l2', queries: join(root, 'x.fvecs'), starts: [0, 300, 600], kk: 5, nprobe: 1, kFactor: 1, filter: join(root, 'allowed.txt'), tiles: searchTiles };
     valid = {
       'self-join-tile': { ...dedupPlan, i: 0, j: 1, ri: [0, 300], rj: [300, 600] },
       'dedup-reduce': { ...dedupPlan, n: 600, starts: [0, 300, 600], out: join(root, 'out.csv'), clusters: join(root, 'groups.json') },
-      'build-shard': { trained: join(root, '.x.json.webgpu-knn-trained.idx'), input: join(root, 'x.fvecs'), r0: 0, r1: 300, ids: join(root, 'ids.txt'), out: join(root, 'x.0123abcd.shard-0.idx') },
+      'build-shard': { trained: join(root, '.x.json.webgpu-knn-trained.idx'), input: join(root, 'x.fvecs'), r0: 0, r1: 300, ids: join(root, 'ids.txt'), out: join(root, 'x.0123abcd.shard-0.idx'), lock },
       'build-manifest': {
         manifest,
         draft: { format: 'webgpu-knn-shards', version: 1, dim: 16, metric: 'l2', type: 'Flat', nprobe: null, ntotal: 600, rowIds: true, input: { path: join(root, 'x.fvecs'), bytes: 40800, mtimeMs: 1 } },
         shards: [{ file: 'x.0123abcd.shard-0.idx', firstRow: 0, rows: 300 }, { file: 'x.0123abcd.shard-1.idx', firstRow: 300, rows: 300 }],
+        lock,
       },
       'search-shard': { ...searchPlan, block: 1, shard: 0 },
       'search-merge': { ...searchPlan, out: join(root, 'nn.npy'), dist: join(root, 'd.npy'), k: 5, excludeSelf: false },
@@ -171,8 +174,10 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
     ['build-shard', 'input', 'input'],
     ['build-shard', 'ids', 'input'],
     ['build-shard', 'out', 'output'],
+    ['build-shard', 'lock.path', 'input'],
     ['build-manifest', 'manifest', 'output'],
     ['build-manifest', 'draft.input.path', 'input'],
+    ['build-manifest', 'lock.path', 'input'],
     ['search-shard', 'shards.1.path', 'input'],
     ['search-shard', 'queries', 'input'],
     ['search-shard', 'filter', 'input'],
@@ -276,6 +281,10 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
       ['search-shard', withField(v['search-shard'], 'block', 2), /block 2 is not one of the plan's 2/],
       ['search-shard', withField(v['search-shard'], 'shards.0.sha256', 'x'), /shards\[0\]\.sha256: expected a SHA-256/],
       ['search-merge', withField(v['search-merge'], 'kk', 6), /kk must be k/],
+      ['search-shard', withField(v['search-shard'], 'shards.1.place', 0), /shards\[1\]\.place must be 1/],
+      ['search-shard', withField(v['search-shard'], 'shards.1.firstRow', 200), /shards\[1\]\.firstRow must be 300/],
+      ['search-merge', withField(v['search-merge'], 'shards.0.header.metric', 'hamming'), /shards\[0\]\.header\.metric: expected one of/],
+      ['build-shard', withField(v['build-shard'], 'lock.path', join(root, 'x.json')), /lock\.path: expected a manifest's lock file/],
       ['search-merge', withField(v['search-merge'], 'shards', []), /shards: expected an array of 1 to /],
     ];
     const results = cases.map(([name, payload]) => outcome(name, signed(name, payload)));
