@@ -4,7 +4,8 @@
  *
  * - A threshold means the decimal it prints as (`String(t)`): 0.9 is 9/10, not the binary double
  *   nearest to it (which is 0.9 + 2.2e-17). So a pair whose cosine is exactly 0.9 (a.b = 72,
- *   |a|^2 = |b|^2 = 80) is within a threshold of 0.9, and rows exactly parallel are within 1.
+ *   |a|^2 = |b|^2 = 80) is within a threshold of 0.9, and rows exactly parallel are within 1. An
+ *   integer is itself, exactly (2^80, which prints as 1.2089258196146292e+24, is 2^80).
  * - The test is first made in float64 with a bound on its rounding: every pair clearly on one side
  *   is decided there (almost all of them). A pair within the bound of the threshold is decided in
  *   integers (BigInt): every float32 value is an integer multiple of 2^-149, so products and
@@ -34,14 +35,35 @@ const SCALE = 2 ** 149;
 /** 2^298: units of products of two scaled values. */
 const SCALE2 = 1n << 298n;
 
-/** `t` as the fraction num / den (den > 0) of the decimal it prints as. */
+/** `t` as the fraction num / den (den > 0) of the decimal it prints as; an integer exactly. */
 export function decimalFraction(t: number): { num: bigint; den: bigint } {
-  const m = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(t));
-  if (!m) throw new RangeError(`not a finite number: ${t}`);
+  if (Number.isInteger(t)) return { num: BigInt(t), den: 1n };
+  const fraction = decimalText(String(t));
+  if (!fraction) throw new RangeError(`not a finite number: ${t}`);
+  return fraction;
+}
+
+/** A decimal written as text (`0.9`, `-.5`, `1e-7`, `12E+3`) as the fraction num / den, exactly; null if it is not one. */
+export function decimalText(text: string): { num: bigint; den: bigint } | null {
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text.trim());
+  if (!m || `${m[2]}${m[3] ?? ''}` === '') return null;
   const frac = m[3] ?? '';
   const exp = Number(m[4] ?? 0) - frac.length;
-  const digits = BigInt(`${m[1]}${m[2]}${frac}`);
+  const digits = BigInt(`${m[1] === '-' ? '-' : ''}${m[2]}${frac}`);
   return exp >= 0 ? { num: digits * 10n ** BigInt(exp), den: 1n } : { num: digits, den: 10n ** BigInt(-exp) };
+}
+
+/**
+ * The threshold the exact tests take for a threshold written `text` (the number it reads as), when
+ * that is not the decimal written (more digits than a double holds: 0.90000000000000002 is taken
+ * as 0.9); else null. For a command to say so.
+ */
+export function thresholdTakenAs(text: string): string | null {
+  const written = decimalText(text);
+  const t = Number(text);
+  if (!written || !Number.isFinite(t)) return null;
+  const taken = decimalFraction(t);
+  return written.num * taken.den === taken.num * written.den ? null : Number.isInteger(t) ? BigInt(t).toString() : String(t);
 }
 
 const scaled = (v: number): bigint => BigInt(v * SCALE);

@@ -357,7 +357,7 @@ export abstract class IndexCore implements VectorIndex {
 
   /** Candidates for k among the rows `masks` allow (null: all stored rows), re-scored (see candidatePlan). */
   private async searchMasked(queries: Float32Array, nq: number, k: number, masks: Uint32Array[] | null, p: SearchParams): Promise<SlotResult> {
-    const kr = rerankCount(k, p.kFactor);
+    const kr = rerankCount(k, p.kFactor, this.ntotal);
     const { kc, need } = this.candidatePlan(k, kr);
     const cand = await this.candidates(queries, nq, kc, masks, p, need);
     return this.rescored(queries, nq, cand, kc, k, kr, p);
@@ -390,7 +390,7 @@ export abstract class IndexCore implements VectorIndex {
     const space = this.rowSpace();
     const { masks, allowed } = this.rowMasks(filter, space);
     const selectivity = allowed / Math.max(1, this.ntotal);
-    const kr = rerankCount(k, p.kFactor);
+    const kr = rerankCount(k, p.kFactor, this.ntotal);
     // Allowed candidates a row must keep to stand for a pre-filtered search's.
     const room = this.exactCodeOrder ? kr : kr + RESCORE_MARGIN;
     const kPost = postFilterK(kr, selectivity, this.backend.maxK);
@@ -494,10 +494,12 @@ function checkTransformOption(transform: unknown, dim: number): TransformSpec | 
 
 /**
  * Candidates re-ranked for k results: k x kFactor rounded down (Faiss's IndexRefine takes
- * idx_t(k * k_factor)), at least k; k without a kFactor.
+ * idx_t(k * k_factor)), at least k; k without a kFactor. Never more than the `ntotal` vectors
+ * held (beyond them there are no candidates, only padding: a kFactor of 1e6 would otherwise size
+ * every query's candidate lists by it, 10 GB for 500 queries on the CPU backend).
  */
-export function rerankCount(k: number, kFactor: number | undefined): number {
-  return Math.max(k, Math.floor(k * (kFactor ?? 1)));
+export function rerankCount(k: number, kFactor: number | undefined, ntotal: number): number {
+  return Math.max(k, Math.min(Math.floor(k * (kFactor ?? 1)), ntotal));
 }
 
 /** Each row's first `keep` labels that are not -1 (of `kc` a row, in their order), padded with -1: rows of `keep`. */

@@ -34,7 +34,7 @@ import { checkRedisUrl } from './redis-link.js';
 import { DEFAULT_LOCK_MS, runWorker } from './worker.js';
 import { DEFAULT_QUERY_ROWS, buildShards, checkManifest, checkShardable, checkShardOutputs, distributedKnnGraph, distributedSearchShards, manifestInput, searchShards, shardsOf } from './shards.js';
 import { MANIFEST_FORMAT, isManifestPath } from '../shards.js';
-import { UsageError, intFlag, numberFlag } from './flags.js';
+import { UsageError, intFlag, thresholdFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
 
@@ -196,7 +196,9 @@ options:
                     the input and j the id of a vector of INDEX (from 'webgpu-knn build', with
                     the same --metric) within the threshold, by a range search of the index
                     (exact for Flat; IVF scans the nprobe lists it was saved with); pairs in i
-                    order, each row's best first. No --clusters.
+                    order, each row's best first. No --clusters. A cosine index holds its
+                    vectors normalised to float32: pairs down to 2^-22 below the threshold are
+                    kept too (README, "Range search"), so that none at it is lost
   --partitions C    approximate (SemDeDup): k-means into C partitions, each row into its --overlap
                     nearest, the exact join inside each partition only; every pair found is a
                     true pair, but a pair whose rows share no partition is missed (see README,
@@ -643,9 +645,9 @@ function looksLikeManifest(path: string): boolean {
 /** --radius for `metric`: l2 a squared distance in [0, MAX_RADIUS], cosine in [-1, 1], ip within +-MAX_RADIUS. */
 function radiusOf(v: Values, metric: Metric): number {
   const given = text(v, 'radius');
-  if (metric === 'l2') return numberFlag('radius', given, 0, MAX_RADIUS, 'a squared L2 distance');
-  if (metric === 'cosine') return numberFlag('radius', given, -1, 1, 'a cosine');
-  return numberFlag('radius', given, -MAX_RADIUS, MAX_RADIUS, 'an inner product');
+  if (metric === 'l2') return thresholdFlag('radius', given, 0, MAX_RADIUS, 'a squared L2 distance');
+  if (metric === 'cosine') return thresholdFlag('radius', given, -1, 1, 'a cosine');
+  return thresholdFlag('radius', given, -MAX_RADIUS, MAX_RADIUS, 'an inner product');
 }
 
 export async function rangeSearchCommand(argv: string[]): Promise<void> {
@@ -811,8 +813,8 @@ export async function dedupCommand(argv: string[]): Promise<void> {
   if (metric !== 'cosine' && metric !== 'l2') throw new UsageError(`--metric must be cosine or l2; got ${metric}`);
   const threshold =
     metric === 'cosine'
-      ? numberFlag('threshold', text(v, 'threshold'), -1, 1, 'a cosine')
-      : numberFlag('threshold', text(v, 'threshold'), 0, Infinity, 'a squared L2 distance');
+      ? thresholdFlag('threshold', text(v, 'threshold'), -1, 1, 'a cosine')
+      : thresholdFlag('threshold', text(v, 'threshold'), 0, Infinity, 'a squared L2 distance');
   const maxCandidates = intFlag('max-candidates', text(v, 'max-candidates'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_CANDIDATES);
   const out = required(v, 'out');
   checkExt(out, ['.csv', '.jsonl'], '--out');

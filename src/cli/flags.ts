@@ -3,6 +3,8 @@
  * NaN, blanks or trailing junk, all of which Number() would accept or turn into 0), and every error
  * names the flag, the text given and what was expected.
  */
+import { thresholdTakenAs } from '../threshold.js';
+
 export class UsageError extends Error {
   override name = 'UsageError';
 }
@@ -38,4 +40,16 @@ export function numberFlag(name: string, text: string | undefined, min: number, 
     throw new UsageError(`--${name} must be ${what} ${range} (decimal); got ${shown(text)}`);
   }
   return n;
+}
+
+/**
+ * A threshold or radius: numberFlag, then a note on stderr where the exact tests will not take the
+ * decimal written (src/threshold.ts: it has more digits than a double holds, and is taken as the
+ * decimal of the nearest double).
+ */
+export function thresholdFlag(name: string, text: string | undefined, min: number, max: number, what: string): number {
+  const t = numberFlag(name, text, min, max, what);
+  const taken = text === undefined ? null : thresholdTakenAs(text);
+  if (taken !== null) process.stderr.write(`note: --${name} ${text} has more digits than a double holds; it is taken as ${taken}\n`);
+  return t;
 }

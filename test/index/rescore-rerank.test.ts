@@ -107,6 +107,19 @@ describe('kFactor re-ranks exactly k x kFactor candidates', () => {
       });
     }
 
+    it.skipIf(!backend)(`${name} PQ4x4,RFlat and IVF8,SQ4,RFlat, k 10, kFactor 1e6: at most ntotal (2000) candidates a query, the answer of kFactor 200`, async () => {
+      // Without the bound each query's candidate lists were sized by k x kFactor (capped only by
+      // the backend's max k): 10.3 GB for 500 queries on the CPU.
+      for (const description of ['PQ4x4,RFlat', 'IVF8,SQ4,RFlat']) {
+        const index = await built(backend!, description);
+        const reads = countReads(index);
+        const params = { nprobe: 8 };
+        const huge = await index.search(xq, 10, { ...params, kFactor: 1e6 });
+        expect(reads.refine, description).toBe(nq * n);
+        expectIdentical(huge, await index.search(xq, 10, { ...params, kFactor: n / 10 }), description);
+      }
+    });
+
     it.skipIf(!backend)(`${name} LSHrt, k 10, kFactor 10: the Hamming shortlist's 100 best, exactly, re-ranked by the +-1 reconstructions`, async () => {
       const index = await built(backend!, 'LSHrt');
       const reads = countReads(index);

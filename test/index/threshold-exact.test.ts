@@ -13,7 +13,7 @@
 import { describe, expect, it } from 'vitest';
 import { FlatIndex } from '../../src/flat-index.js';
 import { dedup } from '../../src/jobs/dedup.js';
-import { COSINE_RANGE_BAND, ThresholdTest, decimalFraction } from '../../src/threshold.js';
+import { COSINE_RANGE_BAND, ThresholdTest, decimalFraction, thresholdTakenAs } from '../../src/threshold.js';
 import { rng } from '../../src/random.js';
 import type { Metric } from '../../src/types.js';
 import { gpuBackend } from '../helpers/gpu.js';
@@ -266,5 +266,25 @@ describe('ThresholdTest on float32 values of every size', () => {
     expect(decimalFraction(1.5e21)).toEqual({ num: 1500000000000000000000n, den: 1n });
     expect(decimalFraction(12)).toEqual({ num: 12n, den: 1n });
     expect(() => decimalFraction(NaN)).toThrow(RangeError);
+    // An integer is itself, though it prints shorter (2^80 prints as 1.2089258196146292e+24).
+    expect(decimalFraction(2 ** 80)).toEqual({ num: 2n ** 80n, den: 1n });
+  });
+
+  it('says when a threshold written has more digits than a double holds, and what it is taken as', () => {
+    expect(thresholdTakenAs('0.9')).toBeNull();
+    expect(thresholdTakenAs('0.900')).toBeNull();
+    expect(thresholdTakenAs('-.5')).toBeNull();
+    expect(thresholdTakenAs('1208925819614629174706176')).toBeNull(); // 2^80, a double
+    expect(thresholdTakenAs('0.90000000000000002')).toBe('0.9');
+    expect(thresholdTakenAs('1208925819614629174706177')).toBe('1208925819614629174706176');
+  });
+
+  it('an integer threshold beyond 2^53 is exact: at 2^80, a pair at squared distance 2^80 + 1 is not one', async () => {
+    const x = Float32Array.of(0, 0, 2 ** 40, 1, 2 ** 40, 0);
+    for (const [name, backend] of backends) {
+      if (!backend) continue;
+      const r = await dedup(backend, x, 2, { metric: 'l2', threshold: 2 ** 80 });
+      expect(Array.from(r.i, (a, k) => `${a},${r.j[k]}`), name).toEqual(['0,2', '1,2']);
+    }
   });
 });
