@@ -12,7 +12,7 @@ import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseInd
 import { Codec, codecName } from '../codecs/codec.js';
 import { checkTransform } from '../transforms.js';
 import { allocationError, bytesText } from '../io/file-error.js';
-import { lockFile } from '../io/file-lock.js';
+import { inPlaceTarget, lockFile } from '../io/file-lock.js';
 import { readIdFile, readJsonlIds } from '../io/id-file.js';
 import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
@@ -139,8 +139,10 @@ ${OUTPUTS}`,
 Removes the vectors with the given ids from a saved index and saves it without them: over --index
 (written to a temporary file renamed into place: after a failure the old index is still there),
 or to --out. Prints how many vectors were removed and how many remain. The other vectors keep
-their ids. The index written is locked (.NAME.webgpu-knn-lock) from before it is read until it is
-renamed into place: another remove or build of it meanwhile fails at once (exit 1), naming this one.
+their ids. An --index that is a symbolic link is updated where it leads (the link stays); an --out
+that is one is replaced. The index written is locked (.NAME.webgpu-knn-lock) from before it is read
+until it is renamed into place: another remove or build of it meanwhile fails at once (exit 1),
+naming this one.
 
 options:
   --index INDEX     an index file from 'webgpu-knn build' (not a shard manifest)
@@ -582,28 +584,32 @@ export async function remove(argv: string[]): Promise<void> {
   const idsPath = required(v, 'ids');
   const outFlag = text(v, 'out');
   const choice = backendChoice(v);
-  // In place: the index is the output (replaced atomically by save), the ids file an input.
+  // In place: the index is the output (replaced atomically by save), the ids file an input. An
+  // --index that is a symbolic link is updated where it leads (the link stays); an --out that is
+  // one is replaced, as every output is.
   const inPlace = outFlag === undefined;
-  const out = outFlag ?? indexPath;
+  const out = outFlag ?? inPlaceTarget(indexPath);
+  // In place, the file read is the one written (a link changed meanwhile changes neither).
+  const source = inPlace ? out : indexPath;
   checkOutputs(inputs([inPlace ? '--index' : '--out', out]), inputs(['--ids', idsPath], ['--index', inPlace ? undefined : indexPath]));
   // The index written (in place: --index) is locked from before it is read until its replacement
   // is renamed into place: two removes at once would each save the index less their own ids, and
   // the later rename would bring back the ids the other removed.
   const lock = lockFile(out, 'remove');
   try {
-    await indexHeaderOf('--index', indexPath, 'remove');
+    await indexHeaderOf('--index', source, 'remove');
     // Repeats removed: removing an id twice removes it once.
     const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
     const backend = await openBackend(choice);
     try {
-      const index = await loadWithProgress(backend, indexPath, false);
+      const index = await loadWithProgress(backend, source, false);
       const before = index.ntotal;
       const removed = await index.removeIds(ids);
       const p = new Progress('saving');
       await index.save(out, { onProgress: (done, total) => p.update(done, total) });
       process.stderr.write(
         `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
-          `ntotal ${before} -> ${index.ntotal}; wrote ${out}\n`,
+          `ntotal ${before} -> ${index.ntotal}; wrote ${out}${inPlace && out !== indexPath ? ` (the file --index ${indexPath} links to)` : ''}\n`,
       );
     } finally {
       backend.dispose();
