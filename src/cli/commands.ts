@@ -57,11 +57,11 @@ const NEIGHBOUR_IDS = `neighbour ids: .npy (int64), .csv, .jsonl, or .ivecs (int
                     refused, nothing written, if an id exceeds 2147483647); missing
                     neighbours are -1`;
 const OUTPUTS = `Every flag and output path is checked before any work starts; an output may not be an input
-or another output (exit 2). Outputs are written to temporary files (.NAME.webgpu-knn-tmp-PID-*) in
-the output's directory and renamed into place together at the end: after a failure none appears
+or another output (exit 2). Outputs are written to temporary files (.NAME.webgpu-knn-tmp-HOST-PID-*)
+in the output's directory and renamed into place together at the end: after a failure none appears
 (old files stay as they were); Ctrl-C removes the temporary files (an output already renamed into
-place is complete); a temporary file left by a killed run is removed by the next run writing that
-output.
+place is complete); a temporary file left by a killed run is removed by the next run on the same
+host writing that output (another host's are left to it).
 Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.`;
 
 export const USAGE: Record<string, string> = {
