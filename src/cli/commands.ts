@@ -50,9 +50,9 @@ const RANGE_QUERIES_PER_SEARCH = 1024;
 const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
 const ID_FILES = `Id files: .npy of int64 (also int32, uint32), shape (n,) or (n, 1); .jsonl: the 'id' of
-every line; or text (.txt, .csv, anything else): one decimal id per line, blank lines ignored. Ids
-are integers in [0, 2^53 - 1]; a bad one is refused (exit 1) with the file, the line (or element)
-and the value.`;
+every line (digits, as a number or a string: not 1e3 or 4.0); or text (.txt, .csv, anything else):
+one decimal id per line, blank lines ignored. Ids are integers in [0, 2^53 - 1]; a bad one is
+refused (exit 1) with the file, the line (or element) and the value.`;
 const NEIGHBOUR_IDS = `neighbour ids: .npy (int64), .csv, .jsonl, or .ivecs (int32:
                     refused, nothing written, if an id exceeds 2147483647); missing
                     neighbours are -1`;

@@ -475,10 +475,10 @@ function isBlank(line: Uint8Array): boolean {
 }
 
 /** The row on line `lineNo`: its values (`dim` of them; null: as many as it has, the first row) and id. */
-function parseJsonRow(path: string, line: Buffer, lineNo: number, dim: number | null): { values: number[]; id: unknown } {
+function parseJsonRow(path: string, line: string, lineNo: number, dim: number | null): { values: number[]; id: unknown } {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(line.toString('utf8'));
+    parsed = JSON.parse(line);
   } catch (err) {
     throw new InvalidArgumentError(`${path}: line ${lineNo} is not valid JSON (${(err as Error).message})`);
   }
@@ -503,7 +503,7 @@ async function countJsonl(path: string, source: ByteSource): Promise<Shape> {
   for await (const { lines, firstLine } of lineBatches(source)) {
     for (let k = 0; k < lines.length; k++) {
       if (isBlank(lines[k])) continue;
-      if (rows === 0) dim = parseJsonRow(path, lines[k], firstLine + k, null).values.length;
+      if (rows === 0) dim = parseJsonRow(path, lines[k].toString('utf8'), firstLine + k, null).values.length;
       else if (lines[k].length < 2 * dim - 1) {
         throw new InvalidArgumentError(
           `${path}: line ${firstLine + k} (${lines[k].length} bytes) is too short to hold ${dim} values (as on the first line); a row of ${dim} values takes at least ${2 * dim - 1} bytes`,
@@ -535,7 +535,7 @@ async function* jsonlBlocks<T extends Values>(
       byte += lines[k].length + 1;
       if (isBlank(lines[k])) continue;
       if (row === reader.rows) throw changed();
-      const { values, id } = parseJsonRow(path, lines[k], firstLine + k, dim);
+      const { values, id } = parseJsonRow(path, lines[k].toString('utf8'), firstLine + k, dim);
       data.set(values, (row - start) * dim);
       ids.push(id === undefined ? String(row) : String(id));
       row++;
@@ -551,24 +551,106 @@ async function* jsonlBlocks<T extends Values>(
   if (row !== reader.rows) throw changed();
 }
 
+/** A row's `id` field as JSON.parse gives it (undefined where the line has none), its 1-based line, and for a number the literal as written. */
+export interface JsonlId {
+  id: unknown;
+  line: number;
+  /** When `id` is a number: its text in the line (`1e3`, `4.0`, `-0`: JSON.parse's value is a rounding of it). */
+  text?: string;
+}
+
 /**
- * The `id` field of each row of the JSON Lines file at `path`, in order, with its 1-based line
- * number (`id` undefined where the line has none). For id-file.ts, which checks the ids; the rows
- * themselves are checked by the pass that reads them. A line in which the bytes `"id"` do not occur
- * (and no escape, which could spell the key otherwise) has no `id` and is not parsed, so that a
- * file without ids costs a byte search; a line that may have one is parsed.
+ * The `id` field of each row of the JSON Lines file at `path`, in order (see JsonlId). For
+ * id-file.ts, which checks the ids; the rows themselves are checked by the pass that reads them. A
+ * line in which the bytes `"id"` do not occur (and no escape, which could spell the key otherwise)
+ * has no `id` and is not parsed, so that a file without ids costs a byte search; a line that may
+ * have one is parsed, and where its id is a number, scanned for the number's text.
  */
-export async function* jsonlIds(path: string): AsyncGenerator<{ id: unknown; line: number }> {
+export async function* jsonlIds(path: string): AsyncGenerator<JsonlId> {
   const { source } = await openSource(path, false);
   try {
     for await (const { lines, firstLine } of lineBatches(source)) {
       for (let k = 0; k < lines.length; k++) {
         if (isBlank(lines[k])) continue;
+        const line = firstLine + k;
         const mayHaveId = lines[k].includes('"id"') || lines[k].includes(0x5c); // 0x5c: a backslash
-        yield { id: mayHaveId ? parseJsonRow(path, lines[k], firstLine + k, null).id : undefined, line: firstLine + k };
+        if (!mayHaveId) {
+          yield { id: undefined, line };
+          continue;
+        }
+        const text = lines[k].toString('utf8');
+        const { id } = parseJsonRow(path, text, line, null);
+        yield typeof id === 'number' ? { id, line, text: memberText(text, 'id') } : { id, line };
       }
     }
   } finally {
     await source.close();
   }
+}
+
+/**
+ * The text of the value of the member `key` of the JSON object `json` (valid JSON in which
+ * JSON.parse found that member): the last such member, as JSON.parse keeps the last of repeated
+ * keys. Only the object's own members count: strings and nested values are skipped whole.
+ */
+function memberText(json: string, key: string): string | undefined {
+  const quoted = JSON.stringify(key);
+  let i = json.indexOf(quoted);
+  // Without a backslash no string can hold a quote, so each occurrence of `"key"` is a whole string;
+  // if there is one, it is the member's key: the value follows its colon (a byte search, where the
+  // scan below reads every character of the row's values).
+  const once = i !== -1 && json.indexOf(quoted, i + 1) === -1 && !json.includes('\\');
+  i = once ? i + quoted.length : 0;
+  const space = (): void => {
+    for (let c = json.charCodeAt(i); c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d; c = json.charCodeAt(++i));
+  };
+  const skipString = (): void => {
+    // At the opening quote; a backslash escapes the character after it.
+    for (i++; json.charCodeAt(i) !== 0x22; i++) if (json.charCodeAt(i) === 0x5c) i++;
+    i++;
+  };
+  const skipValue = (): void => {
+    const c = json.charCodeAt(i);
+    if (c === 0x22) return skipString();
+    if (c === 0x7b || c === 0x5b) {
+      // An object or array: to its matching bracket, strings skipped whole.
+      for (let depth = 0; ; ) {
+        const d = json.charCodeAt(i);
+        if (d === 0x22) {
+          skipString();
+          continue;
+        }
+        i++;
+        if (d === 0x7b || d === 0x5b) depth++;
+        else if ((d === 0x7d || d === 0x5d) && --depth === 0) return;
+      }
+    }
+    // A number, true, false or null: up to the next separator.
+    for (let d = json.charCodeAt(i); i < json.length && d !== 0x2c && d !== 0x7d && d !== 0x5d && d !== 0x20 && d !== 0x09 && d !== 0x0a && d !== 0x0d; d = json.charCodeAt(++i));
+  };
+  if (once) {
+    space();
+    i++; // ':'
+    space();
+    const v0 = i;
+    skipValue();
+    return json.slice(v0, i);
+  }
+  let found: string | undefined;
+  space();
+  i++; // the object's '{'
+  for (space(); json.charCodeAt(i) === 0x22; space()) {
+    const k0 = i;
+    skipString();
+    const name = json.slice(k0, i);
+    space();
+    i++; // ':'
+    space();
+    const v0 = i;
+    skipValue();
+    if (name === JSON.stringify(key) || (name.includes('\\') && JSON.parse(name) === key)) found = json.slice(v0, i);
+    space();
+    if (json.charCodeAt(i) === 0x2c) i++;
+  }
+  return found;
 }
