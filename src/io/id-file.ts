@@ -14,7 +14,7 @@ import { extname } from 'node:path';
 import { MAX_ID } from '../ids.js';
 import { InvalidArgumentError } from '../types.js';
 import { openForReading, fileError } from './file-error.js';
-import { readNpyFields } from './npy.js';
+import { bytesAfter, readNpyFields } from './npy.js';
 import { jsonlIds } from './vector-reader.js';
 
 /** Bytes read per block of a text id file. */
@@ -145,6 +145,7 @@ async function readNpyIds(path: string, bytes: number, read: ReadAt, ids: IdList
   const n = shape[0];
   const end = dataStart + n * dtype.bytes;
   if (bytes < end) throw new InvalidArgumentError(`${path}: truncated: ${n} ids of ${descr} need ${end} bytes; the file ends at byte ${bytes}`);
+  if (bytes > end) throw new InvalidArgumentError(`${path}: ${bytesAfter(bytes, end, `${n} ids of ${descr} end`)}`);
   // Whole elements per block, each block in a fresh (aligned) buffer.
   const perBlock = Math.max(1, Math.floor(TEXT_BLOCK_BYTES / dtype.bytes));
   for (let i0 = 0; i0 < n; i0 += perBlock) {

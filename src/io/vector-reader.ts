@@ -17,7 +17,8 @@
  *   `*-idx3-ubyte.gz`: big-endian magic 0x0803, then n, rows, cols; unsigned bytes).
  * Every value becomes a float32. Binary values are read as typed arrays over the file's bytes, which
  * are little-endian: this assumes a little-endian host (x86, ARM as Node runs on them).
- * Malformed input is rejected with the file's path and the row, byte offset or line number.
+ * Malformed input is rejected with the file's path and the row, byte offset or line number; bytes
+ * after the data a header declares (.npy, IDX, gzip'd or not) are refused, naming how many.
  *
  * A declared shape is never trusted: by the time `openVectors` resolves, `rows x dim` float32 is
  * bounded by what was read (at most the file's bytes x 4, the decompressed bytes x 4 for gzip, twice
@@ -29,7 +30,7 @@ import { extname } from 'node:path';
 import { createGunzip } from 'node:zlib';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, allocationError, bytesText, fileError, openForReading } from './file-error.js';
-import { npyTruncated, readNpyHeader } from './npy.js';
+import { bytesAfter, npyTruncated, readNpyHeader } from './npy.js';
 import { DEFAULT_BLOCK_BYTES } from '../vector-source.js';
 
 export { DEFAULT_BLOCK_BYTES };
@@ -406,10 +407,14 @@ async function openIdx(path: string, gzip: boolean, bytes: number, take: (length
   if (rows > 0 && dim === 0) {
     throw new InvalidArgumentError(`${path}: ${rows} images of ${view.getUint32(8)} x ${view.getUint32(12)} bytes hold no values; expected rows and columns >= 1`);
   }
-  const truncated = (end: number): string => `truncated: ${rows} x ${dim} bytes need ${16 + rows * dim}; the data ends at byte ${end}`;
+  const end = 16 + rows * dim;
+  const truncated = (at: number): string => `truncated: ${rows} x ${dim} bytes need ${end}; the data ends at byte ${at}`;
+  // Bytes after the declared images are refused, as for .npy: the header's count is the file's.
+  const extra = (have: number): string => `${path}: ${bytesAfter(have, end, `${rows} x ${dim} bytes end`, gzip)}`;
   if (!gzip) {
     // The file's size says whether every row is there.
-    if (bytes < 16 + rows * dim) throw new InvalidArgumentError(`${path}: ${truncated(bytes)}`);
+    if (bytes < end) throw new InvalidArgumentError(`${path}: ${truncated(bytes)}`);
+    if (bytes > end) throw new InvalidArgumentError(extra(bytes));
   } else {
     // A gzip'd file's size says nothing of what it holds (deflate expands up to about 1000 times,
     // so 1 KB may declare 2e9 rows): its data is counted by decompressing it once, keeping none of
@@ -420,6 +425,7 @@ async function openIdx(path: string, gzip: boolean, bytes: number, take: (length
         `${path}: declares ${rows} x ${dim} (${bytesText(4 * rows * dim)} of float32) but holds ${have} bytes of data once decompressed (${rows * dim} needed)`,
       );
     }
+    if (have > rows * dim) throw new InvalidArgumentError(extra(16 + have));
   }
   return { rows, dim, layout: { gzip, dataStart: 16, rowBytes: dim, decode: (raw, _start, _rows, out) => out.set(raw), truncated } };
 }

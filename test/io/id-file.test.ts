@@ -78,6 +78,8 @@ describe('readIdFile', () => {
     await bad(npyBytes('<i8', '(2, 1, 1)', new Uint8Array(16)), /bad\.npy: shape \(2, 1, 1\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
     await bad(npyBytes('<i8', '()', new Uint8Array(8)), /bad\.npy: shape \(\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
     await bad(npyBytes('<i8', '(3,)', new Uint8Array(16)), /bad\.npy: truncated: 3 ids of <i8 need \d+ bytes; the file ends at byte \d+/);
+    const three = npyBytes('<i8', '(3,)', new Uint8Array(24));
+    await bad(Uint8Array.from([...three, 0, 0, 0, 0, 0, 0, 0, 0]), new RegExp(`bad\\.npy: 8 bytes after the data: 3 ids of <i8 end at byte ${three.length}; the file has ${three.length + 8} bytes`));
     await bad(new Uint8Array(20), /bad\.npy: not a \.npy file \(bad magic at byte 0\)/);
     await expect(readIdFile(file('dup.npy', npyBytes('<i8', '(3,)', bytes(BigInt64Array.from([1n, 2n, 1n])))), { unique: true })).rejects.toThrow(
       /dup\.npy: element 2: id 1 appears twice \(first at element 0\)/,
