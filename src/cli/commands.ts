@@ -12,7 +12,7 @@ import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseInd
 import { Codec, codecName } from '../codecs/codec.js';
 import { checkTransform } from '../transforms.js';
 import { allocationError, bytesText } from '../io/file-error.js';
-import { lockFile } from '../io/file-lock.js';
+import { inPlaceTarget, lockFile } from '../io/file-lock.js';
 import { readIdFile, readJsonlIds } from '../io/id-file.js';
 import { type IndexFileHeader, isIvfType, readIndexHeader } from '../io/index-file.js';
 import { loadIndex } from '../io/load-index.js';
@@ -50,18 +50,18 @@ const RANGE_QUERIES_PER_SEARCH = 1024;
 const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
 const ID_FILES = `Id files: .npy of int64 (also int32, uint32), shape (n,) or (n, 1); .jsonl: the 'id' of
-every line; or text (.txt, .csv, anything else): one decimal id per line, blank lines ignored. Ids
-are integers in [0, 2^53 - 1]; a bad one is refused (exit 1) with the file, the line (or element)
-and the value.`;
+every line (digits, as a number or a string: not 1e3 or 4.0); or text (.txt, .csv, anything else):
+one decimal id per line, blank lines ignored. Ids are integers in [0, 2^53 - 1]; a bad one is
+refused (exit 1) with the file, the line (or element) and the value.`;
 const NEIGHBOUR_IDS = `neighbour ids: .npy (int64), .csv, .jsonl, or .ivecs (int32:
                     refused, nothing written, if an id exceeds 2147483647); missing
                     neighbours are -1`;
 const OUTPUTS = `Every flag and output path is checked before any work starts; an output may not be an input
-or another output (exit 2). Outputs are written to temporary files (.NAME.webgpu-knn-tmp-PID-*) in
-the output's directory and renamed into place together at the end: after a failure none appears
+or another output (exit 2). Outputs are written to temporary files (.NAME.webgpu-knn-tmp-HOST-PID-*)
+in the output's directory and renamed into place together at the end: after a failure none appears
 (old files stay as they were); Ctrl-C removes the temporary files (an output already renamed into
-place is complete); a temporary file left by a killed run is removed by the next run writing that
-output.
+place is complete); a temporary file left by a killed run is removed by the next run on the same
+host writing that output (another host's are left to it).
 Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.`;
 
 export const USAGE: Record<string, string> = {
@@ -139,8 +139,10 @@ ${OUTPUTS}`,
 Removes the vectors with the given ids from a saved index and saves it without them: over --index
 (written to a temporary file renamed into place: after a failure the old index is still there),
 or to --out. Prints how many vectors were removed and how many remain. The other vectors keep
-their ids. The index written is locked (.NAME.webgpu-knn-lock) from before it is read until it is
-renamed into place: another remove or build of it meanwhile fails at once (exit 1), naming this one.
+their ids. An --index that is a symbolic link is updated where it leads (the link stays); an --out
+that is one is replaced. The index written is locked (.NAME.webgpu-knn-lock) from before it is read
+until it is renamed into place: another remove or build of it meanwhile fails at once (exit 1),
+naming this one.
 
 options:
   --index INDEX     an index file from 'webgpu-knn build' (not a shard manifest)
@@ -584,28 +586,32 @@ export async function remove(argv: string[]): Promise<void> {
   const idsPath = required(v, 'ids');
   const outFlag = text(v, 'out');
   const choice = backendChoice(v);
-  // In place: the index is the output (replaced atomically by save), the ids file an input.
+  // In place: the index is the output (replaced atomically by save), the ids file an input. An
+  // --index that is a symbolic link is updated where it leads (the link stays); an --out that is
+  // one is replaced, as every output is.
   const inPlace = outFlag === undefined;
-  const out = outFlag ?? indexPath;
+  const out = outFlag ?? inPlaceTarget(indexPath);
+  // In place, the file read is the one written (a link changed meanwhile changes neither).
+  const source = inPlace ? out : indexPath;
   checkOutputs(inputs([inPlace ? '--index' : '--out', out]), inputs(['--ids', idsPath], ['--index', inPlace ? undefined : indexPath]));
   // The index written (in place: --index) is locked from before it is read until its replacement
   // is renamed into place: two removes at once would each save the index less their own ids, and
   // the later rename would bring back the ids the other removed.
   const lock = lockFile(out, 'remove');
   try {
-    await indexHeaderOf('--index', indexPath, 'remove');
+    await indexHeaderOf('--index', source, 'remove');
     // Repeats removed: removing an id twice removes it once.
     const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
     const backend = await openBackend(choice);
     try {
-      const index = await loadWithProgress(backend, indexPath, false);
+      const index = await loadWithProgress(backend, source, false);
       const before = index.ntotal;
       const removed = await index.removeIds(ids);
       const p = new Progress('saving');
       await index.save(out, { onProgress: (done, total) => p.update(done, total) });
       process.stderr.write(
         `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
-          `ntotal ${before} -> ${index.ntotal}; wrote ${out}\n`,
+          `ntotal ${before} -> ${index.ntotal}; wrote ${out}${inPlace && out !== indexPath ? ` (the file --index ${indexPath} links to)` : ''}\n`,
       );
     } finally {
       backend.dispose();

@@ -14,8 +14,12 @@
  *
  * Advisory means: only webgpu-knn's own writers take it. Readers never do (an index is replaced by
  * a rename, so a reader sees the old file or the new one, never a mix).
+ *
+ * A lock belongs to a directory entry: the one the rename replaces. A file updated in place through
+ * a symbolic link is the link's target (`inPlaceTarget`), so that is the path to lock and write
+ * beside; an output written anew replaces the path it is given, a link included, and locks that.
  */
-import { closeSync, linkSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { FileError, fileError } from './file-error.js';
@@ -40,6 +44,21 @@ export interface FileLock {
 
 const held = new Set<FileLock>();
 let hooked = false;
+
+/**
+ * The file an update of `path` in place rewrites: `path` itself, or, where it is a symbolic link
+ * (or a chain of them), the file it leads to (its real path), so that the link stays a link and its
+ * target is what changes, and two updates through different names of one file take one lock.
+ * A path that does not exist, or a link that leads nowhere, is returned as given (reading it then
+ * says why it cannot be read).
+ */
+export function inPlaceTarget(path: string): string {
+  try {
+    return lstatSync(path).isSymbolicLink() ? realpathSync(path) : path;
+  } catch {
+    return path;
+  }
+}
 
 /** The lock file of `path`. */
 export function lockPathOf(path: string): string {

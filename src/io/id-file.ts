@@ -14,7 +14,7 @@ import { extname } from 'node:path';
 import { MAX_ID } from '../ids.js';
 import { InvalidArgumentError } from '../types.js';
 import { openForReading, fileError } from './file-error.js';
-import { readNpyFields } from './npy.js';
+import { bytesAfter, readNpyFields } from './npy.js';
 import { jsonlIds } from './vector-reader.js';
 
 /** Bytes read per block of a text id file. */
@@ -59,14 +59,15 @@ export async function readIdFile(path: string, options: IdFileOptions = {}): Pro
 
 /**
  * The `id` fields of a JSON Lines file of vectors, one per row (what `build` gives the rows of such
- * a file when no --ids is given): each a JSON number or a string of decimal digits (as writeVectors
- * writes ids), an integer in [0, MAX_ID]. Null when no line has an `id`; a file where some lines
+ * a file when no --ids is given): each an integer literal (digits only, as written: not `1e3`,
+ * `4.0` or `-0`, which JSON.parse would round to an integer) or a string of decimal digits (as
+ * writeVectors writes ids), in [0, MAX_ID]. Null when no line has an `id`; a file where some lines
  * have one and others not is refused, naming a line of each.
  */
 export async function readJsonlIds(path: string, options: IdFileOptions = {}): Promise<BigInt64Array | null> {
   const ids = new IdList(path, options.unique === true);
   let first: { line: number; has: boolean } | null = null;
-  for await (const { id, line } of jsonlIds(path)) {
+  for await (const { id, line, text } of jsonlIds(path)) {
     const has = id !== undefined;
     first ??= { line, has };
     if (has !== first.has) {
@@ -74,8 +75,11 @@ export async function readJsonlIds(path: string, options: IdFileOptions = {}): P
       throw new InvalidArgumentError(`${path}: line ${line} ${which}; give every line an id, or none (the ids are then the row numbers)`);
     }
     if (!has) continue;
-    const value = typeof id === 'number' ? id : typeof id === 'string' && /^\d+$/.test(id) ? BigInt(id) : NaN;
-    ids.push(value, `line ${line}`, shown(JSON.stringify(id)));
+    // A number as written, not as JSON.parse rounds it: 1e3, 4.0, -0 or 9007199254740990.6 (read
+    // as 9007199254740991) are not integer literals. A string must be decimal digits.
+    const digits = typeof id === 'number' ? text : typeof id === 'string' ? id : undefined;
+    const value = digits !== undefined && /^\d+$/.test(digits) ? BigInt(digits) : NaN;
+    ids.push(value, `line ${line}`, shown(typeof id === 'number' ? text! : JSON.stringify(id)));
   }
   return first?.has ? ids.result() : null;
 }
@@ -141,6 +145,7 @@ async function readNpyIds(path: string, bytes: number, read: ReadAt, ids: IdList
   const n = shape[0];
   const end = dataStart + n * dtype.bytes;
   if (bytes < end) throw new InvalidArgumentError(`${path}: truncated: ${n} ids of ${descr} need ${end} bytes; the file ends at byte ${bytes}`);
+  if (bytes > end) throw new InvalidArgumentError(`${path}: ${bytesAfter(bytes, end, `${n} ids of ${descr} end`)}`);
   // Whole elements per block, each block in a fresh (aligned) buffer.
   const perBlock = Math.max(1, Math.floor(TEXT_BLOCK_BYTES / dtype.bytes));
   for (let i0 = 0; i0 < n; i0 += perBlock) {

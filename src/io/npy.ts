@@ -75,7 +75,8 @@ export async function readNpyFields(path: string, bytes: number, take: (length: 
 
 /**
  * Reads and checks the header of a .npy file of vectors (see readNpyFields): 2-D, of a dtype the
- * reader converts; checks the file holds the data.
+ * reader converts; checks the file holds the data, and nothing after it (bytes the header does not
+ * account for mean a file cut or joined wrongly, not rows to ignore).
  */
 export async function readNpyHeader(path: string, bytes: number, take: (length: number) => Promise<Uint8Array>): Promise<NpyLayout> {
   const { descr, shape, dataStart } = await readNpyFields(path, bytes, take);
@@ -85,13 +86,24 @@ export async function readNpyHeader(path: string, bytes: number, take: (length: 
   const [n, d] = shape;
   if (n > 0 && d === 0) throw new InvalidArgumentError(`${path}: shape (${n}, 0) holds rows of no values; expected (n, d) with d >= 1`);
   const layout = { descr, dtype, n, d, dataStart };
-  if (bytes < npyEnd(layout)) throw new InvalidArgumentError(`${path}: ${npyTruncated(layout, bytes)}`);
+  const end = npyEnd(layout);
+  if (bytes < end) throw new InvalidArgumentError(`${path}: ${npyTruncated(layout, bytes)}`);
+  if (bytes > end) throw new InvalidArgumentError(`${path}: ${bytesAfter(bytes, end, `${n} x ${d} ${descr} ends`)}`);
   return layout;
 }
 
 /** The byte after the last value. */
 function npyEnd(l: NpyLayout): number {
   return l.dataStart + l.n * l.d * l.dtype.bytes;
+}
+
+/**
+ * The message for a file (its data once decompressed, with `decompressed`) of `have` bytes, longer
+ * than what its header declares (`what`: "2 x 2 <f4 ends"), which ends at byte `end`. For every
+ * reader of a format with a declared size (.npy, IDX, .npy ids).
+ */
+export function bytesAfter(have: number, end: number, what: string, decompressed = false): string {
+  return `${have - end} byte${have - end === 1 ? '' : 's'} after the data${decompressed ? ' once decompressed' : ''}: ${what} at byte ${end}; the ${decompressed ? 'data' : 'file'} has ${have} bytes`;
 }
 
 /** The message for a file whose data ends at byte `end`, before the last value. */

@@ -4,7 +4,7 @@
  * failed one such as ENOSPC is an error naming the output), and the file is renamed into place only
  * when complete. `commitOutputs` completes several outputs together: all are written and closed
  * first, then every file they replace is kept aside (a hard link, or a copy, named
- * `.NAME.webgpu-knn-old-PID-RAND`), then all are renamed; if a rename fails, those already renamed
+ * `.NAME.webgpu-knn-old-HOST-PID-RAND`), then all are renamed; if a rename fails, those already renamed
  * are put back, so a command that fails leaves none of its outputs behind and every old file as it
  * was. Only a process killed in the middle of the renames can leave a `-old-` file (with the old
  * contents) beside its output.

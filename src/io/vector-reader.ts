@@ -17,7 +17,8 @@
  *   `*-idx3-ubyte.gz`: big-endian magic 0x0803, then n, rows, cols; unsigned bytes).
  * Every value becomes a float32. Binary values are read as typed arrays over the file's bytes, which
  * are little-endian: this assumes a little-endian host (x86, ARM as Node runs on them).
- * Malformed input is rejected with the file's path and the row, byte offset or line number.
+ * Malformed input is rejected with the file's path and the row, byte offset or line number; bytes
+ * after the data a header declares (.npy, IDX, gzip'd or not) are refused, naming how many.
  *
  * A declared shape is never trusted: by the time `openVectors` resolves, `rows x dim` float32 is
  * bounded by what was read (at most the file's bytes x 4, the decompressed bytes x 4 for gzip, twice
@@ -29,7 +30,7 @@ import { extname } from 'node:path';
 import { createGunzip } from 'node:zlib';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, allocationError, bytesText, fileError, openForReading } from './file-error.js';
-import { npyTruncated, readNpyHeader } from './npy.js';
+import { bytesAfter, npyTruncated, readNpyHeader } from './npy.js';
 import { DEFAULT_BLOCK_BYTES } from '../vector-source.js';
 
 export { DEFAULT_BLOCK_BYTES };
@@ -406,10 +407,14 @@ async function openIdx(path: string, gzip: boolean, bytes: number, take: (length
   if (rows > 0 && dim === 0) {
     throw new InvalidArgumentError(`${path}: ${rows} images of ${view.getUint32(8)} x ${view.getUint32(12)} bytes hold no values; expected rows and columns >= 1`);
   }
-  const truncated = (end: number): string => `truncated: ${rows} x ${dim} bytes need ${16 + rows * dim}; the data ends at byte ${end}`;
+  const end = 16 + rows * dim;
+  const truncated = (at: number): string => `truncated: ${rows} x ${dim} bytes need ${end}; the data ends at byte ${at}`;
+  // Bytes after the declared images are refused, as for .npy: the header's count is the file's.
+  const extra = (have: number): string => `${path}: ${bytesAfter(have, end, `${rows} x ${dim} bytes end`, gzip)}`;
   if (!gzip) {
     // The file's size says whether every row is there.
-    if (bytes < 16 + rows * dim) throw new InvalidArgumentError(`${path}: ${truncated(bytes)}`);
+    if (bytes < end) throw new InvalidArgumentError(`${path}: ${truncated(bytes)}`);
+    if (bytes > end) throw new InvalidArgumentError(extra(bytes));
   } else {
     // A gzip'd file's size says nothing of what it holds (deflate expands up to about 1000 times,
     // so 1 KB may declare 2e9 rows): its data is counted by decompressing it once, keeping none of
@@ -420,6 +425,7 @@ async function openIdx(path: string, gzip: boolean, bytes: number, take: (length
         `${path}: declares ${rows} x ${dim} (${bytesText(4 * rows * dim)} of float32) but holds ${have} bytes of data once decompressed (${rows * dim} needed)`,
       );
     }
+    if (have > rows * dim) throw new InvalidArgumentError(extra(16 + have));
   }
   return { rows, dim, layout: { gzip, dataStart: 16, rowBytes: dim, decode: (raw, _start, _rows, out) => out.set(raw), truncated } };
 }
@@ -475,10 +481,10 @@ function isBlank(line: Uint8Array): boolean {
 }
 
 /** The row on line `lineNo`: its values (`dim` of them; null: as many as it has, the first row) and id. */
-function parseJsonRow(path: string, line: Buffer, lineNo: number, dim: number | null): { values: number[]; id: unknown } {
+function parseJsonRow(path: string, line: string, lineNo: number, dim: number | null): { values: number[]; id: unknown } {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(line.toString('utf8'));
+    parsed = JSON.parse(line);
   } catch (err) {
     throw new InvalidArgumentError(`${path}: line ${lineNo} is not valid JSON (${(err as Error).message})`);
   }
@@ -503,7 +509,7 @@ async function countJsonl(path: string, source: ByteSource): Promise<Shape> {
   for await (const { lines, firstLine } of lineBatches(source)) {
     for (let k = 0; k < lines.length; k++) {
       if (isBlank(lines[k])) continue;
-      if (rows === 0) dim = parseJsonRow(path, lines[k], firstLine + k, null).values.length;
+      if (rows === 0) dim = parseJsonRow(path, lines[k].toString('utf8'), firstLine + k, null).values.length;
       else if (lines[k].length < 2 * dim - 1) {
         throw new InvalidArgumentError(
           `${path}: line ${firstLine + k} (${lines[k].length} bytes) is too short to hold ${dim} values (as on the first line); a row of ${dim} values takes at least ${2 * dim - 1} bytes`,
@@ -535,7 +541,7 @@ async function* jsonlBlocks<T extends Values>(
       byte += lines[k].length + 1;
       if (isBlank(lines[k])) continue;
       if (row === reader.rows) throw changed();
-      const { values, id } = parseJsonRow(path, lines[k], firstLine + k, dim);
+      const { values, id } = parseJsonRow(path, lines[k].toString('utf8'), firstLine + k, dim);
       data.set(values, (row - start) * dim);
       ids.push(id === undefined ? String(row) : String(id));
       row++;
@@ -551,24 +557,106 @@ async function* jsonlBlocks<T extends Values>(
   if (row !== reader.rows) throw changed();
 }
 
+/** A row's `id` field as JSON.parse gives it (undefined where the line has none), its 1-based line, and for a number the literal as written. */
+export interface JsonlId {
+  id: unknown;
+  line: number;
+  /** When `id` is a number: its text in the line (`1e3`, `4.0`, `-0`: JSON.parse's value is a rounding of it). */
+  text?: string;
+}
+
 /**
- * The `id` field of each row of the JSON Lines file at `path`, in order, with its 1-based line
- * number (`id` undefined where the line has none). For id-file.ts, which checks the ids; the rows
- * themselves are checked by the pass that reads them. A line in which the bytes `"id"` do not occur
- * (and no escape, which could spell the key otherwise) has no `id` and is not parsed, so that a
- * file without ids costs a byte search; a line that may have one is parsed.
+ * The `id` field of each row of the JSON Lines file at `path`, in order (see JsonlId). For
+ * id-file.ts, which checks the ids; the rows themselves are checked by the pass that reads them. A
+ * line in which the bytes `"id"` do not occur (and no escape, which could spell the key otherwise)
+ * has no `id` and is not parsed, so that a file without ids costs a byte search; a line that may
+ * have one is parsed, and where its id is a number, scanned for the number's text.
  */
-export async function* jsonlIds(path: string): AsyncGenerator<{ id: unknown; line: number }> {
+export async function* jsonlIds(path: string): AsyncGenerator<JsonlId> {
   const { source } = await openSource(path, false);
   try {
     for await (const { lines, firstLine } of lineBatches(source)) {
       for (let k = 0; k < lines.length; k++) {
         if (isBlank(lines[k])) continue;
+        const line = firstLine + k;
         const mayHaveId = lines[k].includes('"id"') || lines[k].includes(0x5c); // 0x5c: a backslash
-        yield { id: mayHaveId ? parseJsonRow(path, lines[k], firstLine + k, null).id : undefined, line: firstLine + k };
+        if (!mayHaveId) {
+          yield { id: undefined, line };
+          continue;
+        }
+        const text = lines[k].toString('utf8');
+        const { id } = parseJsonRow(path, text, line, null);
+        yield typeof id === 'number' ? { id, line, text: memberText(text, 'id') } : { id, line };
       }
     }
   } finally {
     await source.close();
   }
+}
+
+/**
+ * The text of the value of the member `key` of the JSON object `json` (valid JSON in which
+ * JSON.parse found that member): the last such member, as JSON.parse keeps the last of repeated
+ * keys. Only the object's own members count: strings and nested values are skipped whole.
+ */
+function memberText(json: string, key: string): string | undefined {
+  const quoted = JSON.stringify(key);
+  let i = json.indexOf(quoted);
+  // Without a backslash no string can hold a quote, so each occurrence of `"key"` is a whole string;
+  // if there is one, it is the member's key: the value follows its colon (a byte search, where the
+  // scan below reads every character of the row's values).
+  const once = i !== -1 && json.indexOf(quoted, i + 1) === -1 && !json.includes('\\');
+  i = once ? i + quoted.length : 0;
+  const space = (): void => {
+    for (let c = json.charCodeAt(i); c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d; c = json.charCodeAt(++i));
+  };
+  const skipString = (): void => {
+    // At the opening quote; a backslash escapes the character after it.
+    for (i++; json.charCodeAt(i) !== 0x22; i++) if (json.charCodeAt(i) === 0x5c) i++;
+    i++;
+  };
+  const skipValue = (): void => {
+    const c = json.charCodeAt(i);
+    if (c === 0x22) return skipString();
+    if (c === 0x7b || c === 0x5b) {
+      // An object or array: to its matching bracket, strings skipped whole.
+      for (let depth = 0; ; ) {
+        const d = json.charCodeAt(i);
+        if (d === 0x22) {
+          skipString();
+          continue;
+        }
+        i++;
+        if (d === 0x7b || d === 0x5b) depth++;
+        else if ((d === 0x7d || d === 0x5d) && --depth === 0) return;
+      }
+    }
+    // A number, true, false or null: up to the next separator.
+    for (let d = json.charCodeAt(i); i < json.length && d !== 0x2c && d !== 0x7d && d !== 0x5d && d !== 0x20 && d !== 0x09 && d !== 0x0a && d !== 0x0d; d = json.charCodeAt(++i));
+  };
+  if (once) {
+    space();
+    i++; // ':'
+    space();
+    const v0 = i;
+    skipValue();
+    return json.slice(v0, i);
+  }
+  let found: string | undefined;
+  space();
+  i++; // the object's '{'
+  for (space(); json.charCodeAt(i) === 0x22; space()) {
+    const k0 = i;
+    skipString();
+    const name = json.slice(k0, i);
+    space();
+    i++; // ':'
+    space();
+    const v0 = i;
+    skipValue();
+    if (name === JSON.stringify(key) || (name.includes('\\') && JSON.parse(name) === key)) found = json.slice(v0, i);
+    space();
+    if (json.charCodeAt(i) === 0x2c) i++;
+  }
+  return found;
 }

@@ -387,6 +387,9 @@ describe("a JSON Lines input's own ids", () => {
     expectUserError(cli('knn-graph', '--input', late, '--k', '2', '--out', 'b.csv'), 1, /late\.jsonl: line 10 has an 'id', but line 1 has none; give every line an id, or none/);
     const bad = variant('bad-id.jsonl', (l) => (l[3] = line(3, 'a7')));
     expectUserError(cli('build', '--input', bad, '--out', 'b.idx'), 1, /bad-id\.jsonl: line 4: "a7" is not an id; expected an integer in \[0, 9007199254740991\]/);
+    // A number that JSON.parse rounds to an integer is not one as written (the hostile pass's case).
+    const frac = variant('frac-id.jsonl', (l) => (l[6] = line(6, 0).replace('"id":0', '"id":9007199254740990.6')));
+    expectUserError(cli('build', '--input', frac, '--out', 'b.idx'), 1, /frac-id\.jsonl: line 7: 9007199254740990\.6 is not an id; expected an integer in \[0, 9007199254740991\]/);
     const twice = variant('twice.jsonl', (l) => (l[8] = line(8, Number(ids[2]))));
     expectUserError(cli('build', '--input', twice, '--shards', '2', '--out', 'b.json'), 1, new RegExp(`twice\\.jsonl: line 9: id ${ids[2]} appears twice \\(first at line 3\\)`));
     // knn-graph --distributed writes row numbers (its shards are built with them): refused before any job is queued.

@@ -6,7 +6,7 @@
  * removes started together never lose an acknowledged removal. End to end against the built CLI.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -116,5 +116,63 @@ describe('writers of one index file are serialised', () => {
       }
       expect(existsSync(lockPathOf(at('race.idx')))).toBe(false);
     }
+  });
+});
+
+// The hostile pass's item 5: `remove --index cur.idx`, cur.idx a symbolic link to A.idx, replaced
+// the link with a regular file and left A.idx with the removed vectors, and locked the link's name,
+// so that a remove through the link and one of A.idx did not serialise.
+describe('remove in place through a symbolic link', () => {
+  const m = 2000;
+  writeVectors(at('small.fvecs'), randomFloats(m * d, 6), m, d);
+  mkdirSync(at('links'));
+  /** Temporary and backup files, and locks of the links' own names: none should be left. */
+  const leftovers = (): string[] =>
+    [...readdirSync(dir), ...readdirSync(at('links'))].filter((f) => /webgpu-knn-(tmp|old)-/.test(f) || /^\.(cur|mid|b)\.idx\.webgpu-knn-lock$/.test(f));
+
+  it("updates the file the link points to (through a chain of links, from another folder), keeps the link, and names the file it wrote", async () => {
+    expect(cli('build', '--input', 'small.fvecs', '--out', 'A.idx').code).toBe(0);
+    symlinkSync('A.idx', at('mid.idx'));
+    symlinkSync('../mid.idx', at('links/cur.idx'));
+    const r = cli('remove', '--index', 'links/cur.idx', '--ids', 'evens.txt');
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toContain(`ntotal ${m} -> ${m - 500}; wrote ${realpathSync(at('A.idx'))} (the file --index links/cur.idx links to)`);
+    expect(lstatSync(at('links/cur.idx')).isSymbolicLink() && lstatSync(at('mid.idx')).isSymbolicLink()).toBe(true);
+    expect(await stillThere(at('A.idx'), evens)).toBe(0);
+    expect(leftovers()).toEqual([]);
+    expect(existsSync(lockPathOf(at('A.idx')))).toBe(false);
+  });
+
+  it('a remove through the link and one of the file it points to take one lock: the second is refused', async () => {
+    const before = readFileSync(at('A.idx'));
+    const c = await lockHolder(at('A.idx'), 'remove');
+    const r = cli('remove', '--index', 'links/cur.idx', '--ids', 'odds.txt');
+    expect(r.code, r.err).toBe(1);
+    expect(r.err).toMatch(new RegExp(`A\\.idx is being updated by another webgpu-knn \\(remove, pid ${c.pid} on `));
+    expect(readFileSync(at('A.idx')).equals(before)).toBe(true);
+    await release(c);
+    // Both at once, on the 100,000-row index: every run that exits 0 has its ids gone.
+    expect(cli('build', '--input', 'x.fvecs', '--out', 'B.idx').code).toBe(0);
+    symlinkSync('../B.idx', at('links/b.idx'));
+    const [a, b] = await Promise.all([started('remove', '--index', 'links/b.idx', '--ids', 'evens.txt'), started('remove', '--index', 'B.idx', '--ids', 'odds.txt')]);
+    expect([a.code, b.code], `${a.err}\n${b.err}`).toContain(0);
+    for (const [run, ids] of [[a, evens], [b, odds]] as const) {
+      if (run.code === 0) expect(await stillThere(at('B.idx'), ids), run.err).toBe(0);
+      else expect(run.err.trim().split('\n').at(-1)).toMatch(/B\.idx is being updated by another webgpu-knn \(remove, pid \d+ on /);
+    }
+    expect(lstatSync(at('links/b.idx')).isSymbolicLink()).toBe(true);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('an --out that is a symbolic link is replaced by the new file, as every output is; the file it pointed to is left alone', async () => {
+    symlinkSync('C.idx', at('out.idx'));
+    writeFileSync(at('C.idx'), 'not written');
+    expect(cli('remove', '--index', 'A.idx', '--ids', 'odds.txt', '--out', 'out.idx').code).toBe(0);
+    expect(lstatSync(at('out.idx')).isFile()).toBe(true);
+    expect(await stillThere(at('out.idx'), [...evens, ...odds])).toBe(0);
+    symlinkSync('C.idx', at('built.idx'));
+    expect(cli('build', '--input', 'small.fvecs', '--out', 'built.idx').code).toBe(0);
+    expect(lstatSync(at('built.idx')).isFile()).toBe(true);
+    expect(readFileSync(at('C.idx'), 'utf8')).toBe('not written');
   });
 });

@@ -5,11 +5,11 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, ftruncateSync, linkSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { npyHeader } from '../../src/io/npy.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
@@ -185,16 +185,57 @@ describe('temporary files', () => {
     expect(tempsIn(buildDir)).toEqual([]);
   });
 
-  it('a run removes stale temporary files of its output left by dead processes, and says so', () => {
+  it('a run removes stale temporary files of its output left by dead processes of this host, and says so', () => {
     const dead = spawnSync(process.execPath, ['-e', '']).pid!; // exited: its pid is free
-    const stale = `.s.csv.webgpu-knn-tmp-${dead}-0badf00d`;
-    const live = `.s.csv.webgpu-knn-tmp-${process.pid}-00c0ffee`; // this test process is alive
-    const other = `.other.csv.webgpu-knn-tmp-${dead}-0badf00d`; // not this output's
-    for (const f of [stale, live, other]) writeFileSync(join(dir, f), 'partial');
+    const stale = `.s.csv.webgpu-knn-tmp-${hostname()}-${dead}-0badf00d`;
+    const older = `.s.csv.webgpu-knn-tmp-${dead}-0badf00d`; // an earlier version's name, without the host
+    const live = `.s.csv.webgpu-knn-tmp-${hostname()}-${process.pid}-00c0ffee`; // this test process is alive
+    const elsewhere = `.s.csv.webgpu-knn-tmp-host-b.example-${dead}-0badf00d`; // another host's: not judged here
+    const other = `.other.csv.webgpu-knn-tmp-${hostname()}-${dead}-0badf00d`; // not this output's
+    for (const f of [stale, older, live, elsewhere, other]) writeFileSync(join(dir, f), 'partial');
     const r = cli('knn-graph', '--input', 'x.fvecs', '--k', '2', '--out', 's.csv', '--backend', 'cpu');
     expect(r.code, r.err).toBe(0);
     expect(r.err).toContain(`removed ${stale}, a temporary file left by an interrupted run`);
-    expect(tempsIn(dir).sort()).toEqual([live, other].sort());
+    expect(r.err).toContain(`removed ${older}, a temporary file left by an interrupted run`);
+    expect(tempsIn(dir).sort()).toEqual([live, elsewhere, other].sort());
+    for (const f of [live, elsewhere, other]) rmSync(join(dir, f));
+  });
+
+  // The hostile pass's case: a command on another host (a UTS namespace named host-b, and a PID
+  // namespace where its pid is one that no process has on this host) writes nn.csv in a shared
+  // folder; a command here writing the same output must leave its temporary file alone, so that
+  // both finish. Needs unshare and the right to make namespaces (root).
+  const canUnshare = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', '--uts', 'true']).status === 0;
+  it.skipIf(!canUnshare)("a live command on another host keeps its temporary file while one here writes the same output", async () => {
+    const folder = join(dir, 'shared');
+    mkdirSync(folder);
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!; // free here: the other host's process gets it
+    const writer = `import { AtomicFile, commitOutputs } from ${JSON.stringify(join(root, 'dist/io/stream-writer.js'))};
+      import { liveTemps } from ${JSON.stringify(join(root, 'dist/io/temp-files.js'))};
+      const f = new AtomicFile('nn.csv'); f.write('written on host-b\\n');
+      console.log(liveTemps()[0]);
+      process.stdin.once('data', () => { commitOutputs([f]); console.log('committed'); process.exit(0); });`;
+    // ns_last_pid: the namespace's next pid is `dead` (sh forks node after the echo).
+    const script = `hostname host-b && echo ${dead - 1} > /proc/sys/kernel/ns_last_pid && "$0" --input-type=module -e "$1"`;
+    const other = spawn('unshare', ['--pid', '--fork', '--kill-child', '--mount-proc', '--uts', 'sh', '-c', script, process.execPath, writer], { cwd: folder, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    other.stderr!.on('data', (b) => (err += b));
+    const exited = new Promise<number | null>((res) => other.on('exit', res));
+    onTestFinished(() => void (other.exitCode === null && other.kill('SIGKILL'))); // --kill-child: its namespace goes with it
+    await new Promise<void>((res, rej) => {
+      other.stdout!.on('data', (b) => ((out += b), out.includes('\n') && res()));
+      other.on('exit', (code) => rej(new Error(`the other host's writer exited ${code}: ${err}`)));
+    });
+    const here = spawnSync(process.execPath, [main, 'knn-graph', '--input', join(dir, 'x.fvecs'), '--k', '2', '--out', 'nn.csv', '--backend', 'cpu'], { cwd: folder, encoding: 'utf8' });
+    expect(here.status, here.stderr).toBe(0);
+    expect(here.stderr).not.toMatch(/removed/);
+    other.stdin!.end('go\n');
+    expect(await exited, `${out}${err}`).toBe(0);
+    expect(out).toContain('committed');
+    expect(readFileSync(join(folder, 'nn.csv'), 'utf8')).toBe('written on host-b\n'); // the later rename
+    expect(tempsIn(folder)).toEqual([]);
+    expect(out).toMatch(new RegExp(`^\\.nn\\.csv\\.webgpu-knn-tmp-host-b-${dead}-[0-9a-f]{8}\\n`));
   });
 });
 

@@ -78,6 +78,8 @@ describe('readIdFile', () => {
     await bad(npyBytes('<i8', '(2, 1, 1)', new Uint8Array(16)), /bad\.npy: shape \(2, 1, 1\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
     await bad(npyBytes('<i8', '()', new Uint8Array(8)), /bad\.npy: shape \(\) is not a list of ids; expected \(n,\) or \(n, 1\)/);
     await bad(npyBytes('<i8', '(3,)', new Uint8Array(16)), /bad\.npy: truncated: 3 ids of <i8 need \d+ bytes; the file ends at byte \d+/);
+    const three = npyBytes('<i8', '(3,)', new Uint8Array(24));
+    await bad(Uint8Array.from([...three, 0, 0, 0, 0, 0, 0, 0, 0]), new RegExp(`bad\\.npy: 8 bytes after the data: 3 ids of <i8 end at byte ${three.length}; the file has ${three.length + 8} bytes`));
     await bad(new Uint8Array(20), /bad\.npy: not a \.npy file \(bad magic at byte 0\)/);
     await expect(readIdFile(file('dup.npy', npyBytes('<i8', '(3,)', bytes(BigInt64Array.from([1n, 2n, 1n])))), { unique: true })).rejects.toThrow(
       /dup\.npy: element 2: id 1 appears twice \(first at element 0\)/,
@@ -115,6 +117,26 @@ describe('ids of a JSON Lines file of vectors', () => {
     // An id whose key is spelled with an escape is found too; a line that is not JSON is refused.
     expect(Array.from((await readJsonlIds(file('esc.jsonl', '{"\\u0069d": 3, "vector": [1]}\n')))!)).toEqual([3n]);
     await expect(readJsonlIds(file('nojson.jsonl', '{"id": 1, "vector": [1]}\n{"id": 2, "vector": [1\n'))).rejects.toThrow(/nojson\.jsonl: line 2 is not valid JSON/);
+  });
+
+  it('a number id must be an integer literal as written: a fraction, an exponent or -0 is refused, never rounded', async () => {
+    // Each of these parses to a double that is an integer (9007199254740991, 1, 1000, 0, ...).
+    for (const text of ['9007199254740990.6', '1.0000000000000001', '1e3', '1E+3', '-0', '4.0', '5e0', '0.0']) {
+      const path = file('lit.jsonl', `{"id": 1, "vector": [1, 2]}\n{"vector": [3, 4], "id": ${text}}\n`);
+      await expect(readJsonlIds(path)).rejects.toThrow(`lit.jsonl: line 2: ${text} is not an id; expected an integer in [0, 9007199254740991]`);
+    }
+    // Integer literals, and strings of digits, stay ids; the id is the object's own 'id' (the last
+    // one, as JSON.parse takes it), not an 'id' nested in another field or spelled inside a string.
+    const ok = [
+      '{"id": 9007199254740991, "vector": [1, 2]}',
+      '{"id" :\t0 , "vector": [1, 2]}',
+      '{"id": "12", "vector": [1, 2]}',
+      '{"meta": {"id": 2.5, "x": [1.5, "}"]}, "note": "\\"id\\": 3.5", "id": 13, "vector": [1, 2]}',
+      '{"id": 1.5, "vector": [1, 2], "id": 14}',
+      '{"\\u0069d": 15, "vector": [1e3, -0]}',
+    ];
+    expect(Array.from((await readJsonlIds(file('lits.jsonl', ok.join('\n'))))!)).toEqual([9007199254740991n, 0n, 12n, 13n, 14n, 15n]);
+    await expect(readJsonlIds(file('last.jsonl', '{"id": 16, "vector": [1, 2], "id": 2e1}\n'))).rejects.toThrow('last.jsonl: line 1: 2e1 is not an id');
   });
 });
 

@@ -4,7 +4,7 @@
  * together or not at all. The low-level write is stubbed to simulate a full disk.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -112,10 +112,10 @@ describe('AtomicFile', () => {
     expect(files().filter((f) => f.includes('webgpu-knn-'))).toEqual([]);
   });
 
-  it('names its temporary file after the output, with this pid, in the same directory', () => {
+  it('names its temporary file after the output, with this host and pid, in the same directory', () => {
     const f = new AtomicFile(join(dir, 'named.csv'));
     expect(liveTemps()).toHaveLength(1);
-    expect(liveTemps()[0]).toMatch(new RegExp(`^${dir}/\\.named\\.csv\\.webgpu-knn-tmp-${process.pid}-[0-9a-f]+$`));
+    expect(liveTemps()[0]).toMatch(new RegExp(`^${dir}/\\.named\\.csv\\.webgpu-knn-tmp-${hostname()}-${process.pid}-[0-9a-f]{8}$`));
     f.abort();
     expect(liveTemps()).toEqual([]);
   });

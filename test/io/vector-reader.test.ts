@@ -3,7 +3,7 @@
  * with rows and dim known at open; a pass can be repeated and abandoned (the file is closed);
  * errors found while reading name the row, byte or line; and a .npy over 4 GiB reads exactly.
  */
-import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync as readFileBytes, readdirSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -249,6 +249,27 @@ describe('errors found while reading blocks', () => {
     const gz = gzipSync(big);
     const cut = file('c-idx3-ubyte.gz', gz.subarray(0, gz.length >> 1));
     await expect(openVectors(cut)).rejects.toThrow(/c-idx3-ubyte\.gz: not a valid gzip file \(unexpected end of file\)/);
+  });
+
+  it('bytes after the declared data are refused, naming how many: IDX (plain and gzip) and .npy', async () => {
+    const tail = (bytes: Uint8Array, extra: number): Uint8Array => Uint8Array.from([...bytes, ...new Uint8Array(extra).fill(9)]);
+    const idx = idxBytes(10); // 10 x 6 bytes after a 16-byte header: the data ends at byte 76
+    await expect(openVectors(file('t1-idx3-ubyte', tail(idx, 5)))).rejects.toThrow('t1-idx3-ubyte: 5 bytes after the data: 10 x 6 bytes end at byte 76; the file has 81 bytes');
+    await expect(openVectors(file('t2-idx3-ubyte.gz', gzipSync(tail(idx, 1))))).rejects.toThrow(
+      't2-idx3-ubyte.gz: 1 byte after the data once decompressed: 10 x 6 bytes end at byte 76; the data has 77 bytes',
+    );
+    // A whole image more than declared is extra bytes too (the header's count is the file's rows).
+    await expect(openVectors(file('t3-idx3-ubyte.gz', gzipSync(tail(idx, 6))))).rejects.toThrow('t3-idx3-ubyte.gz: 6 bytes after the data once decompressed');
+    const npy = npyBytes('<f4', '(2, 2)', new Uint8Array(16));
+    await expect(openVectors(file('t.npy', tail(npy, 3)))).rejects.toThrow(`t.npy: 3 bytes after the data: 2 x 2 <f4 ends at byte ${npy.length}; the file has ${npy.length + 3} bytes`);
+    // TEXMEX files have no row count: bytes that are not a whole row are refused; exact files open.
+    const fvecs = new Uint8Array(readFileBytes(join(dir, 'x.fvecs')));
+    await expect(openVectors(file('t.fvecs', tail(fvecs, 3)))).rejects.toThrow(/t\.fvecs: truncated: \d+ bytes is not a whole number of 20-byte rows/);
+    await expect(openVectors(file('t.bvecs', Uint8Array.from([3, 0, 0, 0, 1, 2, 3, 9])))).rejects.toThrow(/t\.bvecs: truncated: 8 bytes is not a whole number of 7-byte rows/);
+    for (const [name, bytes] of [['e-idx3-ubyte', idx], ['e-idx3-ubyte.gz', gzipSync(idx)], ['e.npy', npy]] as const) {
+      const r = await openVectors(file(name, bytes));
+      expect([r.rows, r.dim]).toEqual(name === 'e.npy' ? [2, 2] : [10, 6]);
+    }
   });
 
   it('a missing file, a folder, an unknown type', async () => {
