@@ -50,6 +50,7 @@ import {
   checkDisjointIds,
   checkRowIds,
   checkShardHeader,
+  isManifestPath,
   isPlainFileName,
   mergeTopK,
   parseManifest,
@@ -271,11 +272,41 @@ export async function checkManifest(path: string): Promise<IndexFileHeader> {
   return headers[0];
 }
 
+/** The largest file read as another manifest of a folder (one listing MAX_SHARDS shards takes about 15 MB). */
+const MAX_MANIFEST_BYTES = 64 << 20;
+
+/**
+ * The shard file names (and the names their links lead to) that the file at `path` lists, judged
+ * leniently: any JSON object of the manifest format with a shards list (one that fails
+ * parseManifest may still be repaired and used); null when it is not one.
+ */
+function namesListedBy(dir: string, path: string): string[] | null {
+  let m: { format?: unknown; shards?: unknown };
+  try {
+    if (statSync(path).size > MAX_MANIFEST_BYTES) return null;
+    m = JSON.parse(readFileSync(path, 'utf8')) as typeof m;
+  } catch {
+    return null;
+  }
+  if (m?.format !== MANIFEST_FORMAT || !Array.isArray(m.shards)) return null;
+  const files = m.shards.map((e) => (e as { file?: unknown } | null)?.file).filter((f): f is string => typeof f === 'string' && isPlainFileName(f));
+  return files.flatMap((f) => {
+    try {
+      return linkChain(dir, f);
+    } catch {
+      return [f];
+    }
+  });
+}
+
 /**
  * Removes what interrupted builds of the manifest at `manifest` left beside it: shard files of its
  * naming pattern that it does not list, the trained index, and their temporary files whose process
  * is gone. Run holding the manifest's lock (so no other build of it is writing them). A manifest
- * that cannot be read leaves every file alone, since it may list them.
+ * that cannot be read leaves every file alone, since it may list them. So do the folder's other
+ * manifests: what any of them lists stays (man.JSON's shards are named as man.json's, and a
+ * manifest may list any file of its folder), and while a build of a manifest whose shards are
+ * named as this one's holds its lock (man.JSON beside man.json), nothing is removed.
  */
 function removeOrphans(manifest: string): void {
   const dir = dirname(manifest);
@@ -290,12 +321,28 @@ function removeOrphans(manifest: string): void {
   }
   const pattern = shardNamePattern(manifest);
   const ours = (name: string): boolean => (pattern.test(name) || name === basename(trainedPath(manifest))) && !keep.has(name);
+  /** The output a temporary file is of, whatever the rest of its name (src/io/temp-files.ts). */
+  const tempOf = (name: string): string | undefined => /^\.(.+)\.webgpu-knn-tmp-/.exec(name)?.[1];
   const names = readdirSync(dir);
-  const temps = new Set<string>();
+  const orphans = (): string[] => names.filter((name) => ours(name) || ours(tempOf(name) ?? ''));
+  if (orphans().length === 0) return;
   for (const name of names) {
-    const temp = /^\.(.+)\.webgpu-knn-tmp-\d+-[0-9a-f]+$/.exec(name)?.[1];
-    if (temp !== undefined && ours(temp)) temps.add(temp);
-    if (!ours(name)) continue;
+    const path = join(dir, name);
+    if (path === manifest) continue;
+    const locked = /^\.(.+)\.webgpu-knn-lock$/.exec(name)?.[1];
+    if (locked !== undefined && join(dir, locked) !== manifest && isManifestPath(locked) && shardNamePattern(join(dir, locked)).source === pattern.source) {
+      process.stderr.write(`${join(dir, locked)} is being built (its lock ${path} is there) and names its shard files as ${manifest} does; the shard files beside them are left alone\n`);
+      return;
+    }
+    if (isManifestPath(name)) for (const f of namesListedBy(dir, path) ?? []) keep.add(f);
+  }
+  const temps = new Set<string>();
+  for (const name of orphans()) {
+    const temp = tempOf(name);
+    if (temp !== undefined) {
+      temps.add(temp);
+      continue;
+    }
     rmSync(join(dir, name), { force: true });
     process.stderr.write(`removed ${join(dir, name)}, left by an interrupted build of ${manifest} (which does not list it)\n`);
   }

@@ -66,6 +66,22 @@ describe('build --shards removes what interrupted builds of its manifest left', 
     rmSync(join(dir, others[others.length - 1]));
   });
 
+  it('item 8: manifests whose names differ in the case of .json (man.JSON, man.json) keep each other\'s shards; orphans of neither still go', () => {
+    ok('build', '--input', 'x.fvecs', '--out', 'man.JSON', '--shards', '2');
+    const upper = listed('man.JSON');
+    ok('search', '--index', 'man.JSON', '--queries', 'q.fvecs', '--k', '3', '--out', 'man-before.csv');
+    writeFileSync(join(dir, 'man.deadbeef.shard-0.idx'), 'left by a killed build');
+    const err = ok('build', '--input', 'x.fvecs', '--out', 'man.json', '--shards', '2');
+    expect(err).toContain(`removed ${join(dir, 'man.deadbeef.shard-0.idx')}, left by an interrupted build`);
+    for (const f of upper) expect(existsSync(join(dir, f)), f).toBe(true);
+    ok('search', '--index', 'man.JSON', '--queries', 'q.fvecs', '--k', '3', '--out', 'man-after.csv');
+    expect(readFileSync(join(dir, 'man-after.csv'), 'utf8')).toBe(readFileSync(join(dir, 'man-before.csv'), 'utf8'));
+    // A rebuild of man.JSON removes its own old shards, and leaves man.json's.
+    ok('build', '--input', 'x.fvecs', '--out', 'man.JSON', '--shards', '3');
+    for (const f of upper) expect(existsSync(join(dir, f)), f).toBe(false);
+    for (const f of [...listed('man.json'), ...listed('man.JSON')]) expect(existsSync(join(dir, f)), f).toBe(true);
+  });
+
   it('a manifest that cannot be read: the files beside it are left alone, and said so', () => {
     writeFileSync(join(dir, 'u.json'), '{ "format": "webgpu-knn-shards", "version": 99 }');
     writeFileSync(join(dir, 'u.deadbeef.shard-0.idx'), 'maybe listed');
