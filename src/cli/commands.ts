@@ -231,7 +231,8 @@ unreachable at the start: exit 1; lost later: the worker waits for it to come ba
 
 options:
   --redis URL       redis://HOST:PORT, or rediss://HOST:PORT (TLS); USER:PASSWORD@ before HOST
-                    where Redis needs one (or the password in $WEBGPU_KNN_REDIS_PASSWORD)
+                    where Redis needs one (or the password in $WEBGPU_KNN_REDIS_PASSWORD), /N
+                    after PORT for database N
   --root DIR        required: every path a job names must lie inside DIR (after symbolic links
                     are followed), for example the shared file system's mount
   --secret-file FILE  the job secret, at least 16 bytes (without the flag: the file

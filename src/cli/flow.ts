@@ -14,13 +14,13 @@
  *   `openCluster` before any work starts, so that a missing secret or an unreachable Redis is
  *   said at once, not after training.
  * - a run fails with one line (a DistributedError) when a job fails (the failed child's own
- *   reason), when Redis is lost for longer than redisTimeoutMs(), and when the run's jobs are gone
- *   from Redis (restarted empty, flushed).
+ *   reason, printed escaped: it comes from Redis), when Redis is lost for longer than
+ *   redisTimeoutMs(), and when the run's jobs are gone from Redis (restarted empty, flushed).
  */
 import { FlowProducer, Job, Queue } from 'bullmq';
 import { readJobSecret, signJob } from './job-auth.js';
 import { Progress } from './progress.js';
-import { DistributedError, RedisWatch, checkRedisUrl, connection, probeRedis, redactUrl, redisTimeoutMs } from './redis-link.js';
+import { DistributedError, RedisWatch, checkRedisUrl, connection, printable, probeRedis, redactUrl, redisTimeoutMs } from './redis-link.js';
 
 export const QUEUE = 'webgpu-knn';
 export const JOB_OPTS = {
@@ -143,7 +143,7 @@ export async function runFlow(url: string, label: string, parent: FlowJob, child
         if (state === 'failed') {
           // Children not yet started would only be wasted work now.
           await job.removeUnprocessedChildren().catch(() => {});
-          return reject(new DistributedError(await childReason(queue, (await Job.fromId(queue, id))?.failedReason ?? 'the run failed')));
+          return reject(new DistributedError(printable(await childReason(queue, (await Job.fromId(queue, id))?.failedReason ?? 'the run failed'))));
         }
         if (performance.now() - shownAt < 1000) return;
         shownAt = performance.now();
@@ -165,7 +165,7 @@ export async function runFlow(url: string, label: string, parent: FlowJob, child
     });
   } catch (err) {
     // A refusal by Redis itself (a missing permission, a full memory) is one line too.
-    throw err instanceof DistributedError ? err : new DistributedError(`Redis at ${shown}: ${(err as Error).message}`);
+    throw err instanceof DistributedError ? err : new DistributedError(`Redis at ${shown}: ${printable((err as Error).message)}`);
   } finally {
     clearInterval(timer);
     const gone = watch.downFor() > 0;

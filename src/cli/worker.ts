@@ -7,7 +7,8 @@
  * at once, as an UnrecoverableError, one line "refused job NAME ID: why" on stderr, no file
  * touched) when any fails: its kind is known; it is signed with the worker's job secret and not
  * expired (src/cli/job-auth.ts); its payload fits its kind's schema (src/cli/job-schema.ts); every
- * path it names lies inside the worker's --root (src/cli/job-paths.ts).
+ * path it names lies inside the worker's --root (src/cli/job-paths.ts). What it logs of a job
+ * (name, id, failure) comes from Redis and is printed escaped (printable).
  *
  * Redis going away: a worker that has started waits for it to come back (a Redis restart should
  * not need every worker on every machine restarted: they are long-running services), saying once
@@ -31,7 +32,7 @@ import { JOB_KINDS } from './job-kinds.js';
 import { type Root, refusePath } from './job-paths.js';
 import { SchemaError } from './job-schema.js';
 import { QUEUE } from './flow.js';
-import { RedisWatch, connection, probeRedis, redactUrl } from './redis-link.js';
+import { RedisWatch, connection, printable, probeRedis, redactUrl } from './redis-link.js';
 import { releaseShardCache } from './shards.js';
 
 export const DEFAULT_LOCK_MS = 60_000;
@@ -42,7 +43,7 @@ class RefusedJob extends UnrecoverableError {
     name: string,
     readonly why: string,
   ) {
-    super(`refused job ${name}: ${why}`);
+    super(`refused job ${printable(name)}: ${why}`);
   }
 }
 
@@ -98,7 +99,8 @@ export async function runWorker(s: WorkerSettings): Promise<void> {
   const shown = redactUrl(s.url);
   await probeRedis(s.url);
   const backend = await createBackend({ backend: s.backend });
-  const log = (line: string): void => void process.stderr.write(`worker: ${line}\n`);
+  // One line each: what comes from Redis in it (job names, ids, reasons) is escaped.
+  const log = (line: string): void => void process.stderr.write(`worker: ${printable(line)}\n`);
   log(`backend ${backend.description}; queue ${QUEUE} at ${shown}; root ${s.root.path}`);
   const watch = new RedisWatch(s.url, (up, reason) =>
     log(up ? `the connection to Redis at ${shown} is back` : `lost the connection to Redis at ${shown} (${reason}); waiting for it to come back`),
