@@ -7,8 +7,9 @@
  * at once, as an UnrecoverableError, one line "refused job NAME ID: why" on stderr, no file
  * touched) when any fails: its kind is known; it is signed with the worker's job secret and not
  * expired (src/cli/job-auth.ts); its payload fits its kind's schema (src/cli/job-schema.ts); every
- * path it names lies inside the worker's --root (src/cli/job-paths.ts). What it logs of a job
- * (name, id, failure) comes from Redis and is printed escaped (printable).
+ * path it names lies inside the worker's --root (src/cli/job-paths.ts); its run has not ended (its
+ * run folder is there and its producer lives: src/cli/job-files.ts, runEnded). What it logs of a
+ * job (name, id, failure) comes from Redis and is printed escaped (printable).
  *
  * Redis going away: a worker that has started waits for it to come back (a Redis restart should
  * not need every worker on every machine restarted: they are long-running services), saying once
@@ -28,6 +29,7 @@ import { type Job, UnrecoverableError, Worker, isNotConnectionError } from 'bull
 import { createBackend } from '../create-backend.js';
 import { InvalidArgumentError } from '../types.js';
 import { verifyJob } from './job-auth.js';
+import { runEnded } from './job-files.js';
 import { JOB_KINDS } from './job-kinds.js';
 import { type Root, refusePath } from './job-paths.js';
 import { SchemaError } from './job-schema.js';
@@ -64,6 +66,11 @@ function accept(job: Job, secret: Buffer, root: Root): unknown {
   }
   for (const p of kind.paths(payload)) {
     const why = refusePath(root, p);
+    if (why !== null) throw refuse(why);
+  }
+  // A job of a run whose producer is gone (killed, or a replay of an ended run) is not run.
+  for (const p of kind.paths(payload)) {
+    const why = p.role === 'folder' ? runEnded(p.path) : null;
     if (why !== null) throw refuse(why);
   }
   return payload;

@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { inputFile } from '../../src/cli/job-files.js';
 import { type BuildManifestJob, runBuildManifest, runBuildShard } from '../../src/cli/shards.js';
 import { lockFile } from '../../src/io/file-lock.js';
 import { writeVectors } from '../../src/io/vectors.js';
@@ -141,7 +142,7 @@ describe("a killed build's late jobs (run as a worker runs them) write nothing o
       // What a killed producer's jobs carry: its lock as it was; the file now holds another build's.
       const stale = { path: lock.lockPath, owner: owner.replace(/"pid":\d+/, `"pid":${deadPid()}`) };
       const out = join(dir, 'late.deadbeef.shard-0.idx');
-      const shard = { trained: join(dir, 'no-such-trained.idx'), input: join(dir, 'x.fvecs'), r0: 0, r1: 50, out, lock: stale };
+      const shard = { trained: { path: join(dir, 'no-such-trained.idx'), bytes: 0, mtimeMs: 0 }, input: inputFile(join(dir, 'x.fvecs')), r0: 0, r1: 50, out, lock: stale };
       await expect(runBuildShard(cpuBackend(), shard)).rejects.toThrow(`shard ${out}: the build that queued it no longer holds the lock ${lock.lockPath}`);
       expect(existsSync(out)).toBe(false);
       writeFileSync(join(dir, 'late.deadbeef.shard-1.idx'), 'a shard');
