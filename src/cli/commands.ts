@@ -228,14 +228,16 @@ sees the same file system. A worker that dies loses its job's lock; once it expi
 runs the job again (see README, "Distributed dedup").
 
 A worker runs only jobs it can verify: signed with its job secret and not expired, of a known
-kind whose payload fits that kind's schema, every path inside --root. Any other job is refused
+kind whose payload fits that kind's schema, every path inside --root, of a run whose command
+still lives (its pid on this host, its heartbeat from another). Any other job is refused
 (failed at once, one line "refused job NAME ID: why" on stderr; no file touched). Redis
 unreachable at the start: exit 1; lost later: the worker waits for it to come back. See README,
 "Securing a cluster".
 
 options:
   --redis URL       redis://HOST:PORT, or rediss://HOST:PORT (TLS); USER:PASSWORD@ before HOST
-                    where Redis needs one (or the password in $WEBGPU_KNN_REDIS_PASSWORD)
+                    where Redis needs one (or the password in $WEBGPU_KNN_REDIS_PASSWORD), /N
+                    after PORT for database N
   --root DIR        required: every path a job names must lie inside DIR (after symbolic links
                     are followed), for example the shared file system's mount
   --secret-file FILE  the job secret, at least 16 bytes (without the flag: the file
@@ -922,12 +924,14 @@ type PairSink = (i: Uint32Array, j: Uint32Array, score: Float64Array) => void;
 /**
  * dedup's outputs, shared by the single-process and the distributed dedup: `run` feeds the
  * confirmed pairs, in (i, j) order, to the sink it is given (written as they come: nothing but one
- * block is held); then the clusters; all committed together, or none after a failure.
+ * block is held); then the clusters; all committed together, or none after a failure (also one
+ * that `beforeCommit` throws: the distributed reduce's last look at its run and input).
  */
 export async function writeDedupOutputs<R extends Pick<DedupResult, 'clusters' | 'drop'>>(
   out: string,
   clusters: string | undefined,
   run: (onPairs: PairSink) => Promise<R>,
+  beforeCommit?: () => void,
 ): Promise<R> {
   const outputs: Output[] = [];
   let r: R;
@@ -950,6 +954,7 @@ export async function writeDedupOutputs<R extends Pick<DedupResult, 'clusters' |
       outputs.push(c);
       c.write(JSON.stringify({ clusters: r.clusters, drop: Array.from(r.drop) }) + '\n');
     }
+    beforeCommit?.();
   } catch (err) {
     for (const o of outputs) o.abort();
     throw err;

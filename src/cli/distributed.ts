@@ -8,9 +8,13 @@
  *   the SHA-256 of those bytes) through a temporary file renamed into place; a job whose file is
  *   already there with the right checksum is skipped, so a retried or re-delivered job is harmless.
  *   The tiles folder is the run's own (src/cli/job-files.ts, claimRunFolder), removed when the
- *   command ends, however it ends.
+ *   command ends, however it ends; the jobs work only while the command lives (its heartbeat).
+ * - The plan carries the input's size and mtime: every job refuses a file changed since.
  * - The reduce reads the rows once, then each row block's pair files in (i, j) order through the
  *   very PairConfirmation and writeDedupOutputs of the single-process dedup: the same output bytes.
+ *   Right before it commits them it looks at its run and input once more; once they are in place
+ *   it leaves a receipt in the tiles folder, which the command checks against the outputs before
+ *   it reports the receipt's figures (Redis's word that the run is done is not enough).
  */
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -22,13 +26,14 @@ import { TooManyCandidatesError, sortTilePairs } from '../pairs.js';
 import { checkVectors } from '../types.js';
 import { checkedBlocks } from '../vector-source.js';
 import { writeDedupOutputs } from './commands.js';
-import { type FlowJob, MAX_BLOCKS, runFlow } from './flow.js';
-import { claimRunFolder, readCheckedFile, readRowRanges, removeRunFolder, writeCheckedFile } from './job-files.js';
+import { type FlowJob, runFlow } from './flow.js';
+import { type InputFile, checkInputs, checkReceipt, checkRunLive, claimRunFolder, inputFile, readCheckedFile, readRowRanges, removeRunFolder, removeStaleOutputTemps, writeCheckedFile, writeReceipt } from './job-files.js';
+import { MAX_BLOCKS } from './job-kinds.js';
 import { UsageError } from './flags.js';
 
 /** What every job of one distributed dedup shares. */
 interface DedupPlan {
-  input: string;
+  input: InputFile;
   metric: DedupMetric;
   threshold: number;
   d: number;
@@ -69,8 +74,8 @@ export async function runTile(backend: Backend, job: TileJob): Promise<number> {
   // One pass over the file for both blocks (block j's rows lie beyond block i's).
   const [xi, xj = null] = await readRowRanges(job.input, i === j ? [ri] : [ri, rj]);
   // Checked as dedup and the reduce check them, so that a non-finite value fails the run at its first tile.
-  checkVectors(xi, job.d, `${job.input}:`, true, job.metric !== 'cosine', ri[0]);
-  if (xj) checkVectors(xj, job.d, `${job.input}:`, true, job.metric !== 'cosine', rj[0]);
+  checkVectors(xi, job.d, `${job.input.path}:`, true, job.metric !== 'cosine', ri[0]);
+  if (xj) checkVectors(xj, job.d, `${job.input.path}:`, true, job.metric !== 'cosine', rj[0]);
   const max = job.maxCandidates ?? Infinity;
   let pairs: Uint32Array;
   try {
@@ -90,7 +95,8 @@ export async function runReduce(job: ReduceJob): Promise<{ pairs: number; candid
   let candidates = 0;
   for (let i = 0; i < blocks; i++) for (let j = i; j < blocks; j++) candidates += existsSync(tileFile(job, i, j)) ? (statSync(tileFile(job, i, j)).size - 32) / 8 : 0;
   if (candidates > (job.maxCandidates ?? Infinity)) throw new UnrecoverableError(tooMany(job, ` in all (${candidates})`));
-  const file = await openVectors(job.input);
+  checkInputs(job.input);
+  const file = await openVectors(job.input.path);
   const r = await writeDedupOutputs(job.out, job.clusters, async (sink) => {
     const exact = new PairConfirmation(n, d, job.metric, job.threshold, sink);
     // Checked as dedup checks its input (finite values; l2: norms in range): the same refusal.
@@ -109,8 +115,19 @@ export async function runReduce(job: ReduceJob): Promise<{ pairs: number; candid
       await new Promise((res) => setImmediate(res));
     }
     return { ...exact.groups.result(), pairs: exact.pairs, candidates: exact.candidates };
+  }, () => {
+    // What was read is the plan's input, and the run still wants it: only then are the outputs replaced.
+    checkInputs(job.input);
+    checkRunLive(job.tiles);
   });
-  return { pairs: r.pairs, candidates: r.candidates, clusters: r.clusters.length, drop: r.drop.length };
+  const result = { pairs: r.pairs, candidates: r.candidates, clusters: r.clusters.length, drop: r.drop.length };
+  writeReceipt(job.tiles, reduceOutputs(job), result);
+  return result;
+}
+
+/** The outputs of a dedup's reduce, as its receipt lists them. */
+function reduceOutputs(job: ReduceJob): string[] {
+  return job.clusters === undefined ? [job.out] : [job.out, job.clusters];
 }
 
 function tooMany(job: DedupPlan, where: string): string {
@@ -122,9 +139,9 @@ export async function distributedDedup(
   url: string,
   opts: { input: string; metric: DedupMetric; threshold: number; out: string; clusters?: string; tileRows: number; maxCandidates: number },
 ): Promise<void> {
-  const input = resolve(opts.input);
   const out = resolve(opts.out);
-  const file = await openVectors(input);
+  const file = await openVectors(resolve(opts.input));
+  const input = inputFile(file.path, file);
   const n = file.rows;
   const starts: number[] = [];
   for (let r = 0; r < n; r += opts.tileRows) starts.push(r);
@@ -143,15 +160,13 @@ export async function distributedDedup(
     const reduce: ReduceJob = { ...base, n, starts, out, clusters: opts.clusters === undefined ? undefined : resolve(opts.clusters) };
     const t0 = performance.now();
     const candidatesSoFar = async (job: Job): Promise<string> => {
-      const values = await job.getChildrenValues<number>();
-      return `tiles; ${Object.values(values).reduce((s, v) => s + v, 0)} candidate pairs so far`;
+      // Counts from Redis, for the progress line only: anything but a count is left out.
+      const values = Object.values(await job.getChildrenValues<unknown>()).filter((v): v is number => Number.isSafeInteger(v));
+      return `tiles; ${values.reduce((s, v) => s + v, 0)} candidate pairs so far`;
     };
-    const r = (await runFlow(url, 'dedup (distributed)', { name: 'dedup-reduce', data: reduce }, children, candidatesSoFar)) as {
-      pairs: number;
-      candidates: number;
-      clusters: number;
-      drop: number;
-    };
+    await runFlow(url, 'dedup (distributed)', { name: 'dedup-reduce', data: reduce }, children, candidatesSoFar);
+    const r = checkReceipt(tiles, reduceOutputs(reduce), ['pairs', 'candidates', 'clusters', 'drop']);
+    removeStaleOutputTemps(reduceOutputs(reduce));
     process.stderr.write(
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters} clusters; ${r.drop} ids to drop; ` +
         `${children.length} tiles; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${opts.out}${opts.clusters ? ` and ${opts.clusters}` : ''}\n`,

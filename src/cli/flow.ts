@@ -13,14 +13,21 @@
  * - every job is signed with the job secret (src/cli/job-auth.ts), which the command reads with
  *   `openCluster` before any work starts, so that a missing secret or an unreachable Redis is
  *   said at once, not after training.
+ * - every job is checked against the schema its kind's workers check it with (checkJobs in
+ *   src/cli/job-kinds.ts) before any is queued: one a worker would refuse is a usage error here.
  * - a run fails with one line (a DistributedError) when a job fails (the failed child's own
- *   reason), when Redis is lost for longer than redisTimeoutMs(), and when the run's jobs are gone
- *   from Redis (restarted empty, flushed).
+ *   reason, printed escaped: it comes from Redis), when Redis is lost for longer than
+ *   redisTimeoutMs(), and when the run's jobs are gone from Redis (restarted empty, flushed).
+ * - a run that Redis reports done is only that: runFlow returns nothing of the parent's value
+ *   (anyone who can write to Redis can set it); the callers check on the file system that the
+ *   work is there (a receipt, a manifest) and report what they find.
  */
 import { FlowProducer, Job, Queue } from 'bullmq';
 import { readJobSecret, signJob } from './job-auth.js';
+import { refreshHeartbeats } from './job-files.js';
+import { checkJobs } from './job-kinds.js';
 import { Progress } from './progress.js';
-import { DistributedError, RedisWatch, checkRedisUrl, connection, probeRedis, redactUrl, redisTimeoutMs } from './redis-link.js';
+import { DistributedError, RedisWatch, checkRedisUrl, connection, printable, probeRedis, redactUrl, redisTimeoutMs } from './redis-link.js';
 
 export const QUEUE = 'webgpu-knn';
 export const JOB_OPTS = {
@@ -29,11 +36,6 @@ export const JOB_OPTS = {
   removeOnComplete: { age: 24 * 3600 },
   removeOnFail: { age: 7 * 24 * 3600 },
 };
-
-/** The most row blocks (dedup) or query blocks (search) a plan has: the commands refuse more, the workers' schemas too. */
-export const MAX_BLOCKS = 1 << 20;
-/** The most shards a search job lists. */
-export const MAX_SHARDS = 1 << 16;
 
 /**
  * The job secret this process signs its jobs with: the process's own, as its Redis password is,
@@ -84,17 +86,19 @@ async function childReason(queue: Queue, reason: string): Promise<string> {
 const POLL_MS = 200;
 
 /**
- * Enqueues `children` under `parent` on the queue at `url` and returns the parent's result. Every
- * second the progress line says children done / total, `describe(parent)` (default: the children's
- * job name) and an ETA; a failure rejects with a DistributedError: the failed child's reason, or
- * the parent's, or what became of Redis.
+ * Enqueues `children` under `parent` on the queue at `url` (once each passes its kind's schema) and
+ * resolves when Redis reports the parent done. Every second the progress line says children
+ * done / total, `describe(parent)` (default: the children's job name) and an ETA; a failure
+ * rejects with a DistributedError: the failed child's reason, or the parent's, or what became of
+ * Redis.
  *
  * The parent's state is read from Redis every POLL_MS (no event stream, whose blocking reads
  * outlive a lost connection by seconds): done, failed, or gone (then the run fails at once).
  */
-export async function runFlow(url: string, label: string, parent: FlowJob, children: FlowJob[], describe?: (parent: Job) => Promise<string>): Promise<unknown> {
+export async function runFlow(url: string, label: string, parent: FlowJob, children: FlowJob[], describe?: (parent: Job) => Promise<string>): Promise<void> {
   if (secret === null) throw new Error('runFlow before openCluster: no job secret');
   const key = secret;
+  checkJobs([parent, ...children]);
   const conn = connection(url);
   const shown = redactUrl(url);
   const timeout = redisTimeoutMs();
@@ -113,6 +117,7 @@ export async function runFlow(url: string, label: string, parent: FlowJob, child
   };
   let timer: NodeJS.Timeout | undefined;
   try {
+    refreshHeartbeats();
     const { job } = await new Promise<Awaited<ReturnType<FlowProducer['add']>>>((resolve, reject) => {
       timer = setInterval(() => {
         const err = lost();
@@ -133,17 +138,17 @@ export async function runFlow(url: string, label: string, parent: FlowJob, child
     const p = new Progress(label);
     const total = children.length;
     let shownAt = 0;
-    return await new Promise((resolve, reject) => {
+    await new Promise<void>((resolve, reject) => {
       let busy = false;
       const poll = async (): Promise<void> => {
         const state = await queue.getJobState(id);
         // A parent that is not there (Redis restarted without persistence, or flushed) never finishes.
         if (state === 'unknown') return reject(new DistributedError(`the run's jobs are gone from Redis at ${shown} (restarted without persistence, or flushed?); nothing was written: run the command again`));
-        if (state === 'completed') return resolve((await Job.fromId(queue, id))?.returnvalue);
+        if (state === 'completed') return resolve();
         if (state === 'failed') {
           // Children not yet started would only be wasted work now.
           await job.removeUnprocessedChildren().catch(() => {});
-          return reject(new DistributedError(await childReason(queue, (await Job.fromId(queue, id))?.failedReason ?? 'the run failed')));
+          return reject(new DistributedError(printable(await childReason(queue, (await Job.fromId(queue, id))?.failedReason ?? 'the run failed'))));
         }
         if (performance.now() - shownAt < 1000) return;
         shownAt = performance.now();
@@ -165,7 +170,7 @@ export async function runFlow(url: string, label: string, parent: FlowJob, child
     });
   } catch (err) {
     // A refusal by Redis itself (a missing permission, a full memory) is one line too.
-    throw err instanceof DistributedError ? err : new DistributedError(`Redis at ${shown}: ${(err as Error).message}`);
+    throw err instanceof DistributedError ? err : new DistributedError(`Redis at ${shown}: ${printable((err as Error).message)}`);
   } finally {
     clearInterval(timer);
     const gone = watch.downFor() > 0;

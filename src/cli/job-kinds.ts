@@ -5,16 +5,18 @@
  * relations between fields (row ranges in order, a block within the plan) are part of the schema.
  *
  * The schemas describe exactly what the commands queue (src/cli/distributed.ts, src/cli/shards.ts):
- * absolute paths, outputs with the extensions the command line allows, tiles folders named as a
- * run names them.
+ * absolute paths, outputs with the extensions the command line allows, run folders named as a run
+ * names them, inputs with the size and mtime the plan saw. A command checks every job it is about
+ * to queue against them too (checkJobs, from runFlow), so that a job the workers would refuse is
+ * refused before anything runs.
  */
 import { basename, dirname, join } from 'node:path';
 import type { Backend } from '../backend.js';
 import { describeIndexType, parseIndexType } from '../factory.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION } from '../shards.js';
 import { type ReduceJob, type TileJob, runReduce, runTile, tileFile } from './distributed.js';
-import { MAX_BLOCKS, MAX_SHARDS } from './flow.js';
-import { type Check, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
+import { UsageError } from './flags.js';
+import { type Check, SchemaError, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
 import type { JobPath } from './job-paths.js';
 import {
   type BuildManifestJob,
@@ -28,12 +30,19 @@ import {
   tilePath,
 } from './shards.js';
 
+/** The most row blocks (dedup) or query blocks (search) a plan has: the commands refuse more, the schemas too. */
+export const MAX_BLOCKS = 1 << 20;
+/** The most shards a search job lists. */
+export const MAX_SHARDS = 1 << 16;
 
 const ROWS = Number.MAX_SAFE_INTEGER;
 const path = str(4096, /^\//, 'an absolute path');
 const ext = (exts: string[]) => str(4096, new RegExp(`^/.*(${exts.map((e) => e.replace('.', '\\.')).join('|')})$`, 'i'), `an absolute path ending in ${exts.join(', ')}`);
-/** A run's tiles folder, as claimRunFolder names it. */
-const tilesFolder = str(4096, /^\/.*\/\.[^/]+\.webgpu-knn-tiles-[^/]+$/, 'a tiles folder (/DIR/.NAME.webgpu-knn-tiles-RUN)');
+/** An input file as the plan saw it (src/cli/job-files.ts: InputFile). */
+const input = (at: Check<string> = path) => object({ path: at, bytes: int(0, ROWS), mtimeMs: finite() });
+/** A run folder of `kind`, as claimRunFolder names it. */
+const runFolder = (kind: string) => str(4096, new RegExp(`^/.*/\\.[^/]+\\.webgpu-knn-${kind}-[^/]+-\\d+-[0-9a-f]{8}$`), `a ${kind} folder (/DIR/.NAME.webgpu-knn-${kind}-HOST-PID-RAND)`);
+const tilesFolder = runFolder('tiles');
 const range = array(int(0, ROWS), 2, 2) as Check<[number, number]>;
 const sha256 = str(64, /^[0-9a-f]{64}$/, 'a SHA-256 in hex');
 /** A file name with no directory part (a shard beside its manifest). */
@@ -47,7 +56,7 @@ function starts(values: number[]): string | null {
 }
 
 const dedupPlan = {
-  input: path,
+  input: input(),
   metric: oneOf('cosine', 'l2'),
   threshold: finite(-1, Number.MAX_VALUE),
   d: int(1, 2 ** 31 - 1),
@@ -72,12 +81,21 @@ const REDUCE_JOB: Check<ReduceJob> = refine(
 /** The manifest's lock as the producer took it (src/cli/shards.ts: checkBuildLock); only read. */
 const buildLock = object({ path: str(4096, /^\/.*\/\.[^/]+\.json\.webgpu-knn-lock$/i, "a manifest's lock file (/DIR/.NAME.json.webgpu-knn-lock)"), owner: str(4096) });
 
+/** What a build job answers to: the manifest's lock (build --shards), or the run folder it builds in (knn-graph --distributed). */
+const buildProducer = { lock: buildLock, run: runFolder('shards') };
+/** Exactly one of lock and run, and with run, `files` directly in it. */
+function oneProducer(b: { lock?: unknown; run?: string }, files: string[]): string | null {
+  if ((b.lock === undefined) === (b.run === undefined)) return 'a build job names exactly one of lock and run';
+  const outside = b.run === undefined ? undefined : files.find((f) => dirname(f) !== b.run);
+  return outside === undefined ? null : `${JSON.stringify(outside)} is not in the run folder ${JSON.stringify(b.run)}`;
+}
+
 const BUILD_SHARD_JOB: Check<BuildShardJob> = refine(
   object(
-    { trained: ext(['.idx']), input: path, r0: int(0, ROWS), r1: int(1, ROWS), out: str(4096, /^\/.*\.shard-\d+\.idx$/, 'an absolute path ending in .shard-<s>.idx') },
-    { ids: path, lock: buildLock },
+    { trained: input(ext(['.idx'])), input: input(), r0: int(0, ROWS), r1: int(1, ROWS), out: str(4096, /^\/.*\.shard-\d+\.idx$/, 'an absolute path ending in .shard-<s>.idx') },
+    { ids: input(), ...buildProducer },
   ),
-  (b) => (b.r0 < b.r1 ? null : `r0 (${b.r0}) must be below r1 (${b.r1})`),
+  (b) => (b.r0 < b.r1 ? null : `r0 (${b.r0}) must be below r1 (${b.r1})`) ?? oneProducer(b, [b.out, b.trained.path]),
 );
 
 const indexType = refine(str(256, /^[A-Za-z0-9(),]+$/, 'a factory string'), (t) => {
@@ -100,11 +118,13 @@ const BUILD_MANIFEST_JOB: Check<BuildManifestJob> = refine(
       nprobe: nullable(int(1, 2 ** 32)),
       ntotal: int(1, ROWS),
       rowIds: bool,
-      input: object({ path, bytes: int(0, ROWS), mtimeMs: finite(0) }),
+      input: input(),
     }),
     shards: array(object({ file: shardFile, firstRow: int(0, ROWS), rows: int(1, ROWS) }), 1, MAX_SHARDS),
-  }, { lock: buildLock }),
+  }, buildProducer),
   (m) => {
+    const producer = oneProducer(m, [m.manifest]);
+    if (producer !== null) return producer;
     let row = 0;
     for (const [s, e] of m.shards.entries()) {
       if (e.firstRow !== row) return `shards[${s}].firstRow must be ${row} (shards are contiguous)`;
@@ -133,12 +153,12 @@ const shardRefs = refine(
 const searchPlan = {
   shards: shardRefs,
   metric: oneOf('l2', 'ip', 'cosine'),
-  queries: path,
+  queries: input(),
   starts: array(int(0, ROWS), 1, MAX_BLOCKS + 1),
   kk: int(1, 2 ** 21),
   tiles: tilesFolder,
 };
-const searchOptional = { nprobe: int(1, 2 ** 32), kFactor: finite(1), filter: path };
+const searchOptional = { nprobe: int(1, 2 ** 32), kFactor: finite(1), filter: input() };
 
 const SEARCH_SHARD_JOB: Check<SearchShardJob> = refine(object({ ...searchPlan, block: int(0, MAX_BLOCKS - 1), shard: int(0, MAX_SHARDS - 1) }, searchOptional), (s) => {
   if (s.block >= s.starts.length - 1) return `block ${s.block} is not one of the plan's ${s.starts.length - 1}`;
@@ -168,17 +188,24 @@ function kind<T>(k: JobKind<T>): JobKind<unknown> {
 export const JOB_KINDS: Record<string, JobKind<unknown>> = {
   'self-join-tile': kind({
     check: TILE_JOB,
-    paths: (t) => [...p('input', t.input, 'input'), ...p('tiles', t.tiles, 'folder'), ...p('tile file', tileFile(t, t.i, t.j), 'output')],
+    paths: (t) => [...p('input.path', t.input.path, 'input'), ...p('tiles', t.tiles, 'folder'), ...p('tile file', tileFile(t, t.i, t.j), 'output')],
     run: runTile,
   }),
   'dedup-reduce': kind({
     check: REDUCE_JOB,
-    paths: (r) => [...p('input', r.input, 'input'), ...p('tiles', r.tiles, 'folder'), ...p('out', r.out, 'output'), ...p('clusters', r.clusters, 'output')],
+    paths: (r) => [...p('input.path', r.input.path, 'input'), ...p('tiles', r.tiles, 'folder'), ...p('out', r.out, 'output'), ...p('clusters', r.clusters, 'output')],
     run: (_, r) => runReduce(r),
   }),
   'build-shard': kind({
     check: BUILD_SHARD_JOB,
-    paths: (b) => [...p('trained', b.trained, 'input'), ...p('input', b.input, 'input'), ...p('ids', b.ids, 'input'), ...p('lock.path', b.lock?.path, 'input'), ...p('out', b.out, 'output')],
+    paths: (b) => [
+      ...p('trained.path', b.trained.path, 'input'),
+      ...p('input.path', b.input.path, 'input'),
+      ...p('ids.path', b.ids?.path, 'input'),
+      ...p('lock.path', b.lock?.path, 'input'),
+      ...p('run', b.run, 'folder'),
+      ...p('out', b.out, 'output'),
+    ],
     run: runBuildShard,
   }),
   'build-manifest': kind({
@@ -186,6 +213,7 @@ export const JOB_KINDS: Record<string, JobKind<unknown>> = {
     paths: (m) => [
       ...p('manifest', m.manifest, 'output'),
       ...p('lock.path', m.lock?.path, 'input'),
+      ...p('run', m.run, 'folder'),
       ...p('draft.input.path', m.draft.input.path, 'input'),
       ...m.shards.flatMap((s, i) => p(`shards[${i}].file`, join(dirname(m.manifest), basename(s.file)), 'input')),
     ],
@@ -209,8 +237,24 @@ export const JOB_KINDS: Record<string, JobKind<unknown>> = {
 function searchPaths(s: SearchShardJob | SearchMergeJob): JobPath[] {
   return [
     ...s.shards.flatMap((r, i) => p(`shards[${i}].path`, r.path, 'input')),
-    ...p('queries', s.queries, 'input'),
-    ...p('filter', s.filter, 'input'),
+    ...p('queries.path', s.queries.path, 'input'),
+    ...p('filter.path', s.filter?.path, 'input'),
     ...p('tiles', s.tiles, 'folder'),
   ];
+}
+
+/**
+ * A command's check of the jobs it is about to queue, against the schemas the workers check them
+ * with: a usage error naming the first job and field a worker would refuse (an --out holding a
+ * newline, say), before anything is queued.
+ */
+export function checkJobs(jobs: { name: string; data: object }[]): void {
+  for (const job of jobs) {
+    try {
+      JOB_KINDS[job.name].check(JSON.parse(JSON.stringify(job.data)), '');
+    } catch (err) {
+      if (err instanceof SchemaError) throw new UsageError(`the workers would refuse this run's ${job.name} job: ${err.message}`);
+      throw err;
+    }
+  }
 }

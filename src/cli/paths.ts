@@ -1,14 +1,17 @@
 /**
  * Output paths, checked before any heavy work: an output must not be one of the inputs or another
  * output (compared by real path, and by device + inode where the file exists, so hard and symbolic
- * links are caught), its directory must exist and be writable, and temporary files of the same
- * output left by a killed run are removed (and reported).
+ * links are caught), its directory must exist and be writable, and temporary files and run folders
+ * of the same output left by a killed run of this host are removed (and reported): a distributed
+ * run whose producer was killed then has no folder, so its jobs, late or replayed, write nothing
+ * over what this command writes (src/cli/job-files.ts).
  */
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { FileError, fileError } from '../io/file-error.js';
 import { removeStaleTemps } from '../io/temp-files.js';
 import { UsageError } from './flags.js';
+import { reportStaleRunFolders } from './job-files.js';
 
 /** A path and the flag that gave it ("--out"). */
 export interface PathFlag {
@@ -60,5 +63,6 @@ export function checkOutputs(outputs: PathFlag[], inputs: PathFlag[]): void {
       throw fileError(path, `cannot write in directory ${dirname(path)}`, err);
     }
     for (const stale of removeStaleTemps(path)) process.stderr.write(`removed ${stale}, a temporary file left by an interrupted run\n`);
+    reportStaleRunFolders(resolve(path));
   }
 }

@@ -5,9 +5,15 @@
  * per retry.
  *
  * - URL: `redis://HOST:PORT` or `rediss://HOST:PORT` (TLS), optionally `USER:PASSWORD@` and a
- *   database `/N`; anything else is a usage error naming the value. A password not in the URL can
- *   come from $WEBGPU_KNN_REDIS_PASSWORD (a command line is visible to every local user). URLs
- *   are printed with the password masked.
+ *   database `/N` (an integer; the probe selects it, so that a database the server does not have
+ *   fails at once rather than leaving ioredis on database 0); anything else is a usage error
+ *   naming the value. A password not in the URL can come from $WEBGPU_KNN_REDIS_PASSWORD (a
+ *   command line is visible to every local user). URLs are printed with the password masked.
+ * - Strings that come from Redis (job names, ids, failure reasons) are printed through
+ *   `printable`, so that they cannot forge log lines or carry terminal escapes.
+ * - ioredis's ready check is off on every connection: it only waits for a Redis still loading its
+ *   data (whose LOADING replies BullMQ retries anyway), and where the user may not run INFO it
+ *   prints a warning of several lines at every reconnection.
  * - Reaching it: one connection attempt, PROBE_MS at most, before a command queues anything or a
  *   worker starts; a refused connection, an unknown host, a wrong password, a user without the
  *   commands BullMQ needs fail at once (exit 1).
@@ -32,7 +38,24 @@ export class DistributedError extends InvalidArgumentError {
 export const PROBE_MS = 5000;
 const DEFAULT_TIMEOUT_MS = 30_000;
 
-const EXPECTED = 'expected a Redis URL: redis://HOST:PORT, or rediss://HOST:PORT for TLS (with USER:PASSWORD@ before HOST where Redis needs a password)';
+const EXPECTED = 'expected a Redis URL: redis://HOST:PORT, or rediss://HOST:PORT for TLS (with USER:PASSWORD@ before HOST where Redis needs a password, and /N after PORT for database N)';
+
+/** The largest database number a URL may name (Redis's `databases` is an int). */
+const MAX_DB = 2 ** 31 - 1;
+
+/**
+ * `text` (a string from Redis: a job's name, id or failure reason) for printing on one line:
+ * control characters (newlines, escapes, C1 controls) and the Unicode line and bidi controls are
+ * written as \n, \r, \t, \xNN or \uNNNN, so that nothing printed can pass for another line or
+ * restyle the terminal.
+ */
+export function printable(text: string): string {
+  const named: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+  return text.replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    const code = c.charCodeAt(0);
+    return named[c] ?? (code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+  });
+}
 
 /** `url` with its password replaced by ***, for messages and logs. */
 export function redactUrl(url: string): string {
@@ -56,18 +79,26 @@ export function checkRedisUrl(flag: string, url: string): string {
   }
   const ok = u !== null && (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '' && /^(\/\d*)?$/.test(u.pathname) && u.hash === '';
   if (!ok) throw new UsageError(`--${flag} ${redactUrl(url)}: ${EXPECTED}`);
+  const db = dbOf(url);
+  if (db !== null && !(db <= MAX_DB)) throw new UsageError(`--${flag} ${redactUrl(url)}: the database number must be an integer in [0, ${MAX_DB}]; got ${u!.pathname.slice(1)}`);
   return url;
+}
+
+/** The database a checked URL names (/N), or null where it names none. */
+function dbOf(url: string): number | null {
+  const path = new URL(url).pathname;
+  return path.length > 1 ? Number(path.slice(1)) : null;
 }
 
 /** ioredis options for `url`: its password from the environment when the URL has none. */
 function options(url: string): RedisOptions {
   const password = new URL(url).password === '' ? process.env.WEBGPU_KNN_REDIS_PASSWORD : undefined;
-  return password === undefined || password === '' ? {} : { password };
+  return { enableReadyCheck: false, ...(password === undefined || password === '' ? {} : { password }) };
 }
 
 /** The connection options BullMQ's classes take for `url`. */
-export function connection(url: string): { url: string; password?: string; maxRetriesPerRequest: null } {
-  return { url, ...(options(url) as { password?: string }), maxRetriesPerRequest: null };
+export function connection(url: string): { url: string; password?: string; enableReadyCheck: false; maxRetriesPerRequest: null } {
+  return { url, ...(options(url) as { password?: string; enableReadyCheck: false }), maxRetriesPerRequest: null };
 }
 
 /** How long a command waits for a lost Redis to come back: $WEBGPU_KNN_REDIS_TIMEOUT_MS, else 30 s. */
@@ -87,7 +118,7 @@ export function redisTimeoutMs(): number {
  */
 export async function probeRedis(url: string): Promise<void> {
   const shown = redactUrl(url);
-  const client = new Redis(url, { ...options(url), lazyConnect: true, connectTimeout: PROBE_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableReadyCheck: false });
+  const client = new Redis(url, { ...options(url), lazyConnect: true, connectTimeout: PROBE_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
   let reason = '';
   client.on('error', (err: Error) => (reason ||= err.message));
   try {
@@ -96,6 +127,16 @@ export async function probeRedis(url: string): Promise<void> {
       await client.ping();
     } catch (err) {
       throw new DistributedError(`cannot reach Redis at ${shown}: ${reason || (err as Error).message}`);
+    }
+    // ioredis selects the URL's database on connecting, but a failure there only says so in an
+    // error event and leaves the connection on database 0.
+    const db = dbOf(url);
+    if (db !== null) {
+      try {
+        await client.select(db);
+      } catch (err) {
+        throw new DistributedError(`Redis at ${shown} has no database ${db}: ${(err as Error).message}`);
+      }
     }
     try {
       await client.info('server');

@@ -23,7 +23,16 @@
  * parseManifest; confinement to the manifest's folder by readManifest; each shard file's header,
  * and caller ids across shards, by checkManifest before a search plans anything; each file's
  * SHA-256 and row-number ids by checkShardFile as it is loaded, in the command or in a worker.
- * A build holds the manifest's lock, and its jobs check it (checkBuildLock).
+ * A build holds the manifest's lock, and its jobs check it (checkProducer).
+ *
+ * Every job answers to its producer (src/cli/job-files.ts): a search's jobs to the run's tiles
+ * folder, a build's to the manifest's lock (whose owner must live: its pid on its host, the lock
+ * file's mtime as its heartbeat elsewhere) or, in knn-graph, to the run folder it builds in. The
+ * jobs that write final outputs (search-merge, build-manifest) check again right before they
+ * commit. Inputs (queries, filter, the build's input, ids and trained index) travel with the size
+ * and mtime the plan saw, and a job refuses a file changed since. Once a flow is reported done,
+ * the command checks on the file system that it is: a search's receipt against its outputs, a
+ * build's manifest against the shards it must list (checkBuilt), before it removes anything.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
@@ -50,6 +59,7 @@ import {
   checkDisjointIds,
   checkRowIds,
   checkShardHeader,
+  isManifestPath,
   isPlainFileName,
   mergeTopK,
   parseManifest,
@@ -60,8 +70,28 @@ import {
 import type { IndexType } from '../factory.js';
 import { InvalidArgumentError, type Metric } from '../types.js';
 import type { VectorIndex } from '../vector-index.js';
-import { type FlowJob, MAX_BLOCKS, MAX_SHARDS, runFlow } from './flow.js';
-import { claimRunFolder, readCheckedFile, readRowRanges, removeRunFolder, rowRange, writeCheckedFile } from './job-files.js';
+import { type FlowJob, runFlow } from './flow.js';
+import {
+  type InputFile,
+  checkInputs,
+  checkReceipt,
+  checkRunLive,
+  claimRunFolder,
+  inputFile,
+  producerGone,
+  readCheckedFile,
+  readRowRanges,
+  reading,
+  removeRunFolder,
+  removeStaleOutputTemps,
+  rowRange,
+  runEnded,
+  startHeartbeat,
+  writeCheckedFile,
+  writeReceipt,
+} from './job-files.js';
+import { MAX_BLOCKS, MAX_SHARDS, checkJobs } from './job-kinds.js';
+import { DistributedError } from './redis-link.js';
 import { UsageError, intFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
@@ -271,11 +301,41 @@ export async function checkManifest(path: string): Promise<IndexFileHeader> {
   return headers[0];
 }
 
+/** The largest file read as another manifest of a folder (one listing MAX_SHARDS shards takes about 15 MB). */
+const MAX_MANIFEST_BYTES = 64 << 20;
+
+/**
+ * The shard file names (and the names their links lead to) that the file at `path` lists, judged
+ * leniently: any JSON object of the manifest format with a shards list (one that fails
+ * parseManifest may still be repaired and used); null when it is not one.
+ */
+function namesListedBy(dir: string, path: string): string[] | null {
+  let m: { format?: unknown; shards?: unknown };
+  try {
+    if (statSync(path).size > MAX_MANIFEST_BYTES) return null;
+    m = JSON.parse(readFileSync(path, 'utf8')) as typeof m;
+  } catch {
+    return null;
+  }
+  if (m?.format !== MANIFEST_FORMAT || !Array.isArray(m.shards)) return null;
+  const files = m.shards.map((e) => (e as { file?: unknown } | null)?.file).filter((f): f is string => typeof f === 'string' && isPlainFileName(f));
+  return files.flatMap((f) => {
+    try {
+      return linkChain(dir, f);
+    } catch {
+      return [f];
+    }
+  });
+}
+
 /**
  * Removes what interrupted builds of the manifest at `manifest` left beside it: shard files of its
  * naming pattern that it does not list, the trained index, and their temporary files whose process
  * is gone. Run holding the manifest's lock (so no other build of it is writing them). A manifest
- * that cannot be read leaves every file alone, since it may list them.
+ * that cannot be read leaves every file alone, since it may list them. So do the folder's other
+ * manifests: what any of them lists stays (man.JSON's shards are named as man.json's, and a
+ * manifest may list any file of its folder), and while a build of a manifest whose shards are
+ * named as this one's holds its lock (man.JSON beside man.json), nothing is removed.
  */
 function removeOrphans(manifest: string): void {
   const dir = dirname(manifest);
@@ -290,12 +350,28 @@ function removeOrphans(manifest: string): void {
   }
   const pattern = shardNamePattern(manifest);
   const ours = (name: string): boolean => (pattern.test(name) || name === basename(trainedPath(manifest))) && !keep.has(name);
+  /** The output a temporary file is of, whatever the rest of its name (src/io/temp-files.ts). */
+  const tempOf = (name: string): string | undefined => /^\.(.+)\.webgpu-knn-tmp-/.exec(name)?.[1];
   const names = readdirSync(dir);
-  const temps = new Set<string>();
+  const orphans = (): string[] => names.filter((name) => ours(name) || ours(tempOf(name) ?? ''));
+  if (orphans().length === 0) return;
   for (const name of names) {
-    const temp = /^\.(.+)\.webgpu-knn-tmp-\d+-[0-9a-f]+$/.exec(name)?.[1];
-    if (temp !== undefined && ours(temp)) temps.add(temp);
-    if (!ours(name)) continue;
+    const path = join(dir, name);
+    if (path === manifest) continue;
+    const locked = /^\.(.+)\.webgpu-knn-lock$/.exec(name)?.[1];
+    if (locked !== undefined && join(dir, locked) !== manifest && isManifestPath(locked) && shardNamePattern(join(dir, locked)).source === pattern.source) {
+      process.stderr.write(`${join(dir, locked)} is being built (its lock ${path} is there) and names its shard files as ${manifest} does; the shard files beside them are left alone\n`);
+      return;
+    }
+    if (isManifestPath(name)) for (const f of namesListedBy(dir, path) ?? []) keep.add(f);
+  }
+  const temps = new Set<string>();
+  for (const name of orphans()) {
+    const temp = tempOf(name);
+    if (temp !== undefined) {
+      temps.add(temp);
+      continue;
+    }
     rmSync(join(dir, name), { force: true });
     process.stderr.write(`removed ${join(dir, name)}, left by an interrupted build of ${manifest} (which does not list it)\n`);
   }
@@ -321,42 +397,56 @@ export function checkShardable(type: IndexType): void {
 
 /**
  * The manifest's lock as a build's producer took it (src/io/file-lock.ts): its file and what the
- * file held. A build's jobs run only while the file still holds that (see checkBuildLock).
+ * file held. A build's jobs run only while the file still holds that (see checkProducer).
  */
 export interface BuildLock {
   path: string;
   owner: string;
 }
 
-export interface BuildShardJob {
+/**
+ * What a build's jobs answer to, one of the two (the schemas refuse both or neither): the
+ * manifest's lock (build --shards), or the run folder they build in (knn-graph --distributed,
+ * whose manifest does not outlive the run).
+ */
+interface BuildProducer {
+  lock?: BuildLock;
+  run?: string;
+}
+
+export interface BuildShardJob extends BuildProducer {
   /** The trained, empty index every shard starts from. */
-  trained: string;
-  input: string;
+  trained: InputFile;
+  input: InputFile;
   r0: number;
   r1: number;
   /** The caller's ids for every row of the input (the shard takes rows r0..r1 of them); absent: the row numbers. */
-  ids?: string;
+  ids?: InputFile;
   out: string;
-  /** The lock of the manifest the shard is for (absent where no manifest outlives the run: knn-graph --distributed). */
-  lock?: BuildLock;
 }
 
 /** Everything in a manifest but the shards' sizes and checksums, which build-manifest reads from the files. */
-export interface BuildManifestJob {
+export interface BuildManifestJob extends BuildProducer {
   manifest: string;
   draft: Omit<ShardManifest, 'shards'>;
   shards: { file: string; firstRow: number; rows: number }[];
-  lock?: BuildLock;
 }
 
 /**
- * Throws unless the build that queued a job still holds its manifest's lock. A producer killed by
- * SIGKILL leaves its flow in Redis, and the workers go on with it; once another build of the
- * manifest has taken the lock (or it was released: the producer ended), that flow's jobs write
- * nothing, so the late build's manifest can never replace the newer one.
+ * Throws unless the build that queued a job lives. With a lock: the lock file still holds what
+ * the producer wrote in it, and that process lives (its pid on its host; elsewhere the lock file's
+ * mtime, which it keeps fresh, is its heartbeat: src/cli/job-files.ts, producerGone). A producer
+ * killed by SIGKILL leaves its flow in Redis and its lock on disk; its jobs write nothing, so the
+ * late build's manifest never replaces a newer one. With a run folder: that run lives (runEnded).
  */
-function checkBuildLock(lock: BuildLock | undefined, what: string): void {
-  if (lock === undefined) return;
+function checkProducer(job: BuildProducer, what: string): void {
+  if (job.run !== undefined) {
+    const why = runEnded(job.run);
+    if (why !== null) throw new InvalidArgumentError(`${what}: ${why}`);
+    return;
+  }
+  const { lock } = job;
+  if (lock === undefined) throw new InvalidArgumentError(`${what}: the job names neither the manifest's lock nor a run folder`);
   let now: string | null = null;
   try {
     now = readFileSync(lock.path, 'utf8');
@@ -366,24 +456,38 @@ function checkBuildLock(lock: BuildLock | undefined, what: string): void {
   if (now !== lock.owner) {
     throw new InvalidArgumentError(`${what}: the build that queued it no longer holds the lock ${lock.path} (it ended, or was killed and another build took the lock); nothing written`);
   }
+  let owner: { pid?: unknown; host?: unknown } = {};
+  try {
+    owner = JSON.parse(lock.owner) as typeof owner;
+  } catch {
+    // said below
+  }
+  const { pid, host } = owner ?? {};
+  if (typeof pid !== 'number' || typeof host !== 'string') throw new InvalidArgumentError(`${what}: the lock ${lock.path} does not name its owner; nothing written`);
+  const why = producerGone({ pid, host }, lock.path);
+  if (why !== null) throw new InvalidArgumentError(`${what}: the build that queued it has ended: ${why}; nothing written`);
 }
 
 /** Adds rows [r0, r1) of the input, with their global ids, to the trained index, and saves it as the shard. */
 export async function runBuildShard(backend: Backend, job: BuildShardJob): Promise<{ bytes: number; sha256: string }> {
   const what = `shard ${job.out}`;
-  checkBuildLock(job.lock, what);
-  const index = await loadIndex(backend, job.trained, { hostCopy: false });
+  checkProducer(job, what);
+  const inputs = [job.trained, job.input, job.ids];
+  checkInputs(...inputs);
+  const index = await loadIndex(backend, job.trained.path, { hostCopy: false });
   try {
-    const file = await openVectors(job.input);
+    const file = await openVectors(job.input.path);
     const { r0, r1 } = job;
-    const ids = job.ids === undefined ? BigInt64Array.from({ length: r1 - r0 }, (_, i) => BigInt(r0 + i)) : (await readIdFile(job.ids, { unique: true })).slice(r0, r1);
+    const ids = job.ids === undefined ? BigInt64Array.from({ length: r1 - r0 }, (_, i) => BigInt(r0 + i)) : (await readIdFile(job.ids.path, { unique: true })).slice(r0, r1);
     await index.addFrom(rowRange(file, r0, r1), { ids });
+    // What was read is the plan's: only then is the shard saved.
+    checkInputs(...inputs);
     await index.save(job.out);
   } finally {
     await index.dispose();
   }
   try {
-    checkBuildLock(job.lock, what);
+    checkProducer(job, what);
   } catch (err) {
     rmSync(job.out, { force: true }); // lost while building: an orphan otherwise
     throw err;
@@ -397,7 +501,7 @@ export async function runBuildManifest(job: BuildManifestJob): Promise<{ shards:
   const shards: ShardEntry[] = [];
   for (const s of job.shards) shards.push({ ...s, ...(await fileFacts(join(dir, s.file))) });
   const manifest: ShardManifest = { ...job.draft, shards };
-  checkBuildLock(job.lock, `manifest ${job.manifest}`);
+  checkProducer(job, `manifest ${job.manifest}`);
   writeAtomically(job.manifest, `${JSON.stringify(manifest, null, 2)}\n`);
   return { shards: shards.length };
 }
@@ -405,6 +509,8 @@ export async function runBuildManifest(job: BuildManifestJob): Promise<{ shards:
 /**
  * Trains an index of `s` on all of `file` (IVF: the seeded sample an unsharded build takes) and
  * saves it empty to `trained`; returns the build-shard and build-manifest jobs of its S shards.
+ * Jobs that will be `queued` for workers are checked against the workers' schemas first, before
+ * the training's time is spent.
  */
 async function trainShards(
   backend: Backend,
@@ -415,8 +521,32 @@ async function trainShards(
   trained: string,
   ids: string | undefined,
   build: string,
-  lock?: BuildLock,
+  producer: BuildProducer,
+  queued: boolean,
 ): Promise<{ children: BuildShardJob[]; parent: BuildManifestJob }> {
+  const ranges = shardRanges(file.rows, shards);
+  const input = inputFile(resolve(file.path), file);
+  const plan = { input, ...(ids === undefined ? {} : { ids: inputFile(ids) }), ...producer };
+  const jobs = (trainedFile: InputFile): { children: BuildShardJob[]; parent: BuildManifestJob } => {
+    const children: BuildShardJob[] = ranges.map(([r0, r1], i) => ({ ...plan, trained: trainedFile, r0, r1, out: shardPath(manifest, build, i) }));
+    const draft: Omit<ShardManifest, 'shards'> = {
+      format: MANIFEST_FORMAT,
+      version: MANIFEST_VERSION,
+      dim: file.dim,
+      metric: s.metric,
+      type: describeIndexType(s.type),
+      nprobe: s.type.type === 'IVF' ? s.nprobe ?? 1 : null,
+      ntotal: file.rows,
+      rowIds: ids === undefined,
+      input,
+    };
+    return { children, parent: { manifest, draft, shards: children.map((c) => ({ file: basename(c.out), firstRow: c.r0, rows: c.r1 - c.r0 })), ...producer } };
+  };
+  if (queued) {
+    // The jobs as the workers will check them, but for the trained file's facts.
+    const draft = jobs({ path: trained, bytes: 0, mtimeMs: 0 });
+    checkJobs([{ name: 'build-manifest', data: draft.parent }, ...draft.children.map((data) => ({ name: 'build-shard', data }))]);
+  }
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy: false, nprobe: s.nprobe });
   try {
     if (s.type.type === 'IVF') {
@@ -427,21 +557,7 @@ async function trainShards(
   } finally {
     await index.dispose();
   }
-  const ranges = shardRanges(file.rows, shards);
-  const st = statSync(file.path);
-  const children = ranges.map(([r0, r1], i) => ({ trained, input: resolve(file.path), r0, r1, ids, out: shardPath(manifest, build, i), lock }));
-  const draft: Omit<ShardManifest, 'shards'> = {
-    format: MANIFEST_FORMAT,
-    version: MANIFEST_VERSION,
-    dim: file.dim,
-    metric: s.metric,
-    type: describeIndexType(s.type),
-    nprobe: s.type.type === 'IVF' ? s.nprobe ?? 1 : null,
-    ntotal: file.rows,
-    rowIds: ids === undefined,
-    input: { path: resolve(file.path), bytes: st.size, mtimeMs: st.mtimeMs },
-  };
-  const parent = { manifest, draft, shards: children.map((c) => ({ file: basename(c.out), firstRow: c.r0, rows: c.r1 - c.r0 })), lock };
+  const { children, parent } = jobs(inputFile(trained));
   return { children, parent };
 }
 
@@ -462,11 +578,14 @@ export async function buildShards(
 ): Promise<void> {
   const manifest = resolve(out);
   const lock = lockFile(manifest, 'build --shards');
+  // The lock file's mtime is this producer's heartbeat for its jobs on other hosts.
+  const stopHeartbeat = startHeartbeat(lock.lockPath);
   let build: string;
   try {
     removeOrphans(manifest);
     build = await buildLocked(backend, s, file, shards, manifest, ids, url, lock);
   } finally {
+    stopHeartbeat();
     lock.release();
   }
   process.stderr.write(`wrote ${out} and ${shards} shard files (${basename(shardPath(manifest, build, 0))} ...): ${file.rows} vectors of dim ${file.dim}\n`);
@@ -480,9 +599,10 @@ async function buildLocked(backend: Backend, s: ShardSettings, file: VectorReade
   let done = false;
   try {
     const owner = { path: lock.lockPath, owner: readFileSync(lock.lockPath, 'utf8') };
-    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids), build, owner);
+    const { children, parent } = await trainShards(backend, s, file, shards, manifest, trained, ids === undefined ? undefined : resolve(ids), build, { lock: owner }, url !== undefined);
     if (url !== undefined) {
-      await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
+      await runBuildFlow(url, parent, children);
+      removeStaleOutputTemps([manifest, ...children.map((c) => c.out)]);
     } else {
       const p = new Progress('building shards');
       for (const [i, job] of children.entries()) {
@@ -494,12 +614,54 @@ async function buildLocked(backend: Backend, s: ShardSettings, file: VectorReade
     done = true;
   } finally {
     rmSync(trained, { force: true });
-    // After a failure: this build's shards go, the old manifest and its shards stay as they were.
-    // After success: the old manifest's shards go, now that nothing lists them.
-    const stale = done ? previous : Array.from({ length: shards }, (_, i) => shardPath(manifest, build, i));
+    // After a failure: this build's shards go (but any the manifest now lists), the old manifest
+    // and its shards stay as they were. After success: the old manifest's shards go, now that
+    // nothing lists them.
+    const listed = done ? [] : listedShards(manifest);
+    const stale = done ? previous : Array.from({ length: shards }, (_, i) => shardPath(manifest, build, i)).filter((f) => !listed.includes(f));
     for (const f of stale) rmSync(f, { force: true });
   }
   return build;
+}
+
+/**
+ * The build's flow on the workers at `url`; once it is reported done, the manifest must list
+ * exactly this build's shards (checkBuilt), or nothing of the old index is touched.
+ */
+async function runBuildFlow(url: string, parent: BuildManifestJob, children: BuildShardJob[]): Promise<void> {
+  await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
+  await checkBuilt(parent, children);
+}
+
+/**
+ * After the workers report a build done: its manifest must now be the one this build's
+ * build-manifest job writes (the plan's fields, exactly this build's shards by name and rows),
+ * each shard file of the manifest's size and SHA-256 with the manifest's header and ids, and
+ * checkManifest must pass. Otherwise the completion was not the workers' (Redis written by someone
+ * without the job secret): a DistributedError saying what is wrong, before anything is removed.
+ */
+async function checkBuilt(parent: BuildManifestJob, children: BuildShardJob[]): Promise<void> {
+  const path = parent.manifest;
+  const wrong = (what: string): DistributedError => new DistributedError(`the workers reported the build done but ${what}: was Redis tampered with?`);
+  let read: ReturnType<typeof readManifest>;
+  try {
+    read = readManifest(path);
+  } catch (err) {
+    throw wrong(`${path} is not this build's manifest (${(err as Error).message})`);
+  }
+  const { manifest, shards } = read;
+  const draft = parent.draft as unknown as Record<string, unknown>;
+  const field = Object.keys(draft).find((k) => JSON.stringify((manifest as unknown as Record<string, unknown>)[k]) !== JSON.stringify(draft[k]));
+  if (field !== undefined) throw wrong(`${path} is not this build's manifest (its ${field} is not the plan's)`);
+  if (shards.length !== children.length || shards.some((s, i) => s.path !== children[i].out || s.firstRow !== children[i].r0 || s.rows !== children[i].r1 - children[i].r0)) {
+    throw wrong(`${path} does not list this build's shards (${basename(children[0].out)} ...)`);
+  }
+  try {
+    for (const s of shards) await checkShardFile(s);
+    await checkManifest(path);
+  } catch (err) {
+    throw wrong(`${path}'s shards do not check (${(err as Error).message})`);
+  }
 }
 
 /** 8 hex digits naming one build's shard files. */
@@ -513,7 +675,7 @@ function newBuildId(): string {
 interface SearchPlan {
   shards: ShardRef[];
   metric: Metric;
-  queries: string;
+  queries: InputFile;
   /** Query block starts, and nq at the end. */
   starts: number[];
   /** Neighbours searched per shard (k, or k + 1 for a graph of the index's own vectors). */
@@ -521,7 +683,7 @@ interface SearchPlan {
   nprobe?: number;
   kFactor?: number;
   /** An id file: only these ids may be neighbours. */
-  filter?: string;
+  filter?: InputFile;
   tiles: string;
 }
 export interface SearchShardJob extends SearchPlan {
@@ -597,7 +759,8 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
   const path = tilePath(job, block, job.shard);
   if (readResultTile(path, rows, kk)) return rows; // done before (a retried job, or a re-run)
   const [xq] = await readRowRanges(job.queries, [[starts[block], starts[block + 1]]]);
-  const filter = job.filter === undefined ? undefined : await readIdFile(job.filter);
+  const { filter: filterFile } = job;
+  const filter = filterFile === undefined ? undefined : await reading([filterFile], () => readIdFile(filterFile.path));
   const labels = new Float64Array(rows * kk);
   const distances = new Float32Array(rows * kk);
   const scores = new Float64Array(rows * kk);
@@ -617,7 +780,16 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
   return rows;
 }
 
-/** Merges each query block's shard results, in block order, into the outputs (committed together); the caller removes the tiles. */
+/** The outputs of a search's merge, as its receipt lists them. */
+function mergeOutputs(job: SearchMergeJob): string[] {
+  return job.dist === undefined ? [job.out] : [job.out, job.dist];
+}
+
+/**
+ * Merges each query block's shard results, in block order, into the outputs (committed together,
+ * once the run is seen to live still), and leaves a receipt for the producer; the caller removes
+ * the tiles.
+ */
 export async function runSearchMerge(job: SearchMergeJob): Promise<{ rows: number }> {
   const { starts, kk, k } = job;
   const nq = starts[starts.length - 1];
@@ -639,11 +811,13 @@ export async function runSearchMerge(job: SearchMergeJob): Promise<{ rows: numbe
       outputs[1]?.write(r.distances, rows);
       await new Promise((res) => setImmediate(res));
     }
+    checkRunLive(job.tiles);
   } catch (err) {
     for (const o of outputs) o.abort();
     throw err;
   }
   commitOutputs(outputs);
+  writeReceipt(job.tiles, mergeOutputs(job), { rows: nq });
   return { rows: nq };
 }
 
@@ -664,8 +838,8 @@ export interface ShardedSearch {
 /** The plan of a search: query blocks, and the run's own tiles folder (claimed last; the caller removes it). */
 async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
   const { manifest, shards } = readManifest(o.manifest);
-  const queries = resolve(o.queries);
-  const file = await openVectors(queries);
+  const file = await openVectors(resolve(o.queries));
+  const queries = inputFile(file.path, file);
   if (file.rows > 0 && file.dim !== manifest.dim) throw new UsageError(`the queries have dim ${file.dim}; the index has dim ${manifest.dim}`);
   const starts: number[] = [];
   for (let r = 0; r < file.rows; r += o.queryRows) starts.push(r);
@@ -682,7 +856,7 @@ async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
     kk,
     nprobe: o.nprobe,
     kFactor: o.kFactor,
-    filter: o.filter === undefined ? undefined : resolve(o.filter),
+    filter: o.filter === undefined ? undefined : inputFile(resolve(o.filter)),
     out,
     dist: o.dist === undefined ? undefined : resolve(o.dist),
     k: o.k,
@@ -727,19 +901,25 @@ async function runSearchFlow(url: string, plan: SearchMergeJob): Promise<void> {
   await runFlow(url, 'search (distributed)', { name: 'search-merge', data: plan }, children);
 }
 
-/** `search --index MANIFEST --distributed URL`. */
+/**
+ * `search --index MANIFEST --distributed URL`. Once the merge is reported done, its receipt must
+ * name the outputs as they are (checkReceipt): its row count is what is reported.
+ */
 export async function distributedSearchShards(url: string, o: ShardedSearch): Promise<void> {
   const t0 = performance.now();
   const plan = await planSearch(o);
+  let rows: number;
   try {
     await runSearchFlow(url, plan);
+    ({ rows } = checkReceipt(plan.tiles, mergeOutputs(plan), ['rows']));
   } finally {
     // Once the merge is recorded as done (a merge re-run, its worker lost, still finds the tiles), or the run failed.
     removeRunFolder(plan.tiles);
   }
+  removeStaleOutputTemps(mergeOutputs(plan));
   const blocks = plan.starts.length - 1;
   process.stderr.write(
-    `wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k}; ${blocks * plan.shards.length} (query block, shard) jobs; ${((performance.now() - t0) / 1000).toFixed(2)} s\n`,
+    `wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${rows} rows of ${o.k}; ${blocks * plan.shards.length} (query block, shard) jobs; ${((performance.now() - t0) / 1000).toFixed(2)} s\n`,
   );
 }
 
@@ -760,8 +940,8 @@ export async function distributedKnnGraph(
   const dir = claimRunFolder(resolve(o.out), 'shards');
   const manifest = join(dir, 'index.json');
   try {
-    const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined, newBuildId());
-    await runFlow(url, 'building shards (distributed)', { name: 'build-manifest', data: parent }, children.map((data) => ({ name: 'build-shard', data })));
+    const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined, newBuildId(), { run: dir }, true);
+    await runBuildFlow(url, parent, children);
     await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, excludeSelf: o.queries === undefined });
   } finally {
     // Shards of this run only (they are rebuilt by every run): not worth keeping after a failure.

@@ -7,7 +7,9 @@
  * at once, as an UnrecoverableError, one line "refused job NAME ID: why" on stderr, no file
  * touched) when any fails: its kind is known; it is signed with the worker's job secret and not
  * expired (src/cli/job-auth.ts); its payload fits its kind's schema (src/cli/job-schema.ts); every
- * path it names lies inside the worker's --root (src/cli/job-paths.ts).
+ * path it names lies inside the worker's --root (src/cli/job-paths.ts); its run has not ended (its
+ * run folder is there and its producer lives: src/cli/job-files.ts, runEnded). What it logs of a
+ * job (name, id, failure) comes from Redis and is printed escaped (printable).
  *
  * Redis going away: a worker that has started waits for it to come back (a Redis restart should
  * not need every worker on every machine restarted: they are long-running services), saying once
@@ -27,11 +29,12 @@ import { type Job, UnrecoverableError, Worker, isNotConnectionError } from 'bull
 import { createBackend } from '../create-backend.js';
 import { InvalidArgumentError } from '../types.js';
 import { verifyJob } from './job-auth.js';
+import { runEnded } from './job-files.js';
 import { JOB_KINDS } from './job-kinds.js';
 import { type Root, refusePath } from './job-paths.js';
 import { SchemaError } from './job-schema.js';
 import { QUEUE } from './flow.js';
-import { RedisWatch, connection, probeRedis, redactUrl } from './redis-link.js';
+import { RedisWatch, connection, printable, probeRedis, redactUrl } from './redis-link.js';
 import { releaseShardCache } from './shards.js';
 
 export const DEFAULT_LOCK_MS = 60_000;
@@ -42,7 +45,7 @@ class RefusedJob extends UnrecoverableError {
     name: string,
     readonly why: string,
   ) {
-    super(`refused job ${name}: ${why}`);
+    super(`refused job ${printable(name)}: ${why}`);
   }
 }
 
@@ -63,6 +66,11 @@ function accept(job: Job, secret: Buffer, root: Root): unknown {
   }
   for (const p of kind.paths(payload)) {
     const why = refusePath(root, p);
+    if (why !== null) throw refuse(why);
+  }
+  // A job of a run whose producer is gone (killed, or a replay of an ended run) is not run.
+  for (const p of kind.paths(payload)) {
+    const why = p.role === 'folder' ? runEnded(p.path) : null;
     if (why !== null) throw refuse(why);
   }
   return payload;
@@ -98,7 +106,8 @@ export async function runWorker(s: WorkerSettings): Promise<void> {
   const shown = redactUrl(s.url);
   await probeRedis(s.url);
   const backend = await createBackend({ backend: s.backend });
-  const log = (line: string): void => void process.stderr.write(`worker: ${line}\n`);
+  // One line each: what comes from Redis in it (job names, ids, reasons) is escaped.
+  const log = (line: string): void => void process.stderr.write(`worker: ${printable(line)}\n`);
   log(`backend ${backend.description}; queue ${QUEUE} at ${shown}; root ${s.root.path}`);
   const watch = new RedisWatch(s.url, (up, reason) =>
     log(up ? `the connection to Redis at ${shown} is back` : `lost the connection to Redis at ${shown} (${reason}); waiting for it to come back`),

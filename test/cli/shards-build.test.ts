@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { inputFile } from '../../src/cli/job-files.js';
 import { type BuildManifestJob, runBuildManifest, runBuildShard } from '../../src/cli/shards.js';
 import { lockFile } from '../../src/io/file-lock.js';
 import { writeVectors } from '../../src/io/vectors.js';
@@ -64,6 +65,22 @@ describe('build --shards removes what interrupted builds of its manifest left', 
     expect(files()).toEqual([...before.filter((f) => !orphans.includes(f) && !f.match(/^p\.[0-9a-f]{8}\.shard-[01]\.idx$/)), ...now].sort());
     for (const f of others) expect(existsSync(join(dir, f)), f).toBe(true);
     rmSync(join(dir, others[others.length - 1]));
+  });
+
+  it('item 8: manifests whose names differ in the case of .json (man.JSON, man.json) keep each other\'s shards; orphans of neither still go', () => {
+    ok('build', '--input', 'x.fvecs', '--out', 'man.JSON', '--shards', '2');
+    const upper = listed('man.JSON');
+    ok('search', '--index', 'man.JSON', '--queries', 'q.fvecs', '--k', '3', '--out', 'man-before.csv');
+    writeFileSync(join(dir, 'man.deadbeef.shard-0.idx'), 'left by a killed build');
+    const err = ok('build', '--input', 'x.fvecs', '--out', 'man.json', '--shards', '2');
+    expect(err).toContain(`removed ${join(dir, 'man.deadbeef.shard-0.idx')}, left by an interrupted build`);
+    for (const f of upper) expect(existsSync(join(dir, f)), f).toBe(true);
+    ok('search', '--index', 'man.JSON', '--queries', 'q.fvecs', '--k', '3', '--out', 'man-after.csv');
+    expect(readFileSync(join(dir, 'man-after.csv'), 'utf8')).toBe(readFileSync(join(dir, 'man-before.csv'), 'utf8'));
+    // A rebuild of man.JSON removes its own old shards, and leaves man.json's.
+    ok('build', '--input', 'x.fvecs', '--out', 'man.JSON', '--shards', '3');
+    for (const f of upper) expect(existsSync(join(dir, f)), f).toBe(false);
+    for (const f of [...listed('man.json'), ...listed('man.JSON')]) expect(existsSync(join(dir, f)), f).toBe(true);
   });
 
   it('a manifest that cannot be read: the files beside it are left alone, and said so', () => {
@@ -125,7 +142,7 @@ describe("a killed build's late jobs (run as a worker runs them) write nothing o
       // What a killed producer's jobs carry: its lock as it was; the file now holds another build's.
       const stale = { path: lock.lockPath, owner: owner.replace(/"pid":\d+/, `"pid":${deadPid()}`) };
       const out = join(dir, 'late.deadbeef.shard-0.idx');
-      const shard = { trained: join(dir, 'no-such-trained.idx'), input: join(dir, 'x.fvecs'), r0: 0, r1: 50, out, lock: stale };
+      const shard = { trained: { path: join(dir, 'no-such-trained.idx'), bytes: 0, mtimeMs: 0 }, input: inputFile(join(dir, 'x.fvecs')), r0: 0, r1: 50, out, lock: stale };
       await expect(runBuildShard(cpuBackend(), shard)).rejects.toThrow(`shard ${out}: the build that queued it no longer holds the lock ${lock.lockPath}`);
       expect(existsSync(out)).toBe(false);
       writeFileSync(join(dir, 'late.deadbeef.shard-1.idx'), 'a shard');

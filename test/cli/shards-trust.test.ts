@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { inputFile } from '../../src/cli/job-files.js';
 import { checkManifest, readManifest, runSearchShard } from '../../src/cli/shards.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomSmallInts } from '../../src/random.js';
@@ -133,7 +134,7 @@ describe("each shard's header, count and ids are checked against the manifest", 
     const fake = { ...shards[1], path: shards[0].path, bytes: shards[0].bytes, sha256: shards[0].sha256 };
     const tiles = join(top, 'tiles');
     mkdirSync(tiles);
-    const job = { shards: [shards[0], fake], metric: 'l2' as const, queries: join(dir, 'q.fvecs'), starts: [0, 10], kk: 5, tiles, block: 0, shard: 1 };
+    const job = { shards: [shards[0], fake], metric: 'l2' as const, queries: inputFile(join(dir, 'q.fvecs')), starts: [0, 10], kk: 5, tiles, block: 0, shard: 1 };
     await expect(runSearchShard(cpuBackend(), job)).rejects.toThrow(/t\.[0-9a-f]{8}\.shard-0\.idx holds id 0; the manifest gives it the row numbers \[60, 120\)/);
     expect(existsSync(join(tiles, '0-1.knn')), 'no result written').toBe(false);
   });

@@ -221,6 +221,45 @@ describe.skipIf(missing !== null)('Redis lost, restarted, or restarted empty', (
     }
   }, 60_000);
 
+  it('a Redis URL naming a database the server does not have (/99): the command and the worker fail in one line (exit 1), never on db 0', async () => {
+    const redis = ownRedis();
+    try {
+      const at = `${redis.url}/99`;
+      const [command, worker] = await Promise.all([dedup(at, 'db99').done, cli(['worker', '--redis', at, '--root', dir, '--secret-file', secret]).done]);
+      for (const [who, r] of [['dedup', command], ['worker', worker]] as const) {
+        expect(r.code, r.err).toBe(1);
+        expect(lastLine(r.err)).toMatch(new RegExp(`^webgpu-knn ${who}: Redis at ${at.replace(/\./g, '\\.')} has no database 99: ERR DB index is out of range$`));
+      }
+      expect(folders('db99')).toEqual([]);
+    } finally {
+      stopRedis(redis);
+    }
+  }, 60_000);
+
+  it("a worker whose user loses INFO mid-run (an ACL change) says nothing of ioredis's ready check when its connections come back, and takes jobs again", async () => {
+    const redis = ownRedis();
+    const admin = new Redis(redis.url);
+    await admin.call('ACL', 'SETUSER', 'knn', 'on', '>knn-password', '~*', '+@all');
+    const worker = startWorker(`redis://knn:knn-password@127.0.0.1:${redis.port}`, dir, secret);
+    running.add(worker.proc);
+    try {
+      // Until the worker waits for jobs (BullMQ's own start needs INFO): its blocking connection is in BZPOPMIN.
+      while (!/cmd=bzpopmin user=knn/.test(String(await admin.call('CLIENT', 'LIST')))) {
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      await admin.call('ACL', 'SETUSER', 'knn', '-info');
+      await admin.call('CLIENT', 'KILL', 'USER', 'knn');
+      // The worker takes this run's jobs only once its connections are back.
+      const r = await dedup(redis.url, 'acl').done;
+      expect(r.code, r.err).toBe(0);
+      expect(worker.log()).not.toMatch(/ready check|ioredis/i);
+    } finally {
+      admin.disconnect();
+      stopWorker(worker);
+      stopRedis(redis);
+    }
+  }, 60_000);
+
   it('a worker whose Redis is gone still stops on SIGTERM (exit 0), without waiting for it', async () => {
     const redis = ownRedis();
     const worker = startWorker(redis.url, dir, secret);

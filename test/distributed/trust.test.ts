@@ -10,14 +10,15 @@
  * unless WEBGPU_REQUIRED=1 (CI): then it fails.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/random.js';
 import { signJob } from '../../src/cli/job-auth.js';
+import { inputFile } from '../../src/cli/job-files.js';
 import { type TestWorker, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
 
 const missing = redisMissing('trust suite');
@@ -68,6 +69,13 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
   let events: QueueEvents;
   /** Valid payloads (every path inside the root) of each job kind. */
   let valid: Record<string, Payload> = {};
+  /** The heartbeats of the valid payloads' run folders (named with this process's pid, as if it were their producer). */
+  let heartbeats: string[] = [];
+  /** Refreshes those heartbeats, before jobs that must run (src/cli/job-files.ts: a producer of this host must keep its heartbeat fresh). */
+  const alive = (): void => {
+    const now = new Date();
+    for (const h of heartbeats) utimesSync(h, now, now);
+  };
 
   /** Queues job `name` with `data` as a command would (3 attempts) and waits for it: its value, or its failure reason. */
   const outcome = async (name: string, data: unknown): Promise<{ id: string; value?: unknown; reason?: string }> => {
@@ -102,20 +110,32 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
     await events.waitUntilReady();
 
     writeVectors(join(root, 'x.fvecs'), randomFloats(600 * 16, 5), 600, 16);
-    const tiles = join(root, '.out.csv.webgpu-knn-tiles-h-1-0123abcd');
-    const searchTiles = join(root, '.nn.npy.webgpu-knn-tiles-h-1-0123abcd');
+    const run = `${hostname()}-${process.pid}-0123abcd`;
+    const tiles = join(root, `.out.csv.webgpu-knn-tiles-${run}`);
+    const searchTiles = join(root, `.nn.npy.webgpu-knn-tiles-${run}`);
+    heartbeats = [join(tiles, 'heartbeat'), join(searchTiles, 'heartbeat')];
     mkdirSync(tiles);
     mkdirSync(searchTiles);
-    const dedupPlan = { input: join(root, 'x.fvecs'), metric: 'cosine', threshold: 0.99, d: 16, tiles, maxCandidates: null };
+    for (const h of heartbeats) writeFileSync(h, '');
+    const x = inputFile(join(root, 'x.fvecs'));
+    const dedupPlan = { input: x, metric: 'cosine', threshold: 0.99, d: 16, tiles, maxCandidates: null };
     const manifest = join(root, 'x.json');
     const header = { type: 'Flat', nlist: 0, dim: 16, metric: 'l2', nprobe: 0 };
     const shards = [0, 1].map((s) => ({ path: join(root, `x.0123abcd.shard-${s}.idx`), bytes: 100, sha256: `${s}`.repeat(64), place: s, firstRow: 300 * s, rows: 300, rowIds: true, header }));
     const lock = { path: join(root, '.x.json.webgpu-knn-lock'), owner: '{"pid":1}' };
-    const searchPlan = { shards, metric: 'l2', queries: join(root, 'x.fvecs'), starts: [0, 300, 600], kk: 5, nprobe: 1, kFactor: 1, filter: join(root, 'allowed.txt'), tiles: searchTiles };
+    const searchPlan = { shards, metric: 'l2', queries: x, starts: [0, 300, 600], kk: 5, nprobe: 1, kFactor: 1, filter: { path: join(root, 'allowed.txt'), bytes: 10, mtimeMs: 1 }, tiles: searchTiles };
     valid = {
       'self-join-tile': { ...dedupPlan, i: 0, j: 1, ri: [0, 300], rj: [300, 600] },
       'dedup-reduce': { ...dedupPlan, n: 600, starts: [0, 300, 600], out: join(root, 'out.csv'), clusters: join(root, 'groups.json') },
-      'build-shard': { trained: join(root, '.x.json.webgpu-knn-trained.idx'), input: join(root, 'x.fvecs'), r0: 0, r1: 300, ids: join(root, 'ids.txt'), out: join(root, 'x.0123abcd.shard-0.idx'), lock },
+      'build-shard': {
+        trained: { path: join(root, '.x.json.webgpu-knn-trained.idx'), bytes: 100, mtimeMs: 1 },
+        input: x,
+        r0: 0,
+        r1: 300,
+        ids: { path: join(root, 'ids.txt'), bytes: 10, mtimeMs: 1 },
+        out: join(root, 'x.0123abcd.shard-0.idx'),
+        lock,
+      },
       'build-manifest': {
         manifest,
         draft: { format: 'webgpu-knn-shards', version: 1, dim: 16, metric: 'l2', type: 'Flat', nprobe: null, ntotal: 600, rowIds: true, input: { path: join(root, 'x.fvecs'), bytes: 40800, mtimeMs: 1 } },
@@ -164,27 +184,27 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
 
   /** Every path field of each kind, and whether the job writes it. */
   const PATH_FIELDS: [string, string, 'input' | 'output' | 'folder'][] = [
-    ['self-join-tile', 'input', 'input'],
+    ['self-join-tile', 'input.path', 'input'],
     ['self-join-tile', 'tiles', 'folder'],
-    ['dedup-reduce', 'input', 'input'],
+    ['dedup-reduce', 'input.path', 'input'],
     ['dedup-reduce', 'tiles', 'folder'],
     ['dedup-reduce', 'out', 'output'],
     ['dedup-reduce', 'clusters', 'output'],
-    ['build-shard', 'trained', 'input'],
-    ['build-shard', 'input', 'input'],
-    ['build-shard', 'ids', 'input'],
+    ['build-shard', 'trained.path', 'input'],
+    ['build-shard', 'input.path', 'input'],
+    ['build-shard', 'ids.path', 'input'],
     ['build-shard', 'out', 'output'],
     ['build-shard', 'lock.path', 'input'],
     ['build-manifest', 'manifest', 'output'],
     ['build-manifest', 'draft.input.path', 'input'],
     ['build-manifest', 'lock.path', 'input'],
     ['search-shard', 'shards.1.path', 'input'],
-    ['search-shard', 'queries', 'input'],
-    ['search-shard', 'filter', 'input'],
+    ['search-shard', 'queries.path', 'input'],
+    ['search-shard', 'filter.path', 'input'],
     ['search-shard', 'tiles', 'folder'],
     ['search-merge', 'shards.0.path', 'input'],
-    ['search-merge', 'queries', 'input'],
-    ['search-merge', 'filter', 'input'],
+    ['search-merge', 'queries.path', 'input'],
+    ['search-merge', 'filter.path', 'input'],
     ['search-merge', 'tiles', 'folder'],
     ['search-merge', 'out', 'output'],
     ['search-merge', 'dist', 'output'],
@@ -228,6 +248,7 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
   }, 60_000);
 
   it('a tampered body, a wrong MAC, an expired job, a body signed for another kind: refused; the same job signed by hand as documented runs', async () => {
+    alive();
     const tile = valid['self-join-tile'];
     const key = Buffer.from(SECRET);
     const good = signJob(key, 'self-join-tile', tile);
@@ -245,7 +266,7 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
       expect(r.reason, what).toMatch(/^refused job self-join-tile: /);
       expect(r.reason, what).toMatch(why);
     }
-    expect(readdirSync(tile.tiles as string), 'no tile written').toEqual([]);
+    expect(readdirSync(tile.tiles as string), 'no tile written').toEqual(['heartbeat']);
     // The documented form: the MAC is HMAC-SHA256 of "name \n exp \n body" under the secret.
     const body = JSON.stringify(tile);
     const exp = Date.now() + 60_000;
@@ -253,7 +274,7 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
     const r = await outcome('self-join-tile', { body, exp, mac });
     expect(r.reason).toBeUndefined();
     expect(typeof r.value).toBe('number');
-    expect(readdirSync(tile.tiles as string)).toEqual(['0-1.pairs']);
+    expect(readdirSync(tile.tiles as string).sort()).toEqual(['0-1.pairs', 'heartbeat']);
     rmSync(join(tile.tiles as string, '0-1.pairs'));
   }, 60_000);
 
@@ -268,7 +289,14 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
       ['self-join-tile', withField(v['self-join-tile'], 'ri', [0, 300, 600]), /ri: expected an array of 2 elements/],
       ['self-join-tile', withField(v['self-join-tile'], 'rj', [200, 600]), /row ranges must be one block \(i = j\) or two blocks in order/],
       ['self-join-tile', withField(v['self-join-tile'], 'tiles', join(root, 'anywhere')), /tiles: expected a tiles folder/],
-      ['self-join-tile', withField(v['self-join-tile'], 'input', 'x.fvecs'), /input: expected an absolute path/],
+      ['self-join-tile', withField(v['self-join-tile'], 'input.path', 'x.fvecs'), /input\.path: expected an absolute path/],
+      ['self-join-tile', withField(v['self-join-tile'], 'input', join(root, 'x.fvecs')), /input: expected an object/],
+      ['self-join-tile', withField(v['self-join-tile'], 'input.bytes', -1), /input\.bytes: expected an integer in \[0, /],
+      ['search-shard', withField(v['search-shard'], 'queries.mtimeMs', '1'), /queries\.mtimeMs: expected a finite number/],
+      ['search-merge', { ...v['search-merge'], filter: { ...(v['search-merge'].filter as Payload), sha256: 'x' } }, /filter\.sha256: not a field of this job/],
+      ['build-shard', { ...v['build-shard'], run: join(root, `.x.json.webgpu-knn-shards-${hostname()}-1-0123abcd`) }, /a build job names exactly one of lock and run/],
+      ['build-manifest', { ...withField(v['build-manifest'], 'lock', undefined), run: join(root, `.g.npy.webgpu-knn-shards-${hostname()}-1-0123abcd`) }, /"[^"]*x\.json" is not in the run folder/],
+      ['self-join-tile', withField(v['self-join-tile'], 'tiles', join(root, '.out.csv.webgpu-knn-tiles-h-x-0123abcd')), /tiles: expected a tiles folder \(\/DIR\/\.NAME\.webgpu-knn-tiles-HOST-PID-RAND\)/],
       ['dedup-reduce', withField(v['dedup-reduce'], 'd', 0), /d: expected an integer in \[1, /],
       ['dedup-reduce', withField(v['dedup-reduce'], 'starts', [0, 300, 300, 600]), /starts must increase/],
       ['dedup-reduce', withField(v['dedup-reduce'], 'out', join(root, 'out.txt')), /out: expected an absolute path ending in \.csv, \.jsonl/],
@@ -296,7 +324,28 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
     }
   }, 60_000);
 
+  it("item 1: a job whose run's producer is on another host runs while that producer's heartbeat is fresh, and is refused once it is stale", async () => {
+    const tiles = join(root, '.hb.csv.webgpu-knn-tiles-another-host-1-0123abcd');
+    const heartbeat = join(tiles, 'heartbeat');
+    mkdirSync(tiles);
+    writeFileSync(heartbeat, '');
+    const tile = signed('self-join-tile', { ...valid['self-join-tile'], tiles });
+    const old = new Date(Date.now() - 120_000);
+    utimesSync(heartbeat, old, old);
+    const stale = await outcome('self-join-tile', tile);
+    expect(stale.value).toBeUndefined();
+    expect(stale.reason).toMatch(/^refused job self-join-tile: the run that queued it has ended: its producer on another-host has not refreshed its heartbeat \S+ for 1\d\d s \(at most \d+ s are allowed\)$/);
+    expect(readdirSync(tiles)).toEqual(['heartbeat']);
+    const now = new Date();
+    utimesSync(heartbeat, now, now);
+    const fresh = await outcome('self-join-tile', tile);
+    expect(fresh.reason).toBeUndefined();
+    expect(readdirSync(tiles).sort()).toEqual(['0-1.pairs', 'heartbeat']);
+    rmSync(tiles, { recursive: true });
+  }, 60_000);
+
   it('item 13: a retried or re-delivered tile job whose checked file is there reuses it instead of computing it again', async () => {
+    alive();
     const tile: Payload = { ...valid['self-join-tile'], i: 0, j: 0, ri: [0, 600], rj: [0, 600] };
     const tiles = tile.tiles as string;
     // A tile file that computing the tile would not give (three pairs the threshold does not pass): only reuse leaves it.
