@@ -22,11 +22,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileError } from '../io/file-error.js';
 import { writeAtomically } from '../io/stream-writer.js';
-import { processAlive, removeStaleTemps } from '../io/temp-files.js';
+import { hostInName, processAlive, removeStaleTemps } from '../io/temp-files.js';
 import { type VectorReader, openVectors } from '../io/vector-reader.js';
 import { InvalidArgumentError } from '../types.js';
 import type { VectorSource } from '../vector-source.js';
@@ -203,7 +202,7 @@ export interface Producer {
  * one of another host must keep its heartbeat fresh.
  */
 export function producerGone(p: Producer, heartbeat: string): string | null {
-  const here = hostname();
+  const here = hostInName();
   if (p.host === here && p.pid === process.pid) return null;
   if (p.host === here && !processAlive(p.pid)) return `its producer (pid ${p.pid} on ${p.host}) is gone`;
   let age: number;
@@ -246,7 +245,7 @@ let hooked = false;
  * does one whose pid a live process has taken since.
  */
 export function removeStaleRunFolders(out: string): string[] {
-  const host = hostname();
+  const host = hostInName();
   let names: string[] = [];
   try {
     names = readdirSync(dirname(out));
@@ -276,7 +275,7 @@ export function reportStaleRunFolders(out: string): void {
  */
 export function claimRunFolder(out: string, kind: RunFolderKind): string {
   reportStaleRunFolders(out);
-  const dir = join(dirname(out), `.${basename(out)}.webgpu-knn-${kind}-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const dir = join(dirname(out), `.${basename(out)}.webgpu-knn-${kind}-${hostInName()}-${process.pid}-${randomBytes(4).toString('hex')}`);
   mkdirSync(dir);
   writeFileSync(join(dir, HEARTBEAT), '');
   liveFolders.set(dir, startHeartbeat(join(dir, HEARTBEAT)));

@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { inputFile } from '../../src/cli/job-files.js';
 import { type BuildManifestJob, runBuildManifest, runBuildShard } from '../../src/cli/shards.js';
 import { lockFile } from '../../src/io/file-lock.js';
+import { hostInName } from '../../src/io/temp-files.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats, randomSmallInts } from '../../src/random.js';
 import { CLI_MAIN, cliIn } from '../helpers/cli.js';
@@ -51,9 +52,9 @@ describe('build --shards removes what interrupted builds of its manifest left', 
   it('planted: shard files of its pattern it does not list, the trained index, stale temporaries; nothing else', () => {
     ok('build', '--input', 'x.fvecs', '--out', 'p.json', '--shards', '2');
     const dead = deadPid();
-    const orphans = ['p.deadbeef.shard-0.idx', 'p.deadbeef.shard-12.idx', 'p.0badf00d.shard-1.idx', '.p.json.webgpu-knn-trained.idx', `.p.deadbeef.shard-1.idx.webgpu-knn-tmp-${dead}-ab12cd34`];
+    const orphans = ['p.deadbeef.shard-0.idx', 'p.deadbeef.shard-12.idx', 'p.0badf00d.shard-1.idx', '.p.json.webgpu-knn-trained.idx', `.p.deadbeef.shard-1.idx.webgpu-knn-tmp-${hostInName()}-${dead}-ab12cd34`, `.p.deadbeef.shard-3.idx.webgpu-knn-tmp-${dead}-ab12cd34`];
     // Not of p.json's pattern (another manifest's, other spellings), or a temporary file whose process lives.
-    const others = ['p.deadbeef.shard-0.idx.bak', 'p.DEADBEEF.shard-0.idx', 'p.deadbee.shard-0.idx', 'p.x.deadbeef.shard-0.idx', 'pp.deadbeef.shard-0.idx', 'q.deadbeef.shard-0.idx', 'notes.txt', `.p.deadbeef.shard-2.idx.webgpu-knn-tmp-${process.pid}-ab12cd34`];
+    const others = ['p.deadbeef.shard-0.idx.bak', 'p.DEADBEEF.shard-0.idx', 'p.deadbee.shard-0.idx', 'p.x.deadbeef.shard-0.idx', 'pp.deadbeef.shard-0.idx', 'q.deadbeef.shard-0.idx', 'notes.txt', `.p.deadbeef.shard-2.idx.webgpu-knn-tmp-${hostInName()}-${process.pid}-ab12cd34`, `.p.deadbeef.shard-4.idx.webgpu-knn-tmp-other%2Dhost-${dead}-ab12cd34`];
     for (const f of [...orphans, ...others]) writeFileSync(join(dir, f), 'left behind');
     const before = files();
     const err = ok('build', '--input', 'x.fvecs', '--out', 'p.json', '--shards', '3');
@@ -64,7 +65,7 @@ describe('build --shards removes what interrupted builds of its manifest left', 
     // Gone: the orphans, and (once the new manifest was in place) the old build's shards.
     expect(files()).toEqual([...before.filter((f) => !orphans.includes(f) && !f.match(/^p\.[0-9a-f]{8}\.shard-[01]\.idx$/)), ...now].sort());
     for (const f of others) expect(existsSync(join(dir, f)), f).toBe(true);
-    rmSync(join(dir, others[others.length - 1]));
+    for (const f of others.slice(-2)) rmSync(join(dir, f));
   });
 
   it('item 8: manifests whose names differ in the case of .json (man.JSON, man.json) keep each other\'s shards; orphans of neither still go', () => {
