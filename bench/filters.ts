@@ -5,7 +5,7 @@
  * filter allows, drawn at random), queries/s with the filter applied inside scoring (`pre`) and
  * by searching more candidates and dropping the rest (`post`), and which one `auto` picks. Both
  * give the exact answer; the records say how far apart their speeds are, which is what
- * POST_FILTER_MIN_SELECTIVITY (src/vector-index.ts) rests on.
+ * POST_FILTER_MIN_SELECTIVITY (src/indexes/vector-index.ts) rests on.
  *
  * `remove`: removeIds of a fraction of a large index (seconds), queries/s before, with the
  * tombstones (masked), and after `compact()`, and how long the compaction took.

@@ -39,7 +39,7 @@ export interface FlatBenchRecord {
   uploadMs: number;
   computeMs: number;
   readbackMs: number;
-  /** Host time of the exact final re-score (src/rescore.ts). */
+  /** Host time of the exact final re-score (src/indexes/rescore.ts). */
   rescoreMs: number;
   qps: number;
   gflops: number;

@@ -56,7 +56,7 @@ export function prefixSizes(d: number): number[] {
 
 /**
  * The study's default factory strings for dimension d: Flat, then each compression alone and
- * followed by ,RFlat (the exact re-rank). Spelt as src/factory.ts parses them; LSH, LSHrt, Prefix<p>
+ * followed by ,RFlat (the exact re-rank). Spelt as src/indexes/factory.ts parses them; LSH, LSHrt, Prefix<p>
  * and PCAR<p> are listed whether or not this build knows them (a string it cannot build is reported
  * as not measured).
  */

@@ -5,10 +5,10 @@
 export * from './browser.js';
 export { READ_FORMATS, WRITE_FORMATS, openVectors, readIvecs, readVectors, writeAtomically, writeVectors } from './io/vectors.js';
 export type { BlockOptions, VectorBlock, VectorFile, VectorReader } from './io/vectors.js';
-export { loadIndex } from './io/load-index.js';
+export { loadIndex } from './indexes/load-index.js';
 export { loadFioriCorpus } from './cli/demo.js';
 export type { Corpus } from './cli/demo.js';
-export type { LoadOptions } from './io/load-index.js';
+export type { LoadOptions } from './indexes/load-index.js';
 export { INDEX_FORMAT_VERSION } from './io/index-file.js';
 export { VectorStreamWriter } from './io/stream-writer.js';
 export { readIdFile } from './io/id-file.js';

@@ -16,7 +16,7 @@ export const METRICS: readonly Metric[] = ['l2', 'ip', 'cosine'];
 /**
  * k-NN results for `nq` queries: `distances` and `labels` are each `nq * k`, row-major, best first.
  * Missing results are padded with label -1 and distance +Infinity (l2) or -Infinity (ip, cosine).
- * Labels are the vectors' ids (see src/ids.ts): integers in [0, 2^53 - 1] held as float64, so that
+ * Labels are the vectors' ids (see src/indexes/ids.ts): integers in [0, 2^53 - 1] held as float64, so that
  * `Number(label)` and `BigInt(label)` both convert every one of them exactly.
  */
 export interface SearchResult {
@@ -34,7 +34,7 @@ export interface SearchResult {
 /**
  * What the backends' plans return: as SearchResult, but labels are the store's 32-bit slots (a
  * row's position in a flat store; the id an IVF list keeps with each row), -1 for padding. An index
- * turns slots into the caller's ids (src/ids.ts).
+ * turns slots into the caller's ids (src/indexes/ids.ts).
  */
 export interface SlotResult {
   distances: Float32Array;
@@ -61,7 +61,7 @@ export interface SearchTimings {
   uploadMs: number;
   computeMs: number;
   readbackMs: number;
-  /** Host time re-scoring the final candidates exactly (src/rescore.ts). */
+  /** Host time re-scoring the final candidates exactly (src/indexes/rescore.ts). */
   rescoreMs?: number;
   /** GPU time per kernel name (from timestamp queries, where the adapter has them). */
   kernelMs?: Record<string, number>;

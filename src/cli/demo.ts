@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Backend } from '../backend.js';
-import { createBackend } from '../create-backend.js';
-import { FlatIndex } from '../flat-index.js';
+import { type Backend } from '../backend/backend.js';
+import { createBackend } from '../backend/create-backend.js';
+import { FlatIndex } from '../indexes/flat/flat-index.js';
 import { dedup } from '../jobs/dedup.js';
 
 const PACKAGE = '@sap-ux/fiori-docs-embeddings';

@@ -19,12 +19,12 @@
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Job, UnrecoverableError } from 'bullmq';
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend/backend.js';
 import { openVectors } from '../io/vector-reader.js';
 import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../jobs/dedup.js';
-import { TooManyCandidatesError, sortTilePairs } from '../pairs.js';
+import { TooManyCandidatesError, sortTilePairs } from '../common/pairs.js';
 import { checkVectors } from '../types.js';
-import { checkedBlocks } from '../vector-source.js';
+import { checkedBlocks } from '../common/vector-source.js';
 import { writeDedupOutputs } from './commands.js';
 import { type FlowJob, runFlow } from './flow.js';
 import { type InputFile, checkInputs, checkReceipt, checkRunLive, claimRunFolder, inputFile, readCheckedFile, readRowRanges, removeRunFolder, removeStaleOutputTemps, writeCheckedFile, writeReceipt } from './job-files.js';

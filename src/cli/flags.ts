@@ -3,7 +3,7 @@
  * NaN, blanks or trailing junk, all of which Number() would accept or turn into 0), and every error
  * names the flag, the text given and what was expected.
  */
-import { thresholdTakenAs } from '../threshold.js';
+import { thresholdTakenAs } from '../common/threshold.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -44,7 +44,7 @@ export function numberFlag(name: string, text: string | undefined, min: number, 
 
 /**
  * A threshold or radius: numberFlag, then a note on stderr where the exact tests will not take the
- * decimal written (src/threshold.ts: it has more digits than a double holds, and is taken as the
+ * decimal written (src/common/threshold.ts: it has more digits than a double holds, and is taken as the
  * decimal of the nearest double).
  */
 export function thresholdFlag(name: string, text: string | undefined, min: number, max: number, what: string): number {

@@ -28,7 +28,7 @@ import { writeAtomically } from '../io/stream-writer.js';
 import { hostInName, processAlive, removeStaleTemps } from '../io/temp-files.js';
 import { type VectorReader, openVectors } from '../io/vector-reader.js';
 import { InvalidArgumentError } from '../types.js';
-import type { VectorSource } from '../vector-source.js';
+import type { VectorSource } from '../common/vector-source.js';
 import { DistributedError } from './redis-link.js';
 
 /** Writes `body` and its SHA-256 to `path`, atomically. */

@@ -11,9 +11,9 @@
  * refused before anything runs.
  */
 import { basename, dirname, join } from 'node:path';
-import type { Backend } from '../backend.js';
-import { describeIndexType, parseIndexType } from '../factory.js';
-import { MANIFEST_FORMAT, MANIFEST_VERSION } from '../shards.js';
+import type { Backend } from '../backend/backend.js';
+import { describeIndexType, parseIndexType } from '../indexes/factory.js';
+import { MANIFEST_FORMAT, MANIFEST_VERSION } from '../indexes/shards.js';
 import { type ReduceJob, type TileJob, runReduce, runTile, tileFile } from './distributed.js';
 import { UsageError } from './flags.js';
 import { type Check, SchemaError, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
@@ -135,7 +135,7 @@ const BUILD_MANIFEST_JOB: Check<BuildManifestJob> = refine(
   },
 );
 
-/** What every shard's header must say (src/shards.ts: ShardHeader). */
+/** What every shard's header must say (src/indexes/shards.ts: ShardHeader). */
 const shardHeader = object({ type: oneOf('Flat', 'IVF'), nlist: int(0, 2 ** 32), dim: int(1, 2 ** 31 - 1), metric: oneOf('l2', 'ip', 'cosine'), nprobe: int(0, 2 ** 32) });
 const shardRefs = refine(
   array(object({ path: ext(['.idx']), bytes: int(0, ROWS), sha256, place: int(0, MAX_SHARDS - 1), firstRow: int(0, ROWS), rows: int(1, ROWS), rowIds: bool, header: shardHeader }), 1, MAX_SHARDS),

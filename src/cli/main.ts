@@ -3,7 +3,7 @@
  * The command-line tool. Exit codes: 0 ok, 1 runtime failure, 2 usage error.
  */
 import { parseArgs } from 'node:util';
-import { createBackend } from '../create-backend.js';
+import { createBackend } from '../backend/create-backend.js';
 import type { GpuDevice } from '../gpu/gpu-device.js';
 import { describeGemmChoice } from '../gpu/kernel-choice.js';
 import { FileError } from '../io/file-error.js';

@@ -1,6 +1,6 @@
 /**
  * Sharded indexes on the command line and in workers (issue 17; the manifest and the merge are in
- * src/shards.ts):
+ * src/indexes/shards.ts):
  *
  * - `build --shards S`: the index is trained once and saved empty (the "trained" file: IVF
  *   centroids, nprobe), then each shard is that index loaded again, given its rows [r0, r1) with
@@ -38,13 +38,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { Backend } from '../backend.js';
-import { createIndex, describeIndexType } from '../factory.js';
+import type { Backend } from '../backend/backend.js';
+import { createIndex, describeIndexType } from '../indexes/factory.js';
 import { fileError } from '../io/file-error.js';
 import { type FileLock, lockFile } from '../io/file-lock.js';
 import { readIdFile } from '../io/id-file.js';
 import { INDEX_FORMAT_VERSION, type IndexFileHeader, indexFileBytes, readIndexHeader } from '../io/index-file.js';
-import { loadIndex } from '../io/load-index.js';
+import { loadIndex } from '../indexes/load-index.js';
 import { VectorStreamWriter, commitOutputs, writeAtomically } from '../io/stream-writer.js';
 import { removeStaleTemps } from '../io/temp-files.js';
 import { type VectorReader, openVectors } from '../io/vector-reader.js';
@@ -66,10 +66,10 @@ import {
   shardHeaderOf,
   shardRanges,
   shardableType,
-} from '../shards.js';
-import type { IndexType } from '../factory.js';
+} from '../indexes/shards.js';
+import type { IndexType } from '../indexes/factory.js';
 import { InvalidArgumentError, type Metric } from '../types.js';
-import type { VectorIndex } from '../vector-index.js';
+import type { VectorIndex } from '../indexes/vector-index.js';
 import { type FlowJob, runFlow } from './flow.js';
 import {
   type InputFile,

@@ -26,7 +26,7 @@
  * - attempts, backoff, removal of finished jobs, and children failing their parent: src/cli/flow.ts.
  */
 import { type Job, UnrecoverableError, Worker, isNotConnectionError } from 'bullmq';
-import { createBackend } from '../create-backend.js';
+import { createBackend } from '../backend/create-backend.js';
 import { InvalidArgumentError } from '../types.js';
 import { verifyJob } from './job-auth.js';
 import { runEnded } from './job-files.js';

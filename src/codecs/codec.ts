@@ -9,15 +9,15 @@
  *     against trained thresholds (t) (src/codecs/lsh.ts).
  * Float32 rows are no codec (a Flat or IVF-Flat index).
  */
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend/backend.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
-import { sampleRows } from '../kmeans.js';
-import { rng } from '../random.js';
+import { sampleRows } from './kmeans.js';
+import { rng } from '../common/random.js';
 import { type RowFormat, bitRows, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from '../stores/row-format.js';
 import { InvalidArgumentError, MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
-import { checkRefine } from '../refine.js';
-import { type VectorSource, dimensionRange } from '../vector-source.js';
-import { halfToFloat } from './fp16.js';
+import { checkRefine } from './refine.js';
+import { type VectorSource, dimensionRange } from '../common/vector-source.js';
+import { halfToFloat } from '../common/fp16.js';
 import { ProductQuantizer } from './product-quantizer.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from './scalar-quantizer.js';
 import { LSH_TRAIN_ROWS, Lsh, lshTableFloats } from './lsh.js';

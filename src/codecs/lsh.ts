@@ -17,8 +17,8 @@
  * `LSH` and `LSHr` need no training (the rotation comes from a fixed seed, as Faiss's); `LSHt` and
  * `LSHrt` train their thresholds on a seeded sample of at most LSH_TRAIN_ROWS rows.
  */
-import { randomOrthogonal } from '../random.js';
-import { checkOrthonormalRows, projectRows } from '../transforms.js';
+import { randomOrthogonal } from '../common/random.js';
+import { checkOrthonormalRows, projectRows } from './transforms.js';
 import { InvalidArgumentError, checkDim } from '../types.js';
 
 /** Most training rows the thresholds' medians are taken over (a seeded sample: a median of 16,384 values is within about 0.01 standard deviations of the whole set's). */

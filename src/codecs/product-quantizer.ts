@@ -12,9 +12,9 @@
  * every backend; training and encoding run on the backend (k-means and a flat search per
  * sub-space), so the GPU and the CPU train the same centroids up to float rounding.
  */
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend/backend.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
-import { KMeans } from '../kmeans.js';
+import { KMeans } from './kmeans.js';
 import { InvalidArgumentError, checkDim } from '../types.js';
 
 /** Rows encoded at once (each sub-space's rows are gathered into one block of this many). */

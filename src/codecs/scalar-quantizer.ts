@@ -13,7 +13,7 @@
  * reconstructions equal Faiss's bit for bit (test/codecs/scalar-quantizer.test.ts against
  * test/data/sq/, made by Faiss with test/data/derive-sq.py). The reference is Faiss's scalar
  * code path as the installed build runs it: no FMA in the reconstruction, and fp16 encoded in
- * software, ties away from zero (src/codecs/fp16.ts); a Faiss build with F16C rounds fp16 ties to
+ * software, ties away from zero (src/common/fp16.ts); a Faiss build with F16C rounds fp16 ties to
  * even instead.
  *
  * Byte layouts (`encode` / `decode`) are Faiss's: SQ8 dimension j in byte j; SQ4 dimension j in
@@ -23,7 +23,7 @@
  *
  * This module is pure TypeScript (no device, no files): the host side of the SQ codecs.
  */
-import { HALF_MAX, HALF_OVERFLOW, floatToHalf, halfToFloat } from './fp16.js';
+import { HALF_MAX, HALF_OVERFLOW, floatToHalf, halfToFloat } from '../common/fp16.js';
 import { InvalidArgumentError, checkDim, checkVectors } from '../types.js';
 
 export type SqKind = 'SQ8' | 'SQ4' | 'SQfp16';

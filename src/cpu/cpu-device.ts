@@ -5,7 +5,7 @@
  */
 import type { Device, DeviceBuffer, DeviceKind, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
 import { checkMaxBindingBytes, checkTuning } from '../device.js';
-import { PairList } from '../pairs.js';
+import { PairList } from '../common/pairs.js';
 import type { SearchTimings } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 import { gemmScores } from './gemm-scores.js';

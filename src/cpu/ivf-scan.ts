@@ -2,7 +2,7 @@ import type { KernelMetric } from '../kernel-facts.js';
 import { PAD_ID } from '../kernel-facts.js';
 import { maskAllows } from './mask-scores.js';
 import { heapOffer, heapSortAndPad } from './topk.js';
-import { halfToFloat } from '../codecs/fp16.js';
+import { halfToFloat } from '../common/fp16.js';
 import { halfRowWords } from '../stores/half-rows.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { KernelMetric } from '../kernel-facts.js';
-import type { PairList } from '../pairs.js';
+import type { PairList } from '../common/pairs.js';
 
 /**
  * CPU twin of shaders/pairs-threshold.wgsl: appends to `out` the pairs (i, j), i = q0 + r, j = id0 + c,

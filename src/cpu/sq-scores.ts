@@ -1,6 +1,6 @@
 import type { KernelMetric } from '../kernel-facts.js';
 import { type SqCodeKind, checkSqScoresArgs } from '../device.js';
-import { halfToFloat } from '../codecs/fp16.js';
+import { halfToFloat } from '../common/fp16.js';
 
 /**
  * CPU twin of shaders/sq-scores.wgsl: the score tile of a block of queries against a block of

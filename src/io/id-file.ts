@@ -6,12 +6,12 @@
  *   - `.jsonl`: a JSON Lines file of vectors, the `id` of each line (see readJsonlIds);
  *   - anything else (`.txt`, `.csv`, ...): text, one id per line in decimal; blank lines (and
  *     blanks around an id) are ignored.
- * Every id must be an integer in [0, MAX_ID] (2^53 - 1, see src/ids.ts); a bad one is refused with
+ * Every id must be an integer in [0, MAX_ID] (2^53 - 1, see src/indexes/ids.ts); a bad one is refused with
  * the file, the line (text) or element (.npy) and the value. Text is read in blocks, so a file of
  * any length is held only as the ids themselves (8 bytes each).
  */
 import { extname } from 'node:path';
-import { MAX_ID } from '../ids.js';
+import { MAX_ID } from '../indexes/ids.js';
 import { InvalidArgumentError } from '../types.js';
 import { openForReading, fileError } from './file-error.js';
 import { bytesAfter, readNpyFields } from './npy.js';

@@ -29,9 +29,9 @@
  *                      (codecRowWords, src/codecs/codec.ts)
  *                then (version 2) the ids section: i64 next sequential id (-1 where the index
  *                holds caller ids), i64 labels[ntotal]: the id of each vector (Flat: by row;
- *                IVF: labels[s] for the row whose u32 id above is s); see src/ids.ts
+ *                IVF: labels[s] for the row whose u32 id above is s); see src/indexes/ids.ts
  *   transforms   type 12 Transform,Flat: float32 rows of p dimensions, transformed
- *                (src/transforms.ts). Its codec word is the transform word: bits 0-16 p (1 .. dim),
+ *                (src/codecs/transforms.ts). Its codec word is the transform word: bits 0-16 p (1 .. dim),
  *                bits 24-25 the kind (1 Prefix, 2 PCA, 3 PCAR), bits 30-31 refine as above
  *                (bit 31: full-d refine rows follow: float32, with bit 30 SQfp16 codes); every
  *                other bit 0. Arrays: tables (PCA, PCAR: f32[p] eigenvalues, decreasing, then
@@ -68,8 +68,8 @@ import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { type CodecSpec, badCodeRow, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
-import { type RefineKind, refineWords } from '../refine.js';
-import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../transforms.js';
+import { type RefineKind, refineWords } from '../codecs/refine.js';
+import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError, MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
 import { fileError, openForReading } from './file-error.js';

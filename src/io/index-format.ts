@@ -4,8 +4,8 @@
  * writer so that the core, which builds for a browser, imports nothing of Node's.
  */
 import type { CodecSpec } from '../codecs/codec.js';
-import type { RefineKind } from '../refine.js';
-import type { TransformSpec } from '../transforms.js';
+import type { RefineKind } from '../codecs/refine.js';
+import type { TransformSpec } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 

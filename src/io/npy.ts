@@ -5,7 +5,7 @@
  * vector-reader.ts and written in stream-writer.ts. Malformed headers are rejected with the byte
  * offset of the problem.
  */
-import { halfToFloat } from '../codecs/fp16.js';
+import { halfToFloat } from '../common/fp16.js';
 import { InvalidArgumentError } from '../types.js';
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY

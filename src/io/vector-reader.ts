@@ -31,7 +31,7 @@ import { createGunzip } from 'node:zlib';
 import { InvalidArgumentError } from '../types.js';
 import { FileError, allocationError, bytesText, fileError, openForReading } from './file-error.js';
 import { bytesAfter, npyTruncated, readNpyHeader } from './npy.js';
-import { DEFAULT_BLOCK_BYTES } from '../vector-source.js';
+import { DEFAULT_BLOCK_BYTES } from '../common/vector-source.js';
 
 export { DEFAULT_BLOCK_BYTES };
 

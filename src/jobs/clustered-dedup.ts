@@ -13,11 +13,11 @@
  * many are. With m = C every row is in every partition and the result is dedup's. The work is the
  * sum over partitions of size^2 / 2 instead of n^2 / 2: about m^2 / C of it for even partitions.
  */
-import type { Backend } from '../backend.js';
-import { FlatIndex } from '../flat-index.js';
-import { KMeans } from '../kmeans.js';
+import type { Backend } from '../backend/backend.js';
+import { FlatIndex } from '../indexes/flat/flat-index.js';
+import { KMeans } from '../codecs/kmeans.js';
 import { InvalidArgumentError, normalizeRows } from '../types.js';
-import { type VectorSource, checkedBlocks, copyRows, gatherRows } from '../vector-source.js';
+import { type VectorSource, checkedBlocks, copyRows, gatherRows } from '../common/vector-source.js';
 import { type DedupOptions, type DedupResult, finishDedup, joinArgs, startDedup } from './dedup.js';
 
 export interface ClusteredDedupOptions extends DedupOptions {

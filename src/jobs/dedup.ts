@@ -5,7 +5,7 @@
  * Search with a safety margin, then confirm: the backend's self-join (tiled, so the corpus may
  * exceed one GPU buffer) returns every pair whose float32 score passes the threshold plus a margin
  * larger than the expansion's rounding error; each candidate is then decided exactly on the
- * original vectors (src/threshold.ts: float64 with a bound on its rounding, integers where a pair
+ * original vectors (src/common/threshold.ts: float64 with a bound on its rounding, integers where a pair
  * is within that bound of the threshold, the threshold taken as the decimal it prints as). Rounding
  * can neither add a pair nor lose one: a pair exactly at the threshold is kept.
  *
@@ -15,11 +15,11 @@
  * without it they are kept in typed chunks (16 bytes each) for the result, at most maxPairs. Too
  * many candidates (maxCandidates) or pairs (maxPairs) is an InvalidArgumentError, not a crash.
  */
-import type { Backend } from '../backend.js';
-import { DEFAULT_MAX_CANDIDATES } from '../pairs.js';
-import { ThresholdTest, squaredNorm } from '../threshold.js';
+import type { Backend } from '../backend/backend.js';
+import { DEFAULT_MAX_CANDIDATES } from '../common/pairs.js';
+import { ThresholdTest, squaredNorm } from '../common/threshold.js';
 import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
-import { type VectorSource, checkSource, checkedBlocks } from '../vector-source.js';
+import { type VectorSource, checkSource, checkedBlocks } from '../common/vector-source.js';
 
 export { DEFAULT_MAX_CANDIDATES };
 /**
@@ -221,7 +221,7 @@ export class PairConfirmation {
   private readonly rows: RowBlocks;
   /** Float64 sums of squares of the original vectors, for the exact cosine. */
   private readonly squares: Float64Array;
-  /** The exact cut (src/threshold.ts). */
+  /** The exact cut (src/common/threshold.ts). */
   private readonly test: ThresholdTest;
   readonly groups: PairGroups;
   candidates = 0;

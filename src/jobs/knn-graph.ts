@@ -5,8 +5,8 @@
  * params (nprobe, a filter) apply to every block.
  */
 import { InvalidArgumentError } from '../types.js';
-import type { SearchParams, VectorIndex } from '../vector-index.js';
-import { type VectorSource, arraySource, checkSource, checkedBlocks } from '../vector-source.js';
+import type { SearchParams, VectorIndex } from '../indexes/vector-index.js';
+import { type VectorSource, arraySource, checkSource, checkedBlocks } from '../common/vector-source.js';
 
 export interface KnnGraphOptions {
   k: number;

@@ -19,13 +19,13 @@
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import { HEAP_MAX_K, type KernelMetric, PAD_ID } from '../kernel-facts.js';
-import { finalizeResults, sortLists } from '../results.js';
+import { finalizeResults, sortLists } from '../common/results.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { RowFormat } from '../stores/row-format.js';
 import type { SlotResult, SearchTimings } from '../types.js';
 import { norms as hostNorms } from '../cpu/norms.js';
-import { type RunLists, Scratch } from './scratch.js';
-import { checkResultRow, queryBatch, scoreTiles, selectSegments } from './tiling.js';
+import { type RunLists, Scratch } from './kit/scratch.js';
+import { checkResultRow, queryBatch, scoreTiles, selectSegments } from './kit/tiling.js';
 
 /**
  * Rows a flat scan visits: rows [start, start + rows) of a chunk's buffers, the first with id
@@ -231,7 +231,7 @@ export function flatLists(
 
 /**
  * Uploads per-chunk row masks (bit r of word r >> 5: whether the chunk's row r may be a result;
- * see src/ids.ts allowedRows) and runs `fn` with them (null without masks), then frees them.
+ * see src/indexes/ids.ts allowedRows) and runs `fn` with them (null without masks), then frees them.
  */
 export async function withMasks<T>(device: Device, masks: Uint32Array[] | null, fn: (buffers: DeviceBuffer[] | null) => Promise<T>): Promise<T> {
   if (!masks) return fn(null);

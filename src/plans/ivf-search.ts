@@ -30,8 +30,8 @@ import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
 import { type HostLists, type RowRun, flatLists, floatQueries, queryRows, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
-import type { RunLists, Scratch } from './scratch.js';
-import { checkResultRow, groupedBatch, queryBatch, scanBatch, scanTiles } from './tiling.js';
+import type { RunLists, Scratch } from './kit/scratch.js';
+import { checkResultRow, groupedBatch, queryBatch, scanBatch, scanTiles } from './kit/tiling.js';
 
 export type IvfStrategy = 'scan' | 'gemm';
 

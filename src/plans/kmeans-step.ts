@@ -1,5 +1,5 @@
 /**
- * k-means iterations on a device, written once (see KMeansWorkspace in src/backend.ts). The points
+ * k-means iterations on a device, written once (see KMeansWorkspace in src/backend/backend.ts). The points
  * stay on the device in chunks (a code store); an iteration is one submit and one small readback:
  *
  *   clear sums, counts, objective
@@ -25,15 +25,15 @@
  * at most 64 MiB): a limit lowered below that means fewer blocks, and float sums rounded
  * differently. The centroids and one block's sums (nc rows each) must fit one binding.
  */
-import type { KMeansWorkspace } from '../backend.js';
+import type { KMeansWorkspace } from '../backend/backend.js';
 import type { Device, DeviceBuffer } from '../device.js';
 import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
 import { CodeStore } from '../stores/code-store.js';
 import { InvalidArgumentError } from '../types.js';
-import { copyRows } from '../vector-source.js';
+import { copyRows } from '../common/vector-source.js';
 import { flatLists, floatQueries, searchFlat } from './flat-search.js';
-import { Scratch } from './scratch.js';
+import { Scratch } from './kit/scratch.js';
 
 export class DeviceKMeans implements KMeansWorkspace {
   private readonly centroidStore: CodeStore;

@@ -2,12 +2,12 @@
  * Range search's candidates, written once for every device: for each query, every stored row whose
  * float32 minimised score (l2: squared distance; ip: -dot) is at most `limit` plus the margin
  * `rel * (||q||^2 + ||x||^2)` (see shaders/pairs-threshold.wgsl): a superset of the exact results,
- * which rangeRescore (src/range.ts) then re-scores and cuts exactly. Masked rows (a bitmap over
+ * which rangeRescore (src/indexes/range.ts) then re-scores and cuts exactly. Masked rows (a bitmap over
  * storage positions, see MaskScoresArgs) are never candidates.
  *
  * flat (rangeFlat):
  *   for each batch of queries (the batch's queries fit one binding): upload, norms
- *     for each row tile of queries (src/plans/pair-tiles.ts: re-run when its pairs overflow):
+ *     for each row tile of queries (src/plans/kit/pair-tiles.ts: re-run when its pairs overflow):
  *       for each chunk, each column tile:
  *         gemm-scores      -> scores[rows x tileCols]
  *         mask-scores      -> masked columns become +Infinity (with a mask)
@@ -28,16 +28,16 @@
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
-import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../pairs.js';
+import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../common/pairs.js';
 import type { CodeStore } from '../stores/code-store.js';
 import type { DeviceLists } from '../stores/inverted-lists.js';
 import { InvalidArgumentError } from '../types.js';
 import { type QueryRows, flatLists, floatQueries, queryRows, scoreTile, tableBytes, tileTables, uploadQueries, withMasks } from './flat-search.js';
 import type { RowFormat } from '../stores/row-format.js';
 import { groupProbes } from './ivf-search.js';
-import { PairTiles } from './pair-tiles.js';
-import { Scratch } from './scratch.js';
-import { groupedBatch, queryBatch, scoreTiles } from './tiling.js';
+import { PairTiles } from './kit/pair-tiles.js';
+import { Scratch } from './kit/scratch.js';
+import { groupedBatch, queryBatch, scoreTiles } from './kit/tiling.js';
 
 /** Each query's candidates: query q's are `ids[lims[q] .. lims[q + 1])`, ascending, no duplicates. */
 export interface RangeCandidates {
@@ -49,7 +49,7 @@ export interface RangeCandidates {
 
 /**
  * Candidates of `nq` queries (`xq`, `nq * d`, normalised by the caller for cosine) against every
- * row of `base` allowed by `masks` (one per chunk, bit r: the chunk's row r; see src/ids.ts
+ * row of `base` allowed by `masks` (one per chunk, bit r: the chunk's row r; see src/indexes/ids.ts
  * allowedRows; null: every row):
  * each row whose minimised score passes `limit` with the margin `rel` (see the file comment). More
  * than `maxCandidates` candidates in all (default DEFAULT_MAX_CANDIDATES, as the self-join) fail

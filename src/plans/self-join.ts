@@ -7,16 +7,16 @@
  *       pairs-threshold  -> append (i, j) with i < j whose score passes, counted atomically
  *     read the count; if the pairs did not fit, re-run the tile with room for all of them (or, past
  *     one binding, with half the rows); else read the pairs, sort them, hand them on
- * (the tiles' re-runs: src/plans/pair-tiles.ts, shared with range search).
+ * (the tiles' re-runs: src/plans/kit/pair-tiles.ts, shared with range search).
  */
-import { DEFAULT_MAX_CANDIDATES, sortTilePairs, tooManyCandidates } from '../pairs.js';
-import type { SelfJoinOptions } from '../backend.js';
+import { DEFAULT_MAX_CANDIDATES, sortTilePairs, tooManyCandidates } from '../common/pairs.js';
+import type { SelfJoinOptions } from '../backend/backend.js';
 import type { Device } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { CodeStore } from '../stores/code-store.js';
 import { InvalidArgumentError } from '../types.js';
-import { PairTiles } from './pair-tiles.js';
-import { scoreTiles } from './tiling.js';
+import { PairTiles } from './kit/pair-tiles.js';
+import { scoreTiles } from './kit/tiling.js';
 
 export async function selfJoinCandidates(
   device: Device,

@@ -6,14 +6,14 @@
  * by doubling until it is full, so small stores stay small, unless `reserve` sized it exactly
  * beforehand (a build that knows its row count); only the rows an add brings are uploaded.
  * Vectors are addressed by position (their slot: 0 .. ntotal - 1, chunk after chunk); an index maps
- * slots to its ids (src/ids.ts).
+ * slots to its ids (src/indexes/ids.ts).
  *
  * The host reads rows (the exact re-score, save) as src/stores/rows.ts says: in place on the CPU,
  * from one host copy on a real GPU (`hostCopy`, default the device's tuning.hostCopy), or read back.
  */
-import type { BaseStore, BaseStoreOptions } from '../backend.js';
+import type { BaseStore, BaseStoreOptions } from '../backend/backend.js';
 import type { Device, DeviceBuffer } from '../device.js';
-import { chunkRows } from '../plans/tiling.js';
+import { chunkRows } from '../plans/kit/tiling.js';
 import { type RowFormat, floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk } from './rows.js';
 import type { EncodedRows } from '../codecs/codec.js';

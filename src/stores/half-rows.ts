@@ -9,7 +9,7 @@
  * promised 1.5 - 1.6x, the scan's heaps take much of the rest.
  *
  * Exactness. The scan picks each query's kc candidates by float16 distances; the index then
- * re-scores the candidates exactly (src/rescore.ts) and keeps k < kc. The final k are the exact ones
+ * re-scores the candidates exactly (src/indexes/rescore.ts) and keeps k < kc. The final k are the exact ones
  * if every row the scan did not pick is farther than the k-th nearest row. With Δ a bound on
  * |float16 distance - exact distance| over all rows, the candidates' k-th smallest float16 distance
  * `inner` and the kc-th `outer`: the true k-th distance is at most inner + Δ (k candidates are that
@@ -17,7 +17,7 @@
  * outer). So `outer - inner > 2Δ` vouches for a query (`uncertified` lists the others); the index
  * searches those again on the float32 rows. So results are the float32 scan's wherever that one is
  * right (it is not only where more than kc - k rows tie with the k-th within its rounding: see
- * src/rescore.ts), and where it is not, they are the exact ones.
+ * src/indexes/rescore.ts), and where it is not, they are the exact ones.
  *
  * The bound (`halfScanError`): for a row x, its halves x' and a query q (l2; ip has fewer terms),
  * the scan computes fl(||x||^2_32 - 2 fl(q.x')) + ||q||^2_32, each dot a sum of dpad float32
@@ -34,7 +34,7 @@
  * subnormal halves: so both decodes agree). Both only make ||x - x'|| larger: exactness holds, and
  * data that float16 represents badly just has its queries searched again.
  */
-import { halfToFloat, intBits } from '../codecs/fp16.js';
+import { halfToFloat, intBits } from '../common/fp16.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { SlotResult } from '../types.js';
 

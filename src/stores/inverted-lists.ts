@@ -20,8 +20,8 @@
  * id to its row.
  */
 import type { Device, DeviceBuffer } from '../device.js';
-import type { BaseStoreOptions } from '../backend.js';
-import { chunkRows, rowsPerBinding } from '../plans/tiling.js';
+import type { BaseStoreOptions } from '../backend/backend.js';
+import { chunkRows, rowsPerBinding } from '../plans/kit/tiling.js';
 import { InvalidArgumentError } from '../types.js';
 import { type RowFormat, floatRows } from './row-format.js';
 import { ChunkRows, type RowAt, type RowChunk, type RowRun } from './rows.js';

@@ -11,7 +11,7 @@ import { parseIndexString, searchGrid } from '../../bench/index-strings.js';
 import { measureInterleaved } from '../../bench/measure.js';
 import { type FaissJob, buildHnswlib, buildUsearch, defaultPeerLookup, detectPeers, PEERS, startFaiss } from '../../bench/peers.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { clusteredFloats, randomSmallInts } from '../../src/random.js';
+import { clusteredFloats, randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 // `bench compare` end to end through the built CLI (scripts/test.sh builds first), on a tiny run

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { paretoFront, type CompareRecord } from '../../bench/compare-report.js';
 import { exactScores, scoresOfIds, tieAwareRecall, trueScore } from '../../bench/exact.js';
 import { measure, percentile } from '../../bench/measure.js';
-import { randomSmallInts } from '../../src/random.js';
+import { randomSmallInts } from '../../src/common/random.js';
 
 // The scoring and timing pieces of `bench compare`, by hand.
 describe('bench compare: exact reference and tie-aware recall', () => {

@@ -12,7 +12,7 @@ import {
   QUANTIZE_FILES, QUANTIZE_HEADER, type QuantizeRecord, type QuantizeRun, quantizeFront, quantizeMarkdown, quantizeSvg,
 } from '../../bench/quantize-report.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { clusteredFloats } from '../../src/random.js';
+import { clusteredFloats } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));

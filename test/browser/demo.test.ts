@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_PAGE, serveDemo } from '../../scripts/demo-web.mjs';
 import { loadFioriCorpus } from '../../src/cli/demo.js';
-import { createBackend } from '../../src/create-backend.js';
+import { createBackend } from '../../src/backend/create-backend.js';
 import { npyHeader } from '../../src/io/npy.js';
 import { dedup } from '../../src/jobs/dedup.js';
 import { BROWSER_BUNDLE, ROOT, browserMissing, openPage } from '../helpers/browser.js';

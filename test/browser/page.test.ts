@@ -10,9 +10,9 @@
 import type { Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBackend } from '../../src/create-backend.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { createBackend } from '../../src/backend/create-backend.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { browserMissing, openPage, serve } from '../helpers/browser.js';
 import { l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { loadRealSet } from '../helpers/data.js';

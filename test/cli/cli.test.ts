@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { loadIndex } from '../../src/io/load-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
 import { readVectors, writeVectors } from '../../src/io/vectors.js';
-import { randomSmallInts } from '../../src/random.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 // End to end through a child process, against the built CLI (scripts/test.sh builds first).

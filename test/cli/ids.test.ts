@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
-import { loadIndex } from '../../src/io/load-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
 import { readVectors, writeVectors } from '../../src/io/vectors.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { randomSmallInts } from '../../src/random.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import type { RangeSearchResult } from '../../src/types.js';
-import type { SearchParams, VectorIndex } from '../../src/vector-index.js';
+import type { SearchParams, VectorIndex } from '../../src/indexes/vector-index.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { npyBytes } from '../helpers/files.js';
 

@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { readVectors, writeVectors } from '../../src/io/vectors.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { clusteredFloats } from '../../src/random.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { clusteredFloats } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lockPathOf } from '../../src/io/file-lock.js';
-import { loadIndex } from '../../src/io/load-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { killLockHolders, lockHolder } from '../helpers/lock-holder.js';
 

@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { npyHeader } from '../../src/io/npy.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const main = join(root, 'dist/cli/main.js');

@@ -17,7 +17,7 @@ import { type BuildManifestJob, runBuildManifest, runBuildShard } from '../../sr
 import { lockFile } from '../../src/io/file-lock.js';
 import { hostInName } from '../../src/io/temp-files.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { CLI_MAIN, cliIn } from '../helpers/cli.js';
 import { cpuBackend } from '../helpers/cpu.js';
 

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomSmallInts } from '../../src/random.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import { cliIn } from '../helpers/cli.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

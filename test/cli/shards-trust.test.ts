@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { inputFile } from '../../src/cli/job-files.js';
 import { checkManifest, readManifest, runSearchShard } from '../../src/cli/shards.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomSmallInts } from '../../src/random.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import { cliIn } from '../helpers/cli.js';
 import { cpuBackend } from '../helpers/cpu.js';
 

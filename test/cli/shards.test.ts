@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { cliIn } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-shards-'));

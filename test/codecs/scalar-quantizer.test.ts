@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HALF_MAX, floatToHalf, halfToFloat } from '../../src/codecs/fp16.js';
+import { HALF_MAX, floatToHalf, halfToFloat } from '../../src/common/fp16.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from '../../src/codecs/scalar-quantizer.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { InvalidArgumentError } from '../../src/types.js';
 import { SQ_FIXTURE, TEST_DATA } from '../helpers/data.js';
 

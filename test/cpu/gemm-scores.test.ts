@@ -2,7 +2,7 @@ import { Matrix } from 'ml-matrix';
 import { describe, expect, it } from 'vitest';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 
 describe('cpu gemm-scores', () => {
   it('scores a tile by hand (l2 and ip)', () => {

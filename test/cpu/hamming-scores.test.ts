@@ -1,7 +1,7 @@
 /** The hamming-scores twin against hand-counted cases and a bit-by-bit oracle. */
 import { describe, expect, it } from 'vitest';
 import { hammingScores, popcount } from '../../src/cpu/hamming-scores.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 
 /** Set bits counted one at a time (the oracle). */
 function slowPopcount(v: number): number {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { maskAllows, maskScores } from '../../src/cpu/mask-scores.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 import { MASK_DENSITIES, MASK_SHAPES, maskCase, maskedReference } from '../helpers/mask.js';
 
 describe('cpu mask-scores', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pairsThreshold } from '../../src/cpu/pairs-threshold.js';
-import { PairList, sortTilePairs } from '../../src/pairs.js';
-import { randomFloats } from '../../src/random.js';
+import { PairList, sortTilePairs } from '../../src/common/pairs.js';
+import { randomFloats } from '../../src/common/random.js';
 
 /** Runs the twin on one tile and returns its pairs as [i, j] tuples, in the order appended. */
 function run(

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { pqCodeRow, pqScores } from '../../src/cpu/pq-scores.js';
 import { pqTables } from '../../src/cpu/pq-tables.js';
 import { ProductQuantizer } from '../../src/codecs/product-quantizer.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { firstMismatch, packCodes, pqReference, randomCodes, tablesReference } from '../helpers/pq.js';
 
 describe('cpu pq-scores and pq-tables', () => {

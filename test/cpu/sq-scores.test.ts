@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { sqScores } from '../../src/cpu/sq-scores.js';
-import { halfToFloat } from '../../src/codecs/fp16.js';
+import { halfToFloat } from '../../src/common/fp16.js';
 import { type SqCodeKind, sqCodeWords } from '../../src/device.js';
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import { SQ_KINDS, SQ_SHAPES, sqCase, sqMismatch, sqReference } from '../helpers/sq.js';

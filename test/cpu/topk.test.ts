@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { topk } from '../../src/cpu/topk.js';
 import { PAD_ID } from '../../src/kernel-facts.js';
 import { topkMerge } from '../../src/cpu/topk-merge.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 
 /** Full-sort oracle: the k best (score, id) of a row, ties on the smaller id. */
 function oracle(scores: number[], id0: number, k: number): [number, number][] {

@@ -22,7 +22,7 @@ import { inputFile, writeCheckedFile } from '../../src/cli/job-files.js';
 import { type BuildManifestJob, runBuildManifest, runSearchMerge } from '../../src/cli/shards.js';
 import { sideFile } from '../../src/io/temp-files.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { CLI, type TestWorker, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
 
 const missing = redisMissing('producer suite');

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { CLI, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
 
 interface Run {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { CLI, type TestWorker, heldRuns, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
 
 

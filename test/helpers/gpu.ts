@@ -2,7 +2,7 @@
  * The GPU suites' backend: one per call, on whatever adapter exists, announced once.
  * Without an adapter the suites are skipped, unless WEBGPU_REQUIRED=1 (CI), which makes it a failure.
  */
-import { Backend } from '../../src/backend.js';
+import { Backend } from '../../src/backend/backend.js';
 import { GpuDevice, type GpuDeviceOptions } from '../../src/gpu/gpu-device.js';
 
 export const WEBGPU_REQUIRED = process.env.WEBGPU_REQUIRED === '1';

@@ -1,5 +1,5 @@
 /** Product-quantiser test cases: codes packed independently of the library (BigInt bit strings), tables, references. */
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 
 /**
  * `codes` (rows of M numbers of nbits bits) packed as Faiss packs them, into rows of `rowWords`

@@ -37,7 +37,7 @@ export function bruteForce(metric: Metric, xq: Float32Array, nq: number, d: numb
 /**
  * Distances position by position; labels run by run of equal distances (codes make exact ties),
  * the last run of a row only as far as it goes, since the kernels' cut decides which of more tied
- * rows than the re-score margin come back (src/rescore.ts).
+ * rows than the re-score margin come back (src/indexes/rescore.ts).
  */
 export function expectEqual(got: SearchResult, want: BruteForce, k: number, what: string): void {
   want.forEach((w, r) => {

@@ -4,7 +4,7 @@
  * full-sort oracle, and rows sorted by (score, id) for comparing lists whose order is unspecified.
  */
 import { PAD_ID } from '../../src/kernel-facts.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 
 /**
  * Scores: `ints` small integers (many ties), `floats` distinct random floats, `equal` one value

@@ -5,7 +5,7 @@
  */
 import { type SqCodeKind, padRows, paddedDim, sqCodeWords } from '../../src/device.js';
 import type { KernelMetric } from '../../src/kernel-facts.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { SCORE_TILE_SHAPES } from './score-tiles.js';
 
 export const SQ_KINDS: readonly SqCodeKind[] = ['sq8', 'sq4', 'fp16'];

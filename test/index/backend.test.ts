@@ -1,8 +1,8 @@
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createBackend } from '../../src/create-backend.js';
-import { FlatIndex } from '../../src/flat-index.js';
+import { createBackend } from '../../src/backend/create-backend.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { WebGpuUnavailableError } from '../../src/types.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

@@ -1,7 +1,7 @@
 /** Exact ties go to the smaller id (README), also with caller ids, which need not grow with add order. */
 import { expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { cpuBackend } from '../helpers/cpu.js';
 
 const d = 4;

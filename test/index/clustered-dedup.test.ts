@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusteredDedup } from '../../src/jobs/clustered-dedup.js';
 import { dedup, groupPairs } from '../../src/jobs/dedup.js';
-import { arraySource } from '../../src/vector-source.js';
+import { arraySource } from '../../src/common/vector-source.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { fioriEmbeddings } from '../helpers/embeddings.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
 import { type DedupMetric, dedup, groupPairs } from '../../src/jobs/dedup.js';
-import { randomSmallInts, rng } from '../../src/random.js';
+import { randomSmallInts, rng } from '../../src/common/random.js';
 import { fioriEmbeddings } from '../helpers/embeddings.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
-import { type VectorSource, arraySource } from '../../src/vector-source.js';
+import { type VectorSource, arraySource } from '../../src/common/vector-source.js';
 
 const gpu = await gpuBackend();
 // Tiny tiles, chunks and pair buffer: the self-join crosses chunks and tiles and overflows.

@@ -9,12 +9,12 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { KMeans } from '../../src/kmeans.js';
+import type { Backend } from '../../src/backend/backend.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { KMeans } from '../../src/codecs/kmeans.js';
 import { platform } from '../../src/platform/platform.js';
-import { clusteredFloats } from '../../src/random.js';
+import { clusteredFloats } from '../../src/common/random.js';
 import type { GpuDeviceOptions } from '../../src/gpu/gpu-device.js';
 import { shaderText } from '../../src/gpu/shaders.js';
 import { cpuBackend } from '../helpers/cpu.js';

@@ -4,12 +4,12 @@
  * without creating a buffer.
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import type { DeviceBuffer } from '../../src/device.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { KMeans } from '../../src/kmeans.js';
-import { clusteredFloats } from '../../src/random.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { KMeans } from '../../src/codecs/kmeans.js';
+import { clusteredFloats } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import type { Metric } from '../../src/types.js';
 import { InvalidArgumentError } from '../../src/types.js';
 import { IP_ATOL, L2_ATOL_SCALE, expectIdentical, expectTieAwareEqual } from '../helpers/compare.js';

@@ -8,14 +8,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { loadIndex } from '../../src/io/load-index.js';
-import { clusteredFloats, randomFloats, rng } from '../../src/random.js';
-import { cosineDistance } from '../../src/rescore.js';
+import type { Backend } from '../../src/backend/backend.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
+import { clusteredFloats, randomFloats, rng } from '../../src/common/random.js';
+import { cosineDistance } from '../../src/indexes/rescore.js';
 import { type Metric, normalizeRows } from '../../src/types.js';
-import type { VectorIndex } from '../../src/vector-index.js';
+import type { VectorIndex } from '../../src/indexes/vector-index.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
@@ -45,7 +45,7 @@ function callerIds(count: number, seed: number): BigInt64Array {
   return ids;
 }
 
-/** The exact score the indexes return (float64 from float32 rows, as src/rescore.ts computes it). */
+/** The exact score the indexes return (float64 from float32 rows, as src/indexes/rescore.ts computes it). */
 function exactScore(metric: Metric, q: Float32Array, x: Float32Array): number {
   if (metric === 'l2') {
     let s = 0;

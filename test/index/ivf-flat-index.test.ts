@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
-import { indexFactory } from '../../src/factory.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { KMeans } from '../../src/kmeans.js';
-import { randomFloats, randomSmallInts, rng } from '../../src/random.js';
+import { indexFactory } from '../../src/indexes/factory.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { KMeans } from '../../src/codecs/kmeans.js';
+import { randomFloats, randomSmallInts, rng } from '../../src/common/random.js';
 import { type Metric, normalizeRows } from '../../src/types.js';
 import { IP_ATOL, L2_ATOL_SCALE, expectIdentical, expectTieAwareEqual, l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { clusteredData } from '../helpers/clustered.js';
@@ -105,7 +105,7 @@ describe('IvfFlatIndex', () => {
         await index.dispose();
       }
       // Lists of SQ codes train by the metric too; lists of PQ codes by L2 k-means (see the
-      // header of src/ivf-flat-index.ts), and `spherical` overrides either default.
+      // header of src/indexes/ivf/ivf-flat-index.ts), and `spherical` overrides either default.
       const plain = await new KMeans(backend!, { dim: d }).train(xt, { k: 8, niter: 6, seed: 3 });
       expect(Math.max(...norms(plain.centroids)), 'L2 means').toBeGreaterThan(1.5);
       const sphere = await new KMeans(backend!, { dim: d }).train(xt, { k: 8, niter: 6, seed: 3, spherical: true });

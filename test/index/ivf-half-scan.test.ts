@@ -6,10 +6,10 @@
  * (for none), with filters of both kinds, for l2, ip and cosine, on the GPU and the CPU twin.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import type { DeviceOptions } from '../../src/device.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { clusteredFloats } from '../../src/random.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { clusteredFloats } from '../../src/common/random.js';
 import type { Metric } from '../../src/types.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
-import { KMeans } from '../../src/kmeans.js';
-import { randomSmallInts, rng } from '../../src/random.js';
+import { KMeans } from '../../src/codecs/kmeans.js';
+import { randomSmallInts, rng } from '../../src/common/random.js';
 import { InvalidArgumentError, normalizeRows } from '../../src/types.js';
 import { clusteredData } from '../helpers/clustered.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';

@@ -4,10 +4,10 @@
  * 8192 candidates) on floats.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { HEAP_MAX_K } from '../../src/kernel-facts.js';
-import { clusteredFloats, randomSmallInts } from '../../src/random.js';
+import { clusteredFloats, randomSmallInts } from '../../src/common/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';

@@ -10,13 +10,13 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import { Lsh } from '../../src/codecs/lsh.js';
-import { randomOrthogonal } from '../../src/random.js';
-import { indexFactory, parseIndexType, describeIndexType } from '../../src/factory.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { loadIndex } from '../../src/io/load-index.js';
-import { clusteredFloats, randomFloats } from '../../src/random.js';
+import { randomOrthogonal } from '../../src/common/random.js';
+import { indexFactory, parseIndexType, describeIndexType } from '../../src/indexes/factory.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
+import { clusteredFloats, randomFloats } from '../../src/common/random.js';
 import { type Metric, type SearchResult, normalizeRows } from '../../src/types.js';
 import { suiteBackends, suiteDir } from '../helpers/suite.js';
 

@@ -1,5 +1,5 @@
 /**
- * Operations on one index run in call order on every backend (src/operation-queue.ts): a search
+ * Operations on one index run in call order on every backend (src/indexes/operation-queue.ts): a search
  * sees every add or reset called before it, awaited or not; concurrent adds all land, in call
  * order; a failed operation does not block the next.
  */
@@ -7,13 +7,13 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { loadIndex } from '../../src/io/load-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { OperationQueue } from '../../src/operation-queue.js';
-import { randomSmallInts } from '../../src/random.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { OperationQueue } from '../../src/indexes/operation-queue.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { L2_ATOL_SCALE, expectTieAwareEqual, l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { norms } from '../../src/cpu/norms.js';
 import { loadRealSet } from '../helpers/data.js';

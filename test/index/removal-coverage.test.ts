@@ -3,7 +3,7 @@
  * on both backends, Flat and IVF (nprobe = nlist, so exact), against a float64 brute force:
  *
  * - caller ids added after a removal that left tombstones (no compaction): each new id must map to
- *   its own slot (src/ids.ts gives slots from nslots, live and dead, not from ntotal), so filters
+ *   its own slot (src/indexes/ids.ts gives slots from nslots, live and dead, not from ntotal), so filters
  *   on the new ids find those vectors and removeIds deletes the right one;
  * - filters and tombstones on stores whose chunks are not a multiple of 32 rows (a mask word
  *   short would drop each chunk's last rows);
@@ -12,12 +12,12 @@
  *   answer over the survivors.
  */
 import { describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
-import { createIndex, parseIndexType } from '../../src/factory.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { clusteredFloats, rng } from '../../src/random.js';
-import type { VectorIndex } from '../../src/vector-index.js';
+import type { Backend } from '../../src/backend/backend.js';
+import { createIndex, parseIndexType } from '../../src/indexes/factory.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { clusteredFloats, rng } from '../../src/common/random.js';
+import type { VectorIndex } from '../../src/indexes/vector-index.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { gpuBackend } from '../helpers/gpu.js';
 import { suiteBackends } from '../helpers/suite.js';

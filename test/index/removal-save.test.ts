@@ -2,11 +2,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { loadIndex } from '../../src/io/load-index.js';
-import { clusteredFloats, randomFloats, rng } from '../../src/random.js';
-import type { VectorIndex } from '../../src/vector-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
+import { clusteredFloats, randomFloats, rng } from '../../src/common/random.js';
+import type { VectorIndex } from '../../src/indexes/vector-index.js';
 import { cpuBackend } from '../helpers/cpu.js';
 
 const d = 8;

@@ -1,5 +1,5 @@
 /**
- * The re-score's margin (RESCORE_MARGIN, src/rescore.ts) changes results: it is what lets the exact
+ * The re-score's margin (RESCORE_MARGIN, src/indexes/rescore.ts) changes results: it is what lets the exact
  * re-score recover neighbours that the kernels' float32 expansion cannot tell from worse ones.
  *
  * Rows (1000, b, 0, 0) against the query (1000, 0, 0, 0): their squared distances b^2 are exact in
@@ -11,8 +11,8 @@
  * margin they would return 32 and the answer would be wrong (checked by setting the margin to 0).
  */
 import { describe, expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { suiteBackends } from '../helpers/suite.js';
 
 const { backends } = await suiteBackends();

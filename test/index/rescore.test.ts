@@ -1,15 +1,15 @@
 /**
- * The exact final order (src/rescore.ts): the last candidates of every search are re-scored with
+ * The exact final order (src/indexes/rescore.ts): the last candidates of every search are re-scored with
  * the direct formula on the host, so a stored vector finds itself first at distance 0 among near
  * copies, and the WebGPU and CPU backends return the same (distance, id) lists, element by element.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { rng } from '../../src/random.js';
-import { RESCORE_MARGIN, candidatesFor, rescore } from '../../src/rescore.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { rng } from '../../src/common/random.js';
+import { RESCORE_MARGIN, candidatesFor, rescore } from '../../src/indexes/rescore.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { randomSmallInts, rng } from '../../src/random.js';
-import { BatchScheduler, QueueFullError, SchedulerClosedError, type SearchableIndex } from '../../src/scheduler.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { randomSmallInts, rng } from '../../src/common/random.js';
+import { BatchScheduler, QueueFullError, SchedulerClosedError, type SearchableIndex } from '../../src/jobs/scheduler.js';
 import type { SearchResult, SearchTimings } from '../../src/types.js';
 import { InvalidArgumentError } from '../../src/types.js';
-import type { SearchParams } from '../../src/vector-index.js';
+import type { SearchParams } from '../../src/indexes/vector-index.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

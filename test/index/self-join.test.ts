@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import { cpuBackend } from '../helpers/cpu.js';
-import { createBackend } from '../../src/create-backend.js';
+import { createBackend } from '../../src/backend/create-backend.js';
 import { dedupMargin } from '../../src/jobs/dedup.js';
-import { randomSmallInts } from '../../src/random.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();

@@ -1,12 +1,12 @@
 /**
- * The merge of shards' top-k (src/shards.ts): by the exact float64 scores, so that distances equal
+ * The merge of shards' top-k (src/indexes/shards.ts): by the exact float64 scores, so that distances equal
  * in float32 are still ordered as one index orders them; and a library-level split of an index
  * into three, merged, equals the index.
  */
 import { describe, expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
-import { randomFloats } from '../../src/random.js';
-import { mergeTopK } from '../../src/shards.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { randomFloats } from '../../src/common/random.js';
+import { mergeTopK } from '../../src/indexes/shards.js';
 import { cpuBackend } from '../helpers/cpu.js';
 
 describe('mergeTopK', () => {

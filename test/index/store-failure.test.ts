@@ -3,9 +3,9 @@
  * they were, so ids on the device and rows on the host keep matching.
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import type { CodeStore } from '../../src/stores/code-store.js';
-import { randomSmallInts } from '../../src/random.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 // Small chunks, so that a failed add would leave a partly filled chunk and a new one behind.

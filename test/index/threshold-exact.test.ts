@@ -11,10 +11,10 @@
  *   oracle, plus at most those within the documented band COSINE_RANGE_BAND below the radius.
  */
 import { describe, expect, it } from 'vitest';
-import { FlatIndex } from '../../src/flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { dedup } from '../../src/jobs/dedup.js';
-import { COSINE_RANGE_BAND, ThresholdTest, decimalFraction, thresholdTakenAs } from '../../src/threshold.js';
-import { rng } from '../../src/random.js';
+import { COSINE_RANGE_BAND, ThresholdTest, decimalFraction, thresholdTakenAs } from '../../src/common/threshold.js';
+import { rng } from '../../src/common/random.js';
 import type { Metric } from '../../src/types.js';
 import { gpuBackend } from '../helpers/gpu.js';
 import { suiteBackends } from '../helpers/suite.js';

@@ -1,5 +1,5 @@
 /**
- * Transforms before Flat storage (`Prefix<p>`, `PCA<p>`, `PCAR<p>`, src/transforms.ts), on both
+ * Transforms before Flat storage (`Prefix<p>`, `PCA<p>`, `PCAR<p>`, src/codecs/transforms.ts), on both
  * backends. Without refine rows an index is a Flat index over the transformed rows, so its answer
  * must equal a float64 brute force over those rows against the transformed queries, both computed
  * here from the saved file (matrix and rows, by the file format and plain loops, not by the
@@ -10,14 +10,14 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
-import { describeIndexType, indexFactory, parseIndexType } from '../../src/factory.js';
-import { loadIndex } from '../../src/io/load-index.js';
-import { clusteredFloats, randomFloats, rng } from '../../src/random.js';
-import { randomOrthogonal } from '../../src/random.js';
-import { Transform, symmetricEigen } from '../../src/transforms.js';
+import type { Backend } from '../../src/backend/backend.js';
+import { describeIndexType, indexFactory, parseIndexType } from '../../src/indexes/factory.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
+import { clusteredFloats, randomFloats, rng } from '../../src/common/random.js';
+import { randomOrthogonal } from '../../src/common/random.js';
+import { Transform, symmetricEigen } from '../../src/codecs/transforms.js';
 import { type Metric, type SearchResult, normalizeRows } from '../../src/types.js';
-import type { VectorIndex } from '../../src/vector-index.js';
+import type { VectorIndex } from '../../src/indexes/vector-index.js';
 import { bruteForce, expectEqual } from '../helpers/reconstructed.js';
 import { suiteBackends, suiteDir } from '../helpers/suite.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAX_ID } from '../../src/ids.js';
+import { MAX_ID } from '../../src/indexes/ids.js';
 import { readIdFile, readJsonlIds } from '../../src/io/id-file.js';
 import { VectorStreamWriter } from '../../src/io/stream-writer.js';
 import { readVectors } from '../../src/io/vectors.js';

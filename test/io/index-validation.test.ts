@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { loadIndex } from '../../src/io/load-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
 import { readIndexHeader } from '../../src/io/index-file.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
-import { randomFloats } from '../../src/random.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { randomFloats } from '../../src/common/random.js';
 import { InvalidArgumentError } from '../../src/types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-idxval-'));

@@ -13,9 +13,9 @@ import { fileError } from '../../src/io/file-error.js';
 import { AtomicFile, type Output, VectorStreamWriter, commitOutputs, setWriteFunction, writeAtomically } from '../../src/io/stream-writer.js';
 import { liveTemps } from '../../src/io/temp-files.js';
 import { readVectors, writeVectors } from '../../src/io/vectors.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
-import { FlatIndex } from '../../src/flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-writer-'));
 const files = (): string[] => readdirSync(dir).sort();

@@ -12,7 +12,7 @@ import { FileError } from '../../src/io/file-error.js';
 import { npyHeader } from '../../src/io/npy.js';
 import { type VectorReader, openVectors, readIvecs, readVectors } from '../../src/io/vector-reader.js';
 import { writeVectors } from '../../src/io/vectors.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { InvalidArgumentError } from '../../src/types.js';
 import { npyBytes } from '../helpers/files.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { gatherRows } from '../../src/cpu/gather-rows.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';
 

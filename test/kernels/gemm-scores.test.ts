@@ -4,7 +4,7 @@ import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { padRows, paddedDim } from '../../src/device.js';
 import { GEMM_SHADERS, type GemmVariant, encodeGemmScores, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { SCORE_TILE_SHAPES } from '../helpers/score-tiles.js';

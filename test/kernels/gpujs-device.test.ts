@@ -5,16 +5,16 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
-import { createBackend } from '../../src/create-backend.js';
+import type { Backend } from '../../src/backend/backend.js';
+import { createBackend } from '../../src/backend/create-backend.js';
 import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { type Device, padRows, paddedDim } from '../../src/device.js';
-import { FlatIndex } from '../../src/flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { GPUJS_VERSION, GpujsDevice, type GpujsMode } from '../../src/gpujs/gpujs-device.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import type { KernelMetric } from '../../src/kernel-facts.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import type { Metric } from '../../src/types.js';
 import { IP_ATOL, L2_ATOL_SCALE, RTOL, close, expectIdentical, expectTieAwareEqual } from '../helpers/compare.js';
 import { cpuBackend } from '../helpers/cpu.js';

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { hammingScores } from '../../src/cpu/hamming-scores.js';
 import { encodeHammingScores } from '../../src/gpu/kernels/hamming-scores.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON, withWorkgroupLimit } from './harness.js';
 

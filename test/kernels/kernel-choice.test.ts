@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createBackend } from '../../src/create-backend.js';
+import { createBackend } from '../../src/backend/create-backend.js';
 import type { AdapterSummary } from '../../src/gpu/context.js';
 import { GpuDevice } from '../../src/gpu/gpu-device.js';
 import { type GemmChoice, chooseGemmVariant, gemmCacheKey, gemmShaderHash } from '../../src/gpu/kernel-choice.js';

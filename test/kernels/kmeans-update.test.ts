@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { kmeansBlocks, kmeansPartial, kmeansReduce } from '../../src/cpu/kmeans-update.js';
 import { padRows, paddedDim } from '../../src/device.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from '../../src/gpu/kernels/kmeans-update.js';
-import { randomFloats, rng } from '../../src/random.js';
+import { randomFloats, rng } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';
 

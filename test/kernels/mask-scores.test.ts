@@ -7,7 +7,7 @@ import { encodeMaskScores } from '../../src/gpu/kernels/mask-scores.js';
 import { encodeSelectRadix } from '../../src/gpu/kernels/select-radix.js';
 import { encodeTopk } from '../../src/gpu/kernels/topk.js';
 import { encodeTopkMerge } from '../../src/gpu/kernels/topk-merge.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { MASK_DENSITIES, MASK_SHAPES, type MaskCase, maskCase, maskOf, maskedReference, randomAllow } from '../helpers/mask.js';
 import { expectSameRows, oracle, sortedRows } from '../helpers/select.js';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { norms } from '../../src/cpu/norms.js';
 import { padRows, paddedDim } from '../../src/device.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';
 

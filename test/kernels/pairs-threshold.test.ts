@@ -4,8 +4,8 @@ import { gemmScores } from '../../src/cpu/gemm-scores.js';
 import { norms } from '../../src/cpu/norms.js';
 import { pairsThreshold } from '../../src/cpu/pairs-threshold.js';
 import { encodePairsThreshold } from '../../src/gpu/kernels/pairs-threshold.js';
-import { PairList, sortTilePairs } from '../../src/pairs.js';
-import { randomSmallInts } from '../../src/random.js';
+import { PairList, sortTilePairs } from '../../src/common/pairs.js';
+import { randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness } from './harness.js';
 

@@ -8,7 +8,7 @@ import { pqScores } from '../../src/cpu/pq-scores.js';
 import { pqTables } from '../../src/cpu/pq-tables.js';
 import { type PqVariant, encodePqScores, pqVariant } from '../../src/gpu/kernels/pq-scores.js';
 import { encodePqTables } from '../../src/gpu/kernels/pq-tables.js';
-import { randomFloats } from '../../src/random.js';
+import { randomFloats } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { firstMismatch, packCodes, randomCodes } from '../helpers/pq.js';
 import { KernelHarness, POISON, withWorkgroupLimit } from './harness.js';

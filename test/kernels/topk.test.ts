@@ -4,7 +4,7 @@ import { topkMerge } from '../../src/cpu/topk-merge.js';
 import { encodeTopk } from '../../src/gpu/kernels/topk.js';
 import { TOPK_MAX_K } from '../../src/kernel-facts.js';
 import { encodeTopkMerge } from '../../src/gpu/kernels/topk-merge.js';
-import { rng } from '../../src/random.js';
+import { rng } from '../../src/common/random.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from './harness.js';

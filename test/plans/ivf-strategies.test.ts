@@ -4,13 +4,13 @@
  * on both devices, whole and split across chunks, and both equal Flat at nprobe = nlist.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import type { DeviceOptions } from '../../src/device.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { HEAP_MAX_K } from '../../src/kernel-facts.js';
 import { GEMM_MIN_QUERIES_PER_LIST, chooseIvfStrategy } from '../../src/plans/ivf-search.js';
-import { clusteredFloats, randomSmallInts } from '../../src/random.js';
+import { clusteredFloats, randomSmallInts } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

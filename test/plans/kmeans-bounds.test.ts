@@ -7,12 +7,12 @@
  * the nearest.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { Backend } from '../../src/backend.js';
+import { Backend } from '../../src/backend/backend.js';
 import { CpuDevice } from '../../src/cpu/cpu-device.js';
 import type { DeviceOptions, KernelCall } from '../../src/device.js';
-import { KMeans } from '../../src/kmeans.js';
+import { KMeans } from '../../src/codecs/kmeans.js';
 import { AssignmentBounds } from '../../src/plans/kmeans-step.js';
-import { clusteredFloats, rng } from '../../src/random.js';
+import { clusteredFloats, rng } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

@@ -5,11 +5,11 @@
  * query's lists cannot fit).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import type { DeviceOptions } from '../../src/device.js';
 import { HEAP_MAX_K, type KernelMetric, PAD_ID } from '../../src/kernel-facts.js';
-import { randomSmallInts } from '../../src/random.js';
-import { sortLists } from '../../src/results.js';
+import { randomSmallInts } from '../../src/common/random.js';
+import { sortLists } from '../../src/common/results.js';
 import type { SearchResult } from '../../src/types.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { cpuBackend } from '../helpers/cpu.js';

@@ -1,5 +1,5 @@
 /**
- * Range search (src/plans/range-search.ts, then rangeRescore in src/range.ts) on both devices,
+ * Range search (src/plans/range-search.ts, then rangeRescore in src/indexes/range.ts) on both devices,
  * whole and split (chunks of 64 rows, query batches of 10, score tiles of 5 x 16, a pair buffer of
  * 16 pairs and tiles of at most 512, so tiles are re-run and halved): the candidates hold every
  * exact result, without duplicates, and after the re-score equal a float64 brute force, for l2, ip
@@ -7,15 +7,15 @@
  * keeps exactly Flat's results in the probed lists. The masks suite needs the mask-scores kernel.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
+import type { Backend } from '../../src/backend/backend.js';
 import type { DeviceOptions } from '../../src/device.js';
 import { dedupMargin } from '../../src/jobs/dedup.js';
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import type { RangeCandidates } from '../../src/plans/range-search.js';
-import { clusteredFloats, rng } from '../../src/random.js';
-import { type RangeResult, rangeRescore } from '../../src/range.js';
-import { cosineDistance } from '../../src/rescore.js';
-import { COSINE_RANGE_BAND, ThresholdTest } from '../../src/threshold.js';
+import { clusteredFloats, rng } from '../../src/common/random.js';
+import { type RangeResult, rangeRescore } from '../../src/indexes/range.js';
+import { cosineDistance } from '../../src/indexes/rescore.js';
+import { COSINE_RANGE_BAND, ThresholdTest } from '../../src/common/threshold.js';
 import type { CodeStore } from '../../src/stores/code-store.js';
 import type { DeviceLists } from '../../src/stores/inverted-lists.js';
 import { type Metric, normalizeRows } from '../../src/types.js';

@@ -5,16 +5,16 @@
  * plan returns, element for element, on both devices.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backend.js';
-import { createBackend } from '../../src/create-backend.js';
+import type { Backend } from '../../src/backend/backend.js';
+import { createBackend } from '../../src/backend/create-backend.js';
 import { paddedDim } from '../../src/device.js';
-import { FlatIndex } from '../../src/flat-index.js';
-import { IvfFlatIndex } from '../../src/ivf-flat-index.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { dedup } from '../../src/jobs/dedup.js';
 import { knnGraph } from '../../src/jobs/knn-graph.js';
-import { KMeans } from '../../src/kmeans.js';
-import { clusteredFloats, randomSmallInts } from '../../src/random.js';
-import { candidatesFor } from '../../src/rescore.js';
+import { KMeans } from '../../src/codecs/kmeans.js';
+import { clusteredFloats, randomSmallInts } from '../../src/common/random.js';
+import { candidatesFor } from '../../src/indexes/rescore.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Device } from '../../src/device.js';
 import { encodeGemmScores, workgroupTile } from '../../src/gpu/kernels/gemm-scores.js';
 import { STORAGE, createBuffer } from '../../src/gpu/recorder.js';
-import { scoreTiles } from '../../src/plans/tiling.js';
+import { scoreTiles } from '../../src/plans/kit/tiling.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();

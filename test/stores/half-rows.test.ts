@@ -5,13 +5,13 @@
  * flushed to zero), past the largest half (clamped), and byte-valued (exact halves).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { halfToFloat } from '../../src/codecs/fp16.js';
+import { halfToFloat } from '../../src/common/fp16.js';
 import { ivfScan } from '../../src/cpu/ivf-scan.js';
 import { norms } from '../../src/cpu/norms.js';
 import { padRows, paddedDim } from '../../src/device.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
 import type { KernelMetric } from '../../src/kernel-facts.js';
-import { randomFloats, randomSmallInts } from '../../src/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { encodeHalfRows, halfRowWords, halfScanError, toHalf, uncertified } from '../../src/stores/half-rows.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from '../kernels/harness.js';

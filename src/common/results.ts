@@ -1,5 +1,5 @@
-import { type KernelMetric, PAD_ID } from './kernel-facts.js';
-import type { SlotResult } from './types.js';
+import { type KernelMetric, PAD_ID } from '../kernel-facts.js';
+import type { SlotResult } from '../types.js';
 
 /**
  * Turns the kernels' minimised running lists into user-facing results, the same way for every

@@ -1,25 +1,25 @@
 /**
  * VectorIndex: the one interface every index implements (Faiss's `Index`), and `IndexCore`, what
- * the indexes share behind it: ids (src/ids.ts), the operation queue, filtered search (pre- or
+ * the indexes share behind it: ids (src/indexes/ids.ts), the operation queue, filtered search (pre- or
  * post-filter), removal with tombstones and compaction, and range search. A subclass says only how
  * its store adds, scores, reads and compacts rows.
  */
-import type { Backend } from './backend.js';
-import { HEAP_MAX_K, type KernelMetric } from './kernel-facts.js';
+import type { Backend } from '../backend/backend.js';
+import { HEAP_MAX_K, type KernelMetric } from '../kernel-facts.js';
 import { IdMap, type IdFilter, allowedRows, checkFilter, checkIds, rowAllowed } from './ids.js';
 import { OperationQueue } from './operation-queue.js';
 import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.js';
-import type { RowAt } from './stores/rows.js';
-import type { Metric, RangeSearchResult, SearchResult, SearchTimings, SlotResult } from './types.js';
-import { InvalidArgumentError, checkK, checkVectors, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkIdRoom } from './vector-source.js';
-import type { KMeansProgress } from './kmeans.js';
+import type { RowAt } from '../stores/rows.js';
+import type { Metric, RangeSearchResult, SearchResult, SearchTimings, SlotResult } from '../types.js';
+import { InvalidArgumentError, checkK, checkVectors, prepareRows } from '../types.js';
+import { type RowProgress, type VectorSource, checkIdRoom } from '../common/vector-source.js';
+import type { KMeansProgress } from '../codecs/kmeans.js';
 import { rangeRescore } from './range.js';
-import type { RangeCandidates } from './plans/range-search.js';
-import { dedupMargin } from './jobs/dedup.js';
-import { Codec, type CodecSpec, codecName } from './codecs/codec.js';
-import { type RefineKind, RefineRows, checkRefine } from './refine.js';
-import { type TransformSpec, checkTransform, parseTransform, TRANSFORM_FORMS } from './transforms.js';
+import type { RangeCandidates } from '../plans/range-search.js';
+import { dedupMargin } from '../jobs/dedup.js';
+import { Codec, type CodecSpec, codecName } from '../codecs/codec.js';
+import { type RefineKind, RefineRows, checkRefine } from '../codecs/refine.js';
+import { type TransformSpec, checkTransform, parseTransform, TRANSFORM_FORMS } from '../codecs/transforms.js';
 
 /** The key the live rows' masks are cached under (a search without a filter). */
 const LIVE_ROWS = {};
@@ -81,7 +81,7 @@ export interface VectorIndex {
    * `options.ids` (one per row, as addWithIds). If it throws, nothing was added.
    */
   addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: BigInt64Array }): Promise<void>;
-  /** Adds vectors with the caller's ids (one per vector, see src/ids.ts). */
+  /** Adds vectors with the caller's ids (one per vector, see src/indexes/ids.ts). */
   addWithIds(x: Float32Array, ids: BigInt64Array): Promise<void>;
   /** Removes the vectors with these ids (ids not held are ignored); resolves to how many were removed. */
   removeIds(ids: BigInt64Array): Promise<number>;
@@ -334,7 +334,7 @@ export abstract class IndexCore implements VectorIndex {
   /**
    * The k nearest stored vectors of each query in `xq` (`nq * dim` floats), after every operation
    * called before it, as SearchResult says, labels being ids; with `params.filter`, the k nearest
-   * allowed ones. The final candidates are re-scored exactly (src/rescore.ts), so the order is the
+   * allowed ones. The final candidates are re-scored exactly (src/indexes/rescore.ts), so the order is the
    * same on every backend and a stored vector is at distance 0 from itself.
    */
   async search(xq: Float32Array, k: number, params: SearchParams = {}): Promise<SearchResult> {

@@ -2,7 +2,7 @@
  * Faiss-style index factory strings, spelt as Faiss spells them:
  *   [IVF<nlist>,]<storage>[,RFlat | ,Refine(SQfp16)]
  *   <transform>,Flat[,RFlat | ,Refine(SQfp16)]
- * where a transform (src/transforms.ts) is `Prefix<p>` (our own key: the first p dimensions, for
+ * where a transform (src/codecs/transforms.ts) is `Prefix<p>` (our own key: the first p dimensions, for
  * Matryoshka embeddings; Faiss has none), `PCA<p>` or `PCAR<p>` (Faiss's), searched on p-dim
  * rows and re-ranked against the full rows with a refine suffix: "PCAR64,Flat,RFlat".
  * where storage is `Flat` (float32 rows) or a codec (src/codecs/codec.ts): `SQ8`, `SQ4`,
@@ -11,14 +11,14 @@
  * "PQ32x4", "IVF1024,SQ8", "IVF1024,PQ16", "IVF1024,PQ16,RFlat". What the factory makes is seen
  * through VectorIndex only (plus what VectorIndex adds), never as a concrete class.
  */
-import type { Backend } from './backend.js';
-import { type CodecSpec, codecName, parseCodec } from './codecs/codec.js';
-import { FlatIndex } from './flat-index.js';
-import { IvfFlatIndex } from './ivf-flat-index.js';
-import type { RefineKind } from './refine.js';
-import { type TransformSpec, parseTransform, transformName } from './transforms.js';
-import type { Metric } from './types.js';
-import { InvalidArgumentError } from './types.js';
+import type { Backend } from '../backend/backend.js';
+import { type CodecSpec, codecName, parseCodec } from '../codecs/codec.js';
+import { FlatIndex } from './flat/flat-index.js';
+import { IvfFlatIndex } from './ivf/ivf-flat-index.js';
+import type { RefineKind } from '../codecs/refine.js';
+import { type TransformSpec, parseTransform, transformName } from '../codecs/transforms.js';
+import type { Metric } from '../types.js';
+import { InvalidArgumentError } from '../types.js';
 import type { VectorIndex } from './vector-index.js';
 
 export const FACTORY_FORMS =

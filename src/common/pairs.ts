@@ -3,7 +3,7 @@
  * threshold can let through tens of millions of pairs (a JS number[] of that size is gigabytes, or
  * a V8 fatal "invalid size" error).
  */
-import { InvalidArgumentError } from './types.js';
+import { InvalidArgumentError } from '../types.js';
 
 /** Default bound on the candidate pairs of one self-join (see dedup's maxCandidates). */
 export const DEFAULT_MAX_CANDIDATES = 50_000_000;

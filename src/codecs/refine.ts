@@ -5,12 +5,12 @@
  * codes are re-scored against them (IndexCore's re-score), so the final order and distances are
  * those of the refine rows. Memory: 4 d (Flat) or 2 d (SQfp16) bytes more per vector.
  */
-import type { Backend, BaseStore } from './backend.js';
-import { ScalarQuantizer } from './codecs/scalar-quantizer.js';
-import type { IdMap } from './ids.js';
-import { sqRowWords, sqRows } from './stores/row-format.js';
-import type { RowAt } from './stores/rows.js';
-import { InvalidArgumentError } from './types.js';
+import type { Backend, BaseStore } from '../backend/backend.js';
+import { ScalarQuantizer } from './scalar-quantizer.js';
+import type { IdMap } from '../indexes/ids.js';
+import { sqRowWords, sqRows } from '../stores/row-format.js';
+import type { RowAt } from '../stores/rows.js';
+import { InvalidArgumentError } from '../types.js';
 
 /** What the refine rows are: float32 (`,RFlat`) or SQfp16 codes (`,Refine(SQfp16)`). */
 export type RefineKind = 'Flat' | 'SQfp16';

@@ -19,10 +19,10 @@
  * two outputs is the cosine of the prefixes or projections, as Matryoshka models are used.
  */
 import { sampleRows } from './kmeans.js';
-import { randomOrthogonal, rng } from './random.js';
-import type { Metric } from './types.js';
-import { InvalidArgumentError, normalizeRows } from './types.js';
-import type { VectorSource } from './vector-source.js';
+import { randomOrthogonal, rng } from '../common/random.js';
+import type { Metric } from '../types.js';
+import { InvalidArgumentError, normalizeRows } from '../types.js';
+import type { VectorSource } from '../common/vector-source.js';
 
 export type TransformKind = 'Prefix' | 'PCA' | 'PCAR';
 export const TRANSFORM_KINDS: readonly TransformKind[] = ['Prefix', 'PCA', 'PCAR'];

@@ -2,20 +2,20 @@
  * Exact search: every query is scored against every stored vector (Faiss's IndexFlat).
  * Written once against `Backend`; the backend decides whether the kernels run on the GPU or CPU.
  */
-import type { Backend, BaseStore } from './backend.js';
-import { Codec } from './codecs/codec.js';
-import { checkIds } from './ids.js';
-import type { RefineKind } from './refine.js';
-import { Transform, transformName } from './transforms.js';
-import type { CodeStore } from './stores/code-store.js';
-import type { RowAt } from './stores/rows.js';
-import type { Metric, SlotResult } from './types.js';
-import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from './vector-source.js';
-import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection } from './io/index-format.js';
-import { platform } from './platform/platform.js';
-import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from './vector-index.js';
-import type { RangeCandidates } from './plans/range-search.js';
+import type { Backend, BaseStore } from '../../backend/backend.js';
+import { Codec } from '../../codecs/codec.js';
+import { checkIds } from '../ids.js';
+import type { RefineKind } from '../../codecs/refine.js';
+import { Transform, transformName } from '../../codecs/transforms.js';
+import type { CodeStore } from '../../stores/code-store.js';
+import type { RowAt } from '../../stores/rows.js';
+import type { Metric, SlotResult } from '../../types.js';
+import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
+import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from '../../common/vector-source.js';
+import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection } from '../../io/index-format.js';
+import { platform } from '../../platform/platform.js';
+import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from '../vector-index.js';
+import type { RangeCandidates } from '../../plans/range-search.js';
 
 export interface FlatIndexOptions {
   dim: number;
@@ -47,7 +47,7 @@ export interface FlatIndexOptions {
    */
   refine?: RefineKind;
   /**
-   * Search on transformed rows (src/transforms.ts), as the factory's first component spells it:
+   * Search on transformed rows (src/codecs/transforms.ts), as the factory's first component spells it:
    * `Prefix<p>` (the first p dimensions), `PCA<p>` or `PCAR<p>` (trained: `train` before adding),
    * 1 <= p <= dim. The store holds p floats a row; queries are transformed the same way. Without
    * `refine` the distances are those of the transformed rows (as Faiss's IndexPreTransform); with

@@ -2,14 +2,14 @@
  * The exact cut of a range search, on the host, for every backend: the plans
  * (src/plans/range-search.ts) return each query's candidates, a superset of the rows within the
  * radius (their float32 margin lets every true result through); this decides each candidate
- * exactly (src/threshold.ts), keeps those within the radius and orders them by the k-NN
- * re-score's float64 key (src/rescore.ts). Equal candidates therefore give bit-identical results on every backend.
+ * exactly (src/common/threshold.ts), keeps those within the radius and orders them by the k-NN
+ * re-score's float64 key (src/indexes/rescore.ts). Equal candidates therefore give bit-identical results on every backend.
  */
-import type { RangeCandidates } from './plans/range-search.js';
+import type { RangeCandidates } from '../plans/range-search.js';
 import { exactScorer } from './rescore.js';
-import { COSINE_RANGE_BAND, ThresholdTest } from './threshold.js';
-import type { RowAt } from './stores/rows.js';
-import type { Metric } from './types.js';
+import { COSINE_RANGE_BAND, ThresholdTest } from '../common/threshold.js';
+import type { RowAt } from '../stores/rows.js';
+import type { Metric } from '../types.js';
 
 /** Faiss's range-search layout: query q's results are entries lims[q] .. lims[q + 1] - 1. */
 export interface RangeResult {
@@ -24,7 +24,7 @@ export interface RangeResult {
 /**
  * Re-scores the candidates `cand` of `nq` queries (`xq`, `nq * d`, as the index holds them:
  * normalised for cosine), reading their rows by id with `rowAt` (see BaseStore.rowsAt), and keeps
- * those within the radius, decided exactly (src/threshold.ts: l2 squared distance <= radius; ip,
+ * those within the radius, decided exactly (src/common/threshold.ts: l2 squared distance <= radius; ip,
  * cosine score >= radius; the radius taken as the decimal it prints as; cosine with
  * COSINE_RANGE_BAND, as the rows are stored normalised). Each query's results come best first (l2
  * ascending, ip and cosine descending, by the re-score's key: see exactScorer), ties on the

@@ -6,7 +6,7 @@
  * and the worker jobs are in src/cli/shards.ts.
  *
  * Why a merge gives the unsharded answer: every search re-scores its candidates exactly and keeps
- * the k best by (exact score, id) (src/rescore.ts); a shard's k best are the k best of its rows, so
+ * the k best by (exact score, id) (src/indexes/rescore.ts); a shard's k best are the k best of its rows, so
  * the k best of all rows are among the shards' lists, and merging them by (distance, id) puts them
  * in the same order. Shards must share what was trained (IVF centroids), so that every row lands
  * in the same list and every query probes the same lists as in one index. Types whose search ranks
@@ -15,9 +15,9 @@
  */
 import type { IndexType } from './factory.js';
 import { describeIndexType, parseIndexType } from './factory.js';
-import type { IndexFileHeader } from './io/index-format.js';
-import type { Metric } from './types.js';
-import { InvalidArgumentError } from './types.js';
+import type { IndexFileHeader } from '../io/index-format.js';
+import type { Metric } from '../types.js';
+import { InvalidArgumentError } from '../types.js';
 
 export const MANIFEST_FORMAT = 'webgpu-knn-shards';
 export const MANIFEST_VERSION = 1;

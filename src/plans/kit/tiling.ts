@@ -4,10 +4,10 @@
  * InvalidArgumentError saying which single item cannot fit (one row, one list of k results), so a
  * lowered limit in a test drives exactly the splits that large data needs on a real device.
  */
-import type { Device } from '../device.js';
-import { MERGE_ROUND } from '../kernel-facts.js';
-import { InvalidArgumentError } from '../types.js';
-import type { RowFormat } from '../stores/row-format.js';
+import type { Device } from '../../device.js';
+import { MERGE_ROUND } from '../../kernel-facts.js';
+import { InvalidArgumentError } from '../../types.js';
+import type { RowFormat } from '../../stores/row-format.js';
 
 /** Rows of `rowBytes` that fit one binding, capped by `cap`; throws if not even one does. */
 export function rowsPerBinding(device: Device, rowBytes: number, what: string, cap = Infinity): number {

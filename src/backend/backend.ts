@@ -4,21 +4,21 @@
  * argument (see create-backend.ts), never a code path: both run the same plans, the GPU device
  * as WGSL dispatches, the CPU device as the kernels' twins.
  */
-import type { EncodedRows } from './codecs/codec.js';
-import type { Device } from './device.js';
-import type { KernelMetric } from './kernel-facts.js';
-import { DeviceKMeans } from './plans/kmeans-step.js';
-import { searchFlat } from './plans/flat-search.js';
-import { searchIvf } from './plans/ivf-search.js';
-import { type RangeCandidates, rangeFlat, rangeIvf } from './plans/range-search.js';
-import { selfJoinCandidates } from './plans/self-join.js';
-import { CodeStore } from './stores/code-store.js';
-import { DeviceLists } from './stores/inverted-lists.js';
-import type { RowAt } from './stores/rows.js';
-import type { RowFormat } from './stores/row-format.js';
-import { InvalidArgumentError, type SlotResult, type SearchTimings } from './types.js';
+import type { EncodedRows } from '../codecs/codec.js';
+import type { Device } from '../device.js';
+import type { KernelMetric } from '../kernel-facts.js';
+import { DeviceKMeans } from '../plans/kmeans-step.js';
+import { searchFlat } from '../plans/flat-search.js';
+import { searchIvf } from '../plans/ivf-search.js';
+import { type RangeCandidates, rangeFlat, rangeIvf } from '../plans/range-search.js';
+import { selfJoinCandidates } from '../plans/self-join.js';
+import { CodeStore } from '../stores/code-store.js';
+import { DeviceLists } from '../stores/inverted-lists.js';
+import type { RowAt } from '../stores/rows.js';
+import type { RowFormat } from '../stores/row-format.js';
+import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
 
-export type { DeviceKind as BackendKind } from './device.js';
+export type { DeviceKind as BackendKind } from '../device.js';
 
 export interface BaseStoreOptions {
   /**
@@ -134,7 +134,7 @@ export class Backend {
 
   /**
    * Exact k-NN of `nq` queries (`xq`, `nq * d`) against every vector in `store` (with `masks`, one
-   * bitmap per chunk, every vector they allow: see src/ids.ts allowedRows).
+   * bitmap per chunk, every vector they allow: see src/indexes/ids.ts allowedRows).
    * Returns distances (l2: squared Euclidean, clamped at 0; ip: inner product) and labels, each
    * `nq * k`, best first, padded with -1 and +-Infinity.
    */
@@ -179,7 +179,7 @@ export class Backend {
    * with metric 'ip'), every row of `store` whose float32 minimised score (l2: squared distance;
    * ip: -dot) is at most `limit` plus the margin `rel * (||q||^2 + ||x||^2)` (rel as the self-join
    * takes it: dedupMargin), skipping rows that `masks` (one per chunk, as for searchFlat; null:
-   * none) do not allow. More than `maxCandidates` (default DEFAULT_MAX_CANDIDATES) in all fail. A superset of the exact results: rangeRescore (src/range.ts)
+   * none) do not allow. More than `maxCandidates` (default DEFAULT_MAX_CANDIDATES) in all fail. A superset of the exact results: rangeRescore (src/indexes/range.ts)
    * cuts them exactly. Ids are positions; each query's ascending, no duplicates.
    */
   async rangeFlat(
@@ -230,7 +230,7 @@ export class Backend {
    * what you keep. If `onPairs` throws, the join stops, frees its scratch memory and rejects with
    * that error.
    *
-   * More than `options.maxCandidates` pairs in all (default DEFAULT_MAX_CANDIDATES, src/pairs.ts)
+   * More than `options.maxCandidates` pairs in all (default DEFAULT_MAX_CANDIDATES, src/common/pairs.ts)
    * rejects with an InvalidArgumentError (see tooManyCandidates) as soon as a tile crosses the bound,
    * before that tile's pairs are handed on. Resolves to the number of candidate pairs.
    */

@@ -17,8 +17,8 @@
  * positions, see MaskScoresArgs); an index compacts its store once COMPACT_DEAD_FRACTION of its
  * slots are dead, and `IdMap.compact` then renumbers the slots that remain.
  */
-import { maskAllows } from './cpu/mask-scores.js';
-import { InvalidArgumentError } from './types.js';
+import { maskAllows } from '../cpu/mask-scores.js';
+import { InvalidArgumentError } from '../types.js';
 
 /** Largest id: ids are exact integers in float64. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;

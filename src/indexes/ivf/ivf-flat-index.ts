@@ -25,22 +25,22 @@
  * list) pair with the query transformed for that list (src/stores/row-format.ts). `refine` keeps
  * the float32 vectors too (`,RFlat`) for an exact re-rank of k x kFactor candidates.
  */
-import type { Backend, BaseStore } from './backend.js';
-import { Codec } from './codecs/codec.js';
-import { checkIds } from './ids.js';
-import type { RefineKind } from './refine.js';
-import { rng } from './random.js';
-import type { DeviceLists } from './stores/inverted-lists.js';
-import { uncertified } from './stores/half-rows.js';
-import type { RowAt } from './stores/rows.js';
-import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from './kmeans.js';
-import type { Metric, SlotResult } from './types.js';
-import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from './types.js';
-import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, copyRows, preparedSource } from './vector-source.js';
-import { type IndexFileHeader, checkLists, codecFileType, idSection } from './io/index-format.js';
-import { platform } from './platform/platform.js';
-import { IndexCore, type RowSpace, type SearchParams } from './vector-index.js';
-import type { RangeCandidates } from './plans/range-search.js';
+import type { Backend, BaseStore } from '../../backend/backend.js';
+import { Codec } from '../../codecs/codec.js';
+import { checkIds } from '../ids.js';
+import type { RefineKind } from '../../codecs/refine.js';
+import { rng } from '../../common/random.js';
+import type { DeviceLists } from '../../stores/inverted-lists.js';
+import { uncertified } from '../../stores/half-rows.js';
+import type { RowAt } from '../../stores/rows.js';
+import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from '../../codecs/kmeans.js';
+import type { Metric, SlotResult } from '../../types.js';
+import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
+import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, copyRows, preparedSource } from '../../common/vector-source.js';
+import { type IndexFileHeader, checkLists, codecFileType, idSection } from '../../io/index-format.js';
+import { platform } from '../../platform/platform.js';
+import { IndexCore, type RowSpace, type SearchParams } from '../vector-index.js';
+import type { RangeCandidates } from '../../plans/range-search.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;

@@ -9,8 +9,8 @@
  * The count is exact even past the buffer's capacity (see shaders/pairs-threshold.wgsl), so no
  * pair is ever dropped, and a caller can refuse a tile before any buffer grows.
  */
-import type { Device, DeviceBuffer } from '../device.js';
-import { InvalidArgumentError } from '../types.js';
+import type { Device, DeviceBuffer } from '../../device.js';
+import { InvalidArgumentError } from '../../types.js';
 
 /**
  * Records one tile: rows r0 .. r0 + rows - 1 (numbered from 0 within the run), its pairs-threshold

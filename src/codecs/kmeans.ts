@@ -3,10 +3,10 @@
  * (on the GPU, without copying assignments back); initialisation, sampling and empty-cluster repair
  * run here, seeded, so both backends start from the same centroids and stay deterministic.
  */
-import type { Backend } from './backend.js';
-import { rng } from './random.js';
-import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from './types.js';
-import { type VectorSource, checkSource, checkedBlocks, copyRows, gatherRows } from './vector-source.js';
+import type { Backend } from '../backend/backend.js';
+import { rng } from '../common/random.js';
+import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
+import { type VectorSource, checkSource, checkedBlocks, copyRows, gatherRows } from '../common/vector-source.js';
 
 export type KMeansInit = 'random' | 'kmeans++';
 

@@ -5,12 +5,12 @@
  * 5 bytes a vector, beside the lists' own 8: ids and positions). If anything fails (a malformed
  * block, the checksum at the end), the index built so far is disposed and the error thrown.
  */
-import type { Backend } from '../backend.js';
-import { FlatIndex } from '../flat-index.js';
-import { IvfFlatIndex } from '../ivf-flat-index.js';
-import { IndexFileReader, TRANSFORM_FILE_TYPE, checkLists, isIvfType } from './index-file.js';
+import type { Backend } from '../backend/backend.js';
+import { FlatIndex } from './flat/flat-index.js';
+import { IvfFlatIndex } from './ivf/ivf-flat-index.js';
+import { IndexFileReader, TRANSFORM_FILE_TYPE, checkLists, isIvfType } from '../io/index-file.js';
 import { type CodecSpec, codecName, codecRowWords, codecTableFloats } from '../codecs/codec.js';
-import { transformName, transformTableFloats } from '../transforms.js';
+import { transformName, transformTableFloats } from '../codecs/transforms.js';
 import { InvalidArgumentError } from '../types.js';
 
 export interface LoadOptions {

@@ -1,5 +1,5 @@
 /** Scratch buffers of one plan step, taken from the device and handed back together. */
-import type { Device, DeviceBuffer } from '../device.js';
+import type { Device, DeviceBuffer } from '../../device.js';
 
 /** Per-row lists of (score, id) on the device: `s` f32 and `i` u32, row r at `r * k`. */
 export interface RunLists {

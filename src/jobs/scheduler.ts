@@ -17,11 +17,11 @@
  * alone, at once. An aborted request is dropped from the queue, or its result is dropped if its
  * batch already ran. A full queue rejects new requests at once with QueueFullError.
  */
-import type { Backend } from './backend.js';
-import { checkFilter } from './ids.js';
-import type { SearchResult, SearchTimings } from './types.js';
-import { InvalidArgumentError, checkK, emptyTimings } from './types.js';
-import { type SearchParams, type VectorIndex, checkKFactor } from './vector-index.js';
+import type { Backend } from '../backend/backend.js';
+import { checkFilter } from '../indexes/ids.js';
+import type { SearchResult, SearchTimings } from '../types.js';
+import { InvalidArgumentError, checkK, emptyTimings } from '../types.js';
+import { type SearchParams, type VectorIndex, checkKFactor } from '../indexes/vector-index.js';
 
 /** What the scheduler needs of an index: a VectorIndex's dim, backend limit and search. */
 export type SearchableIndex = Pick<VectorIndex, 'dim' | 'search'> & {

@@ -4,12 +4,12 @@
  * CPU backend never loads Dawn nor gpu.js.
  */
 import { Backend, type BackendKind } from './backend.js';
-import type { DeviceTuning } from './device.js';
-import { checkMaxBindingBytes, checkTuning } from './device.js';
-import { type GemmVariantOption, checkGemmVariantOption } from './gpu/kernel-choice.js';
-import type { GpujsMode } from './gpujs/gpujs-device.js';
-import { platform } from './platform/platform.js';
-import { InvalidArgumentError, WebGpuUnavailableError } from './types.js';
+import type { DeviceTuning } from '../device.js';
+import { checkMaxBindingBytes, checkTuning } from '../device.js';
+import { type GemmVariantOption, checkGemmVariantOption } from '../gpu/kernel-choice.js';
+import type { GpujsMode } from '../gpujs/gpujs-device.js';
+import { platform } from '../platform/platform.js';
+import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 
 export interface BackendOptions {
   /**
@@ -66,11 +66,11 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   checkGemmVariantOption(options.gemmVariant);
   const deviceOptions = { ...options.tuning, maxBindingBytes: options.maxBindingBytes };
   const cpu = async (): Promise<Backend> => {
-    const { CpuDevice } = await import('./cpu/cpu-device.js');
+    const { CpuDevice } = await import('../cpu/cpu-device.js');
     return new Backend(new CpuDevice(deviceOptions));
   };
   const gpujs = async (): Promise<Backend> => {
-    const { GpujsDevice } = await import('./gpujs/gpujs-device.js');
+    const { GpujsDevice } = await import('../gpujs/gpujs-device.js');
     return new Backend(await GpujsDevice.create({ ...deviceOptions, gpujsMode: options.gpujsMode }));
   };
   if (options.device && (choice === 'cpu' || choice === 'gpujs')) {
@@ -79,7 +79,7 @@ export async function createBackend(options: BackendOptions = {}): Promise<Backe
   if (choice === 'cpu') return cpu();
   if (choice === 'gpujs') return gpujs();
   // Imported lazily so that the CPU backend never loads Dawn.
-  const { GpuDevice } = await import('./gpu/gpu-device.js');
+  const { GpuDevice } = await import('../gpu/gpu-device.js');
   let reason: string;
   try {
     const gpu = await GpuDevice.create({ ...deviceOptions, timeKernels: options.timeKernels, dawnFlags: options.dawnFlags, device: options.device, gemmVariant: options.gemmVariant });
