@@ -5,7 +5,7 @@
  * the file I/O.
  */
 export { Backend } from './backend/backend.js';
-export type { BackendKind, BaseStore, BaseStoreOptions } from './backend/backend.js';
+export type { BackendKind } from './backend/backend.js';
 export type { Device, DeviceLimits, DeviceOptions, DeviceTuning } from './device.js';
 export type { KernelMetric } from './kernel-facts.js';
 export type { BackendOptions } from './backend/create-backend.js';
@@ -48,3 +48,4 @@ export type { TransformKind, TransformSpec } from './codecs/transforms.js';
 // .npy headers (Node-free): the demo page (demo/web) reads dropped files with it, as the CLI does.
 export { readNpyHeader } from './io/npy.js';
 export type { NpyDtype, NpyLayout } from './io/npy.js';
+export type { BaseStore, BaseStoreOptions } from './contracts.js';

@@ -4,7 +4,7 @@
  * argument (see create-backend.ts), never a code path: both run the same plans, the GPU device
  * as WGSL dispatches, the CPU device as the kernels' twins.
  */
-import type { EncodedRows } from '../codecs/codec.js';
+
 import type { Device } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import { DeviceKMeans } from '../plans/kmeans-step.js';
@@ -14,93 +14,13 @@ import { type RangeCandidates, rangeFlat, rangeIvf } from '../plans/range-search
 import { selfJoinCandidates } from '../plans/self-join.js';
 import { CodeStore } from '../stores/code-store.js';
 import { DeviceLists } from '../stores/inverted-lists.js';
-import type { RowAt } from '../stores/rows.js';
-import type { RowFormat } from '../stores/row-format.js';
+
 import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
 
 export type { DeviceKind as BackendKind } from '../device.js';
+import type { BaseStore, BaseStoreOptions, Compute, KMeansWorkspace, ListStore, RowFormat, SelfJoinOptions } from '../contracts.js';
 
-export interface BaseStoreOptions {
-  /**
-   * Where the device's memory is not the host's (WebGPU): keep one host copy of the rows, so that
-   * the exact re-score of each search's candidates and `save` read the host, not the device.
-   * False: no host copy; those read the rows back from the device. Default: the device's
-   * `tuning.hostCopy` (on for a real GPU, off for a CPU-emulated adapter, whose device memory is
-   * host memory already). On the CPU device rows are read in place and there is never a copy. See
-   * src/stores/rows.ts.
-   */
-  hostCopy?: boolean;
-}
-
-/** Base vectors held by a backend: see CodeStore (src/stores/code-store.ts). */
-export interface BaseStore {
-  readonly d: number;
-  readonly ntotal: number;
-  /** Appends `n` rows of `x` (`n * d`, already validated). If it throws, nothing was appended. */
-  add(x: Float32Array, n: number): Promise<void>;
-  /** Appends `n` rows as another store of the same format stored them (`readRows(true)`). */
-  addStored(words: Float32Array, n: number): Promise<void>;
-  /** Appends `n` rows encoded by their codec (see Codec.encode). */
-  addEncoded(rows: EncodedRows, n: number): Promise<void>;
-  /** Words a stored row takes. */
-  readonly rowWords: number;
-  /** How rows are stored and scored (float rows, or a codec's codes). */
-  readonly format: RowFormat;
-  /** Makes room for `n` more rows in buffers of exactly that size (no doubling). */
-  reserve(n: number): Promise<void>;
-  /** What the store holds now, for `rollback`. */
-  mark(): number[];
-  /** Back to what `mark` saw: rows added since are dropped. */
-  rollback(mark: number[]): void;
-  /**
-   * The stored rows of `ids` (all the caller will ask for), by id: a view of each row's `d` floats,
-   * valid until the next add or reset; do not modify it.
-   */
-  rowsAt(ids: ArrayLike<number>): Promise<RowAt>;
-  /**
-   * Every stored row in id order, in blocks of whole rows (each valid until the next is asked for):
-   * `d` floats a row, or with `stored`, the row as stored (`rowWords` words: codes stay coded).
-   */
-  readRows(stored?: boolean): AsyncGenerator<Float32Array>;
-  /** Removes every vector and frees its device memory. */
-  reset(): void;
-  /** Frees device memory; the store is unusable afterwards. */
-  dispose(): void;
-}
-
-/**
- * One k-means problem held by a backend: the points (on the device for WebGPU) and `nc` centroids.
- * An iteration runs entirely on the backend; only the counts and the objective come back.
- */
-export interface KMeansWorkspace {
-  /** Replaces the centroids (`nc * d`, row-major). */
-  setCentroids(centroids: Float32Array): Promise<void>;
-  /**
-   * One Lloyd iteration: assigns every point to its nearest centroid (l2; ties to the smaller
-   * centroid id), then moves each centroid to the mean of its points; empty centroids stay put.
-   * Returns the assignment's objective (sum of squared distances) and the points per centroid.
-   */
-  iterate(): Promise<{ objective: number; counts: Uint32Array }>;
-  /** The current centroids (`nc * d`). */
-  centroids(): Promise<Float32Array>;
-  dispose(): void;
-}
-
-/** How a self-join hands its pairs on (see Backend.selfJoinCandidates). */
-export interface SelfJoinOptions {
-  /** Called once per row tile, in row order, with the tile's pairs sorted by (i, j). */
-  onPairs: (block: Uint32Array, rowsDone: number) => void;
-  /** Most candidate pairs in all (a non-negative integer or Infinity). */
-  maxCandidates?: number;
-  /**
-   * Only the pairs (i, j) with i < split <= j: the join of rows [0, split) with rows [split,
-   * ntotal), two blocks held in one store (a distributed dedup's block pair). Default (or 0):
-   * every pair.
-   */
-  split?: number;
-}
-
-export class Backend {
+export class Backend implements Compute {
   constructor(readonly device: Device) {}
 
   get kind(): Device['kind'] {
@@ -148,7 +68,7 @@ export class Backend {
     masks: Uint32Array[] | null = null,
   ): Promise<SlotResult> {
     this.checkK('k', k);
-    return this.timed(timings, () => searchFlat(this.device, store as CodeStore, xq, nq, k, metric, timings, masks));
+    return this.timed(timings, () => searchFlat(this.device, store, xq, nq, k, metric, timings, masks));
   }
 
   /**
@@ -159,7 +79,7 @@ export class Backend {
    */
   async searchIvf(
     coarse: BaseStore,
-    lists: DeviceLists,
+    lists: ListStore,
     xq: Float32Array,
     nq: number,
     k: number,
@@ -171,7 +91,7 @@ export class Backend {
   ): Promise<SlotResult> {
     this.checkK('k', k);
     this.checkK('nprobe', nprobe);
-    return this.timed(timings, () => searchIvf(this.device, coarse as CodeStore, lists, xq, nq, k, nprobe, metric, timings, masks, half));
+    return this.timed(timings, () => searchIvf(this.device, coarse, lists, xq, nq, k, nprobe, metric, timings, masks, half));
   }
 
   /**
@@ -192,7 +112,7 @@ export class Backend {
     masks: Uint32Array[] | null,
     maxCandidates?: number,
   ): Promise<RangeCandidates> {
-    return rangeFlat(this.device, store as CodeStore, xq, nq, metric, limit, rel, masks, maxCandidates);
+    return rangeFlat(this.device, store, xq, nq, metric, limit, rel, masks, maxCandidates);
   }
 
   /**
@@ -202,7 +122,7 @@ export class Backend {
    */
   async rangeIvf(
     coarse: BaseStore,
-    lists: DeviceLists,
+    lists: ListStore,
     xq: Float32Array,
     nq: number,
     nprobe: number,
@@ -213,7 +133,7 @@ export class Backend {
     maxCandidates?: number,
   ): Promise<RangeCandidates> {
     this.checkK('nprobe', nprobe);
-    return rangeIvf(this.device, coarse as CodeStore, lists, xq, nq, nprobe, metric, limit, rel, masks, maxCandidates);
+    return rangeIvf(this.device, coarse, lists, xq, nq, nprobe, metric, limit, rel, masks, maxCandidates);
   }
 
   /**
@@ -235,7 +155,7 @@ export class Backend {
    * before that tile's pairs are handed on. Resolves to the number of candidate pairs.
    */
   selfJoinCandidates(store: BaseStore, metric: KernelMetric, limit: number, rel: number, options: SelfJoinOptions): Promise<number> {
-    return selfJoinCandidates(this.device, store as CodeStore, metric, limit, rel, options);
+    return selfJoinCandidates(this.device, store, metric, limit, rel, options);
   }
 
   /**

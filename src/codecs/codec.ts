@@ -9,11 +9,11 @@
  *     against trained thresholds (t) (src/codecs/lsh.ts).
  * Float32 rows are no codec (a Flat or IVF-Flat index).
  */
-import type { Backend } from '../backend/backend.js';
+import type { Compute } from '../contracts.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { sampleRows } from './kmeans.js';
 import { rng } from '../common/random.js';
-import { type RowFormat, bitRows, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from '../stores/row-format.js';
+import { bitRows, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from './code-rows.js';
 import { InvalidArgumentError, MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
 import { checkRefine } from './refine.js';
 import { type VectorSource, dimensionRange } from '../common/vector-source.js';
@@ -21,6 +21,7 @@ import { halfToFloat } from '../common/fp16.js';
 import { ProductQuantizer } from './product-quantizer.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from './scalar-quantizer.js';
 import { LSH_TRAIN_ROWS, Lsh, lshTableFloats } from './lsh.js';
+import type { EncodedRows, RowFormat } from '../contracts.js';
 
 export type CodecSpec =
   | { type: 'SQ'; kind: SqKind }
@@ -100,12 +101,6 @@ export function badCodeRow(c: CodecSpec, d: number, words: Uint32Array, n: numbe
   return null;
 }
 
-/** Encoded rows as a store takes them (see RowFormat.encode). */
-export interface EncodedRows {
-  words: Float32Array;
-  norms: Float32Array | null;
-}
-
 /** A trained codec. */
 export class Codec {
   private constructor(
@@ -168,9 +163,9 @@ export class Codec {
    * `n` rows of `x` (`n * d`; residuals for a residual format) encoded for a store of `format`
    * (this codec's): SQ on the host, PQ by a flat search of each sub-space on the backend.
    */
-  async encode(backend: Backend, format: RowFormat, x: Float32Array, n: number): Promise<EncodedRows> {
+  async encode(compute: Compute, format: RowFormat, x: Float32Array, n: number): Promise<EncodedRows> {
     if (!(this.q instanceof ProductQuantizer)) return format.encode!(x, n);
-    return format.stored(codeWords(await this.q.encode(backend, x, n), n, this.q.codeSize, format.rowWords), n);
+    return format.stored(codeWords(await this.q.encode(compute, x, n), n, this.q.codeSize, format.rowWords), n);
   }
 
   /**
@@ -206,7 +201,7 @@ export class Codec {
    * of at most 256 * 2^nbits rows (as Faiss's k-means samples), each sub-space by k-means on the
    * backend.
    */
-  static async train(backend: Backend, spec: CodecSpec, d: number, x: Float32Array | VectorSource, seed = 1234): Promise<Codec> {
+  static async train(compute: Compute, spec: CodecSpec, d: number, x: Float32Array | VectorSource, seed = 1234): Promise<Codec> {
     const what = codecName(spec);
     if (spec.type === 'SQ') {
       if (spec.kind === 'SQfp16') return Codec.untrained(spec, d)!;
@@ -226,7 +221,7 @@ export class Codec {
     }
     const pq = new ProductQuantizer(d, spec.M, spec.nbits);
     const sample = await sampleRows(x, d, 256 * pq.ksub, rng(seed));
-    await pq.train(backend, sample, sample.length / d, { seed });
+    await pq.train(compute, sample, sample.length / d, { seed });
     return new Codec(spec, pq);
   }
 

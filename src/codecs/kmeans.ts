@@ -3,7 +3,7 @@
  * (on the GPU, without copying assignments back); initialisation, sampling and empty-cluster repair
  * run here, seeded, so both backends start from the same centroids and stay deterministic.
  */
-import type { Backend } from '../backend/backend.js';
+import type { Compute } from '../contracts.js';
 import { rng } from '../common/random.js';
 import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
 import { type VectorSource, checkSource, checkedBlocks, copyRows, gatherRows } from '../common/vector-source.js';
@@ -63,7 +63,7 @@ export class KMeans {
   centroids: Float32Array | null = null;
 
   constructor(
-    readonly backend: Backend,
+    readonly backend: Compute,
     options: { dim: number },
   ) {
     this.dim = checkDim(options?.dim);

@@ -12,7 +12,7 @@
  * every backend; training and encoding run on the backend (k-means and a flat search per
  * sub-space), so the GPU and the CPU train the same centroids up to float rounding.
  */
-import type { Backend } from '../backend/backend.js';
+import type { Compute } from '../contracts.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { KMeans } from './kmeans.js';
 import { InvalidArgumentError, checkDim } from '../types.js';
@@ -134,14 +134,14 @@ export class ProductQuantizer {
    * Trains the M sub-quantizers on `n` rows of `x` (`n * d`): k-means with ksub centroids in each
    * sub-space (at least ksub rows are needed; Faiss asks for 39 per centroid to train well).
    */
-  async train(backend: Backend, x: Float32Array, n: number, options: PqTrainOptions = {}): Promise<void> {
+  async train(compute: Compute, x: Float32Array, n: number, options: PqTrainOptions = {}): Promise<void> {
     if (n < this.ksub) {
       throw new InvalidArgumentError(`PQ${this.M}x${this.nbits} training needs at least 2^nbits = ${this.ksub} vectors; got ${n}`);
     }
     const codebook = new Float32Array(this.M * this.ksub * this.dsub);
     const seed = options.seed ?? 1234;
     for (let m = 0; m < this.M; m++) {
-      const kmeans = new KMeans(backend, { dim: this.dsub });
+      const kmeans = new KMeans(compute, { dim: this.dsub });
       const { centroids } = await kmeans.train(this.subvectors(x, n, m), {
         k: this.ksub,
         niter: options.niter ?? 25,
@@ -157,7 +157,7 @@ export class ProductQuantizer {
    * The codes of `n` rows of `x` (`n * d`): each sub-vector's nearest centroid (squared L2, ties
    * to the smaller number), found by a flat search on the backend, packed into `n * codeSize` bytes.
    */
-  async encode(backend: Backend, x: Float32Array, n: number): Promise<Uint8Array> {
+  async encode(compute: Compute, x: Float32Array, n: number): Promise<Uint8Array> {
     const codebook = this.requireCodebook();
     const { M, ksub, dsub } = this;
     const codes = new Uint8Array(n * this.codeSize);
@@ -165,7 +165,7 @@ export class ProductQuantizer {
     const stores = [];
     try {
       for (let m = 0; m < M; m++) {
-        const store = backend.createBaseStore(dsub, { hostCopy: false });
+        const store = compute.createBaseStore(dsub, { hostCopy: false });
         stores.push(store);
         await store.add(codebook.subarray(m * ksub * dsub, (m + 1) * ksub * dsub), ksub);
       }
@@ -173,7 +173,7 @@ export class ProductQuantizer {
         const rows = Math.min(ENCODE_BLOCK, n - i0);
         const block = x.subarray(i0 * this.d, (i0 + rows) * this.d);
         for (let m = 0; m < M; m++) {
-          const { labels } = await backend.searchFlat(stores[m], this.subvectors(block, rows, m), rows, 1, 'l2');
+          const { labels } = await compute.searchFlat(stores[m], this.subvectors(block, rows, m), rows, 1, 'l2');
           for (let i = 0; i < rows; i++) nearest[i * M + m] = labels[i];
         }
         for (let i = 0; i < rows; i++) this.pack(nearest.subarray(i * M, (i + 1) * M), codes, (i0 + i) * this.codeSize);

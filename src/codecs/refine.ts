@@ -5,12 +5,13 @@
  * codes are re-scored against them (IndexCore's re-score), so the final order and distances are
  * those of the refine rows. Memory: 4 d (Flat) or 2 d (SQfp16) bytes more per vector.
  */
-import type { Backend, BaseStore } from '../backend/backend.js';
+import type { Compute } from '../contracts.js';
 import { ScalarQuantizer } from './scalar-quantizer.js';
 import type { IdMap } from '../indexes/ids.js';
-import { sqRowWords, sqRows } from '../stores/row-format.js';
-import type { RowAt } from '../stores/rows.js';
+import { sqRowWords, sqRows } from './code-rows.js';
+
 import { InvalidArgumentError } from '../types.js';
+import type { BaseStore, RowAt } from '../contracts.js';
 
 /** What the refine rows are: float32 (`,RFlat`) or SQfp16 codes (`,Refine(SQfp16)`). */
 export type RefineKind = 'Flat' | 'SQfp16';
@@ -35,7 +36,7 @@ export class RefineRows {
   private readonly coded: boolean;
 
   constructor(
-    private readonly backend: Backend,
+    private readonly compute: Compute,
     private readonly d: number,
     private readonly hostCopy: boolean | undefined,
     readonly kind: RefineKind,
@@ -46,7 +47,7 @@ export class RefineRows {
 
   private newStore(): BaseStore {
     const format = this.coded ? sqRows(new ScalarQuantizer(this.d, 'SQfp16')) : undefined;
-    return this.backend.createBaseStore(this.d, { hostCopy: this.hostCopy }, format);
+    return this.compute.createBaseStore(this.d, { hostCopy: this.hostCopy }, format);
   }
 
   /** Appends `n` prepared rows (slots continue from the rows held). */

@@ -8,8 +8,9 @@
 import type { RangeCandidates } from '../plans/range-search.js';
 import { exactScorer } from './rescore.js';
 import { COSINE_RANGE_BAND, ThresholdTest } from '../common/threshold.js';
-import type { RowAt } from '../stores/rows.js';
+
 import type { Metric } from '../types.js';
+import type { RowAt } from '../contracts.js';
 
 /** Faiss's range-search layout: query q's results are entries lims[q] .. lims[q + 1] - 1. */
 export interface RangeResult {

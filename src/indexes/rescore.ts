@@ -13,8 +13,9 @@
  * What it cannot fix: when more than `candidates - k` vectors tie with the k-th within the
  * kernels' rounding (near copies), the kernels' cut decides which of them are candidates.
  */
-import type { RowAt } from '../stores/rows.js';
+
 import type { Metric, SlotResult, SearchTimings } from '../types.js';
+import type { RowAt } from '../contracts.js';
 
 /** Fewest candidates beyond k that are re-scored (fewer only where the backend's largest k leaves no room). */
 export const RESCORE_MARGIN = 16;

@@ -9,7 +9,7 @@ import { HEAP_MAX_K, type KernelMetric } from '../kernel-facts.js';
 import { IdMap, type IdFilter, allowedRows, checkFilter, checkIds, rowAllowed } from './ids.js';
 import { OperationQueue } from './operation-queue.js';
 import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.js';
-import type { RowAt } from '../stores/rows.js';
+
 import type { Metric, RangeSearchResult, SearchResult, SearchTimings, SlotResult } from '../types.js';
 import { InvalidArgumentError, checkK, checkVectors, prepareRows } from '../types.js';
 import { type RowProgress, type VectorSource, checkIdRoom } from '../common/vector-source.js';
@@ -20,6 +20,7 @@ import { dedupMargin } from '../jobs/dedup.js';
 import { Codec, type CodecSpec, codecName } from '../codecs/codec.js';
 import { type RefineKind, RefineRows, checkRefine } from '../codecs/refine.js';
 import { type TransformSpec, checkTransform, parseTransform, TRANSFORM_FORMS } from '../codecs/transforms.js';
+import type { RowAt } from '../contracts.js';
 
 /** The key the live rows' masks are cached under (a search without a filter). */
 const LIVE_ROWS = {};

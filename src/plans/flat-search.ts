@@ -20,12 +20,13 @@ import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import { HEAP_MAX_K, type KernelMetric, PAD_ID } from '../kernel-facts.js';
 import { finalizeResults, sortLists } from '../common/results.js';
-import type { CodeStore } from '../stores/code-store.js';
-import type { RowFormat } from '../stores/row-format.js';
+import type { BaseStore } from '../contracts.js';
+
 import type { SlotResult, SearchTimings } from '../types.js';
 import { norms as hostNorms } from '../cpu/norms.js';
 import { type RunLists, Scratch } from './kit/scratch.js';
 import { checkResultRow, queryBatch, scoreTiles, selectSegments } from './kit/tiling.js';
+import type { RowFormat } from '../contracts.js';
 
 /**
  * Rows a flat scan visits: rows [start, start + rows) of a chunk's buffers, the first with id
@@ -211,7 +212,7 @@ export function scoreRuns(
  */
 export function flatLists(
   scratch: Scratch,
-  base: CodeStore,
+  base: BaseStore,
   q: QueryRows,
   q0: number,
   nq: number,
@@ -352,7 +353,7 @@ export async function searchInBatches(
  */
 export function searchFlat(
   device: Device,
-  base: CodeStore,
+  base: BaseStore,
   xq: Float32Array,
   nq: number,
   k: number,

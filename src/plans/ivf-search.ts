@@ -26,8 +26,8 @@
 import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import { HEAP_MAX_K, type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
-import type { CodeStore } from '../stores/code-store.js';
-import type { DeviceLists } from '../stores/inverted-lists.js';
+import type { BaseStore } from '../contracts.js';
+import type { ListStore } from '../contracts.js';
 import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
 import { type HostLists, type RowRun, flatLists, floatQueries, queryRows, readLists, scoreRuns, scoreScratch, searchInBatches, withMasks } from './flat-search.js';
 import type { RunLists, Scratch } from './kit/scratch.js';
@@ -58,8 +58,8 @@ export const GEMM_MIN_QUERIES_PER_LIST = 6;
 
 export async function searchIvf(
   device: Device,
-  coarse: CodeStore,
-  lists: DeviceLists,
+  coarse: BaseStore,
+  lists: ListStore,
   xq: Float32Array,
   nq: number,
   k: number,
@@ -114,7 +114,7 @@ export async function searchIvf(
 /** Records the list scans and merges of one batch (on the half rows with `half`); returns the running lists (`rows * k`). */
 function scanLists(
   scratch: Scratch,
-  lists: DeviceLists,
+  lists: ListStore,
   xq: DeviceBuffer,
   probes: DeviceBuffer,
   nq: number,
@@ -163,7 +163,7 @@ function scanLists(
  */
 async function gemmLists(
   scratch: Scratch,
-  lists: DeviceLists,
+  lists: ListStore,
   queries: Float32Array,
   d: number,
   probes: Uint32Array,

@@ -25,7 +25,7 @@
  * at most 64 MiB): a limit lowered below that means fewer blocks, and float sums rounded
  * differently. The centroids and one block's sums (nc rows each) must fit one binding.
  */
-import type { KMeansWorkspace } from '../backend/backend.js';
+
 import type { Device, DeviceBuffer } from '../device.js';
 import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
@@ -34,6 +34,7 @@ import { InvalidArgumentError } from '../types.js';
 import { copyRows } from '../common/vector-source.js';
 import { flatLists, floatQueries, searchFlat } from './flat-search.js';
 import { Scratch } from './kit/scratch.js';
+import type { KMeansWorkspace } from '../contracts.js';
 
 export class DeviceKMeans implements KMeansWorkspace {
   private readonly centroidStore: CodeStore;

@@ -29,15 +29,16 @@ import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../common/pairs.js';
-import type { CodeStore } from '../stores/code-store.js';
-import type { DeviceLists } from '../stores/inverted-lists.js';
+import type { BaseStore } from '../contracts.js';
+import type { ListStore } from '../contracts.js';
 import { InvalidArgumentError } from '../types.js';
 import { type QueryRows, flatLists, floatQueries, queryRows, scoreTile, tableBytes, tileTables, uploadQueries, withMasks } from './flat-search.js';
-import type { RowFormat } from '../stores/row-format.js';
+
 import { groupProbes } from './ivf-search.js';
 import { PairTiles } from './kit/pair-tiles.js';
 import { Scratch } from './kit/scratch.js';
 import { groupedBatch, queryBatch, scoreTiles } from './kit/tiling.js';
+import type { RowFormat } from '../contracts.js';
 
 /** Each query's candidates: query q's are `ids[lims[q] .. lims[q + 1])`, ascending, no duplicates. */
 export interface RangeCandidates {
@@ -57,7 +58,7 @@ export interface RangeCandidates {
  */
 export async function rangeFlat(
   device: Device,
-  base: CodeStore,
+  base: BaseStore,
   xq: Float32Array,
   nq: number,
   metric: KernelMetric,
@@ -75,7 +76,7 @@ export async function rangeFlat(
 
 async function flatCandidates(
   device: Device,
-  base: CodeStore,
+  base: BaseStore,
   xq: Float32Array,
   nq: number,
   metric: KernelMetric,
@@ -134,8 +135,8 @@ async function flatCandidates(
  */
 export async function rangeIvf(
   device: Device,
-  coarse: CodeStore,
-  lists: DeviceLists,
+  coarse: BaseStore,
+  lists: ListStore,
   xq: Float32Array,
   nq: number,
   nprobe: number,

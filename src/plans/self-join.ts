@@ -10,17 +10,18 @@
  * (the tiles' re-runs: src/plans/kit/pair-tiles.ts, shared with range search).
  */
 import { DEFAULT_MAX_CANDIDATES, sortTilePairs, tooManyCandidates } from '../common/pairs.js';
-import type { SelfJoinOptions } from '../backend/backend.js';
+
 import type { Device } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
-import type { CodeStore } from '../stores/code-store.js';
+import type { BaseStore } from '../contracts.js';
 import { InvalidArgumentError } from '../types.js';
 import { PairTiles } from './kit/pair-tiles.js';
 import { scoreTiles } from './kit/tiling.js';
+import type { SelfJoinOptions } from '../contracts.js';
 
 export async function selfJoinCandidates(
   device: Device,
-  base: CodeStore,
+  base: BaseStore,
   metric: KernelMetric,
   limit: number,
   rel: number,

@@ -11,18 +11,12 @@
  * The host reads rows (the exact re-score, save) as src/stores/rows.ts says: in place on the CPU,
  * from one host copy on a real GPU (`hostCopy`, default the device's tuning.hostCopy), or read back.
  */
-import type { BaseStore, BaseStoreOptions } from '../backend/backend.js';
-import type { Device, DeviceBuffer } from '../device.js';
-import { chunkRows } from '../plans/kit/tiling.js';
-import { type RowFormat, floatRows } from './row-format.js';
-import { ChunkRows, type RowAt, type RowChunk } from './rows.js';
-import type { EncodedRows } from '../codecs/codec.js';
 
-export interface Chunk extends RowChunk {
-  xnorm: DeviceBuffer;
-  rows: number;
-  capacity: number;
-}
+import type { Device } from '../device.js';
+import { chunkRows } from '../plans/kit/tiling.js';
+import { floatRows } from './row-format.js';
+import { ChunkRows } from './rows.js';
+import type { BaseStore, BaseStoreOptions, RowFormat, RowAt, StoreChunk, EncodedRows } from '../contracts.js';
 
 interface Placement {
   index: number;
@@ -37,7 +31,7 @@ export class CodeStore implements BaseStore {
   readonly rowWords: number;
   /** Rows per chunk: every chunk but the last that holds rows is full (chunks after it are reserved, empty). */
   readonly chunkRows: number;
-  chunks: Chunk[] = [];
+  chunks: StoreChunk[] = [];
   private readonly host: ChunkRows;
 
   constructor(
@@ -154,8 +148,8 @@ export class CodeStore implements BaseStore {
    * needs, or (not `exact`) doubling. Allocates everything first and waits for the device to
    * confirm it, so that running out of memory leaves the store as it was.
    */
-  private async allocate(plan: Placement[], exact: boolean): Promise<Map<number, Chunk>> {
-    const grown = new Map<number, Chunk>();
+  private async allocate(plan: Placement[], exact: boolean): Promise<Map<number, StoreChunk>> {
+    const grown = new Map<number, StoreChunk>();
     try {
       for (const p of plan) {
         const old = this.chunks[p.index];
@@ -163,7 +157,7 @@ export class CodeStore implements BaseStore {
         if (old && old.capacity >= need) continue;
         const capacity = exact ? need : Math.min(this.chunkRows, Math.max(need, (old?.capacity ?? 0) * 2));
         const xb = this.device.buffer('xb', capacity * this.rowWords * 4);
-        const c: Chunk = { xb, xnorm: this.device.buffer('xnorm', capacity * 4), host: null, rows: old?.rows ?? 0, capacity };
+        const c: StoreChunk = { xb, xnorm: this.device.buffer('xnorm', capacity * 4), host: null, rows: old?.rows ?? 0, capacity };
         grown.set(p.index, c);
         c.host = this.host.hostFor(xb, capacity);
       }
@@ -177,7 +171,7 @@ export class CodeStore implements BaseStore {
   }
 
   /** Moves each grown chunk's rows into its new buffers and puts it in place of the old one. */
-  private async install(grown: Map<number, Chunk>): Promise<void> {
+  private async install(grown: Map<number, StoreChunk>): Promise<void> {
     const rowBytes = this.rowWords * 4;
     for (const [i, c] of grown) {
       const old = this.chunks[i];
@@ -234,7 +228,7 @@ export class CodeStore implements BaseStore {
     this.reset();
   }
 
-  private free(c: Chunk): void {
+  private free(c: StoreChunk): void {
     this.device.release(c.xb);
     this.device.release(c.xnorm);
     c.host = null;

@@ -19,31 +19,16 @@
  * from one host copy on a real GPU (`hostCopy`, default the device's tuning.hostCopy), or read back; `positionOf` maps each
  * id to its row.
  */
-import type { Device, DeviceBuffer } from '../device.js';
-import type { BaseStoreOptions } from '../backend/backend.js';
+import type { Device } from '../device.js';
+
 import { chunkRows, rowsPerBinding } from '../plans/kit/tiling.js';
 import { InvalidArgumentError } from '../types.js';
-import { type RowFormat, floatRows } from './row-format.js';
-import { ChunkRows, type RowAt, type RowChunk, type RowRun } from './rows.js';
+import { floatRows } from './row-format.js';
+import { ChunkRows, type RowRun } from './rows.js';
 import { encodeRows } from './code-store.js';
-import type { EncodedRows } from '../codecs/codec.js';
-import { encodeHalfRows, halfRowWords } from './half-rows.js';
 
-export interface ListChunk extends RowChunk {
-  /** The rows as halves, where the lists keep them (`half`): what the scan reads first. */
-  xh: DeviceBuffer | null;
-  xnorm: DeviceBuffer;
-  ids: DeviceBuffer;
-  /** Rows the buffers hold. */
-  capacity: number;
-  /** Rows reserved by extents (the first free row). */
-  used: number;
-  /** Host mirror of the device table (2 * nlist u32). */
-  ranges: Uint32Array;
-  rangesBuf: DeviceBuffer;
-  /** Host mirror of `ids` (the GEMM strategy maps the rows it selects to ids on the host). */
-  hostIds: Uint32Array;
-}
+import { encodeHalfRows, halfRowWords } from './half-rows.js';
+import type { BaseStoreOptions, RowFormat, RowAt, ListChunk, ListStore, EncodedRows } from '../contracts.js';
 
 interface Extent {
   chunk: number;
@@ -55,7 +40,7 @@ interface Extent {
 /** Smallest extent opened for a list. */
 const MIN_EXTENT = 8;
 
-export class DeviceLists {
+export class DeviceLists implements ListStore {
   /** How rows are stored: float rows (IVF-Flat) or codes (src/codecs: IVF-SQ, IVF-PQ). */
   readonly format: RowFormat;
   readonly dpad: number;

@@ -13,16 +13,7 @@
  * Rows come out as floats, decoded by the format where they are codes.
  */
 import type { Device, DeviceBuffer } from '../device.js';
-import type { RowFormat } from './row-format.js';
-
-export interface RowChunk {
-  xb: DeviceBuffer;
-  /** This chunk's rows on the host (see above; words, as a Float32Array), or null: read back from the device. */
-  host: Float32Array | null;
-}
-
-/** A stored row by id: a view whose first `d` floats are the row. */
-export type RowAt = (id: number) => Float32Array;
+import type { RowAt, RowChunk, RowFormat } from '../contracts.js';
 
 /** A run of rows to read: `rows` rows from row `start` of chunk `chunk`. */
 export interface RowRun {

@@ -16,12 +16,13 @@ import { indexFactory } from '../../src/indexes/factory.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { clusteredFloats, randomFloats } from '../../src/common/random.js';
-import type { RowAt } from '../../src/stores/rows.js';
+
 import type { Metric } from '../../src/types.js';
 import type { SearchParams, VectorIndex } from '../../src/indexes/vector-index.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { bruteForce } from '../helpers/reconstructed.js';
 import { suiteBackends } from '../helpers/suite.js';
+import type { RowAt } from '../../src/contracts.js';
 
 const { cpu, gpu, backends } = await suiteBackends();
 const dir = mkdtempSync(join(tmpdir(), 'wgknn-rerank-'));

@@ -15,7 +15,7 @@ import { indexFactory } from '../../src/indexes/factory.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { clusteredFloats, randomFloats } from '../../src/common/random.js';
-import { sqRowWords, sqTableFloats } from '../../src/stores/row-format.js';
+import { sqRowWords, sqTableFloats } from '../../src/codecs/code-rows.js';
 import { type Metric, normalizeRows } from '../../src/types.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';

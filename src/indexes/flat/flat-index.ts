@@ -2,13 +2,13 @@
  * Exact search: every query is scored against every stored vector (Faiss's IndexFlat).
  * Written once against `Backend`; the backend decides whether the kernels run on the GPU or CPU.
  */
-import type { Backend, BaseStore } from '../../backend/backend.js';
+import type { Backend } from '../../backend/backend.js';
 import { Codec } from '../../codecs/codec.js';
 import { checkIds } from '../ids.js';
 import type { RefineKind } from '../../codecs/refine.js';
 import { Transform, transformName } from '../../codecs/transforms.js';
 import type { CodeStore } from '../../stores/code-store.js';
-import type { RowAt } from '../../stores/rows.js';
+
 import type { Metric, SlotResult } from '../../types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from '../../common/vector-source.js';
@@ -16,6 +16,7 @@ import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection } f
 import { platform } from '../../platform/platform.js';
 import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
+import type { BaseStore, RowAt } from '../../contracts.js';
 
 export interface FlatIndexOptions {
   dim: number;

@@ -25,14 +25,14 @@
  * list) pair with the query transformed for that list (src/stores/row-format.ts). `refine` keeps
  * the float32 vectors too (`,RFlat`) for an exact re-rank of k x kFactor candidates.
  */
-import type { Backend, BaseStore } from '../../backend/backend.js';
+import type { Backend } from '../../backend/backend.js';
 import { Codec } from '../../codecs/codec.js';
 import { checkIds } from '../ids.js';
 import type { RefineKind } from '../../codecs/refine.js';
 import { rng } from '../../common/random.js';
 import type { DeviceLists } from '../../stores/inverted-lists.js';
 import { uncertified } from '../../stores/half-rows.js';
-import type { RowAt } from '../../stores/rows.js';
+
 import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from '../../codecs/kmeans.js';
 import type { Metric, SlotResult } from '../../types.js';
 import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
@@ -41,6 +41,7 @@ import { type IndexFileHeader, checkLists, codecFileType, idSection } from '../.
 import { platform } from '../../platform/platform.js';
 import { IndexCore, type RowSpace, type SearchParams } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
+import type { BaseStore, RowAt } from '../../contracts.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;
@@ -105,8 +106,6 @@ export class IvfFlatIndex extends IndexCore {
   get codecTables(): Float32Array | null {
     return this.codec?.tables() ?? null;
   }
-
-
 
   /** Lists scanned per query, in [1, nlist]. */
   get nprobe(): number {

@@ -7,7 +7,7 @@
 import type { Device } from '../../device.js';
 import { MERGE_ROUND } from '../../kernel-facts.js';
 import { InvalidArgumentError } from '../../types.js';
-import type { RowFormat } from '../../stores/row-format.js';
+import type { RowFormat } from '../../contracts.js';
 
 /** Rows of `rowBytes` that fit one binding, capped by `cap`; throws if not even one does. */
 export function rowsPerBinding(device: Device, rowBytes: number, what: string, cap = Infinity): number {
