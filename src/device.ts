@@ -433,25 +433,33 @@ export interface KmeansReduceArgs<B = DeviceBuffer> {
   nblocks: number;
 }
 
-/** One kernel call: the kernel's name and its arguments. */
-export type KernelCall<B = DeviceBuffer> =
-  | ({ kernel: 'norms' } & NormsArgs<B>)
-  | ({ kernel: 'gemm-scores' } & GemmScoresArgs<B>)
-  | ({ kernel: 'topk' } & TopkArgs<B>)
-  | ({ kernel: 'topk-merge' } & TopkMergeArgs<B>)
-  | ({ kernel: 'select-radix' } & SelectRadixArgs<B>)
-  | ({ kernel: 'ivf-scan' } & IvfScanArgs<B>)
-  | ({ kernel: 'pairs-threshold' } & PairsThresholdArgs<B>)
-  | ({ kernel: 'mask-scores' } & MaskScoresArgs<B>)
-  | ({ kernel: 'gather-rows' } & GatherRowsArgs<B>)
-  | ({ kernel: 'sq-scores' } & SqScoresArgs<B>)
-  | ({ kernel: 'pq-tables' } & PqTablesArgs<B>)
-  | ({ kernel: 'pq-scores' } & PqScoresArgs<B>)
-  | ({ kernel: 'hamming-scores' } & HammingScoresArgs<B>)
-  | ({ kernel: 'kmeans-partial' } & KmeansPartialArgs<B>)
-  | ({ kernel: 'kmeans-reduce' } & KmeansReduceArgs<B>);
+/**
+ * Every kernel by name, with its argument record: the one list of kernels. Each device's registry
+ * (src/cpu/twins.ts, src/gpu/kernels/registry.ts) is typed as a map over these names, so a kernel
+ * added here does not compile until every device runs it.
+ */
+export interface KernelArgs<B = DeviceBuffer> {
+  'norms': NormsArgs<B>;
+  'gemm-scores': GemmScoresArgs<B>;
+  'topk': TopkArgs<B>;
+  'topk-merge': TopkMergeArgs<B>;
+  'select-radix': SelectRadixArgs<B>;
+  'ivf-scan': IvfScanArgs<B>;
+  'pairs-threshold': PairsThresholdArgs<B>;
+  'mask-scores': MaskScoresArgs<B>;
+  'gather-rows': GatherRowsArgs<B>;
+  'sq-scores': SqScoresArgs<B>;
+  'pq-tables': PqTablesArgs<B>;
+  'pq-scores': PqScoresArgs<B>;
+  'hamming-scores': HammingScoresArgs<B>;
+  'kmeans-partial': KmeansPartialArgs<B>;
+  'kmeans-reduce': KmeansReduceArgs<B>;
+}
 
-export type KernelName = KernelCall['kernel'];
+export type KernelName = keyof KernelArgs;
+
+/** One kernel call: the kernel's name and its arguments (a union over KernelArgs). */
+export type KernelCall<B = DeviceBuffer> = { [K in KernelName]: { kernel: K } & KernelArgs<B>[K] }[KernelName];
 
 export interface Device {
   readonly kind: DeviceKind;

@@ -10,21 +10,8 @@ import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 import { BufferPool, type PoolStats } from './buffer-pool.js';
 import { GpuContext } from './context.js';
 import { type GemmChoice, type GemmVariantOption, checkGemmVariantOption, chooseGemmVariant, timeGemmVariants } from './kernel-choice.js';
-import { encodeGemmScores, gemmVariants, workgroupTile } from './kernels/gemm-scores.js';
-import { encodeIvfScan } from './kernels/ivf-scan.js';
 import { Kernels } from './kernels/kernels.js';
-import { encodeKmeansPartial, encodeKmeansReduce } from './kernels/kmeans-update.js';
-import { encodeMaskScores } from './kernels/mask-scores.js';
-import { encodeNorms } from './kernels/norms.js';
-import { encodeGatherRows } from './kernels/gather-rows.js';
-import { encodePairsThreshold } from './kernels/pairs-threshold.js';
-import { GPU_MAX_K, encodeSelectRadix } from './kernels/select-radix.js';
-import { encodeSqScores } from './kernels/sq-scores.js';
-import { encodePqScores } from './kernels/pq-scores.js';
-import { encodeHammingScores } from './kernels/hamming-scores.js';
-import { encodePqTables } from './kernels/pq-tables.js';
-import { encodeTopk } from './kernels/topk.js';
-import { encodeTopkMerge } from './kernels/topk-merge.js';
+import { GPU_MAX_K, encode, gemmVariants, workgroupTile } from './kernels/registry.js';
 import { PipelineCache } from './pipelines.js';
 import { Recorder, STORAGE } from './recorder.js';
 
@@ -176,56 +163,7 @@ export class GpuDevice implements Device {
   }
 
   dispatch(call: KernelCall): void {
-    const k = this.kernels;
-    const b = gpuOf;
-    switch (call.kernel) {
-      case 'norms':
-        return encodeNorms(k, { ...call, x: b(call.x), out: b(call.out) });
-      case 'gather-rows':
-        return encodeGatherRows(k, { ...call, x: b(call.x), rows: b(call.rows), out: b(call.out) });
-      case 'gemm-scores':
-        return encodeGemmScores(k, { ...call, xq: b(call.xq), xb: b(call.xb), xnorm: b(call.xnorm), scores: b(call.scores) });
-      case 'topk':
-        return encodeTopk(k, {
-          ...call, scores: b(call.scores), outS: b(call.outS), outI: b(call.outI),
-          bound: call.bound ? { s: b(call.bound.s), i: b(call.bound.i), row0: call.bound.row0 } : null,
-        });
-      case 'topk-merge':
-        return encodeTopkMerge(k, {
-          ...call, partS: b(call.partS), partI: b(call.partI), runInS: b(call.runInS), runInI: b(call.runInI),
-          runOutS: b(call.runOutS), runOutI: b(call.runOutI),
-        });
-      case 'select-radix':
-        return encodeSelectRadix(k, {
-          ...call, scores: b(call.scores), ids: call.ids ? b(call.ids) : null, runInS: b(call.runInS), runInI: b(call.runInI), runOutS: b(call.runOutS), runOutI: b(call.runOutI),
-        });
-      case 'ivf-scan':
-        return encodeIvfScan(k, {
-          ...call, xq: b(call.xq), lists: b(call.lists), xb: b(call.xb), xnorm: b(call.xnorm),
-          ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null, xh: call.xh ? b(call.xh) : null,
-        });
-      case 'pairs-threshold':
-        return encodePairsThreshold(k, {
-          ...call, scores: b(call.scores), xnormQ: b(call.xnormQ), xnormB: b(call.xnormB), count: b(call.count), pairs: b(call.pairs),
-        });
-      case 'sq-scores':
-        return encodeSqScores(k, { ...call, xq: b(call.xq), qbias: b(call.qbias), codes: b(call.codes), xnorm: b(call.xnorm), scores: b(call.scores) });
-      case 'pq-tables':
-        return encodePqTables(k, { ...call, xq: b(call.xq), codebook: b(call.codebook), luts: b(call.luts) });
-      case 'pq-scores':
-        return encodePqScores(k, { ...call, luts: b(call.luts), qbias: b(call.qbias), codes: b(call.codes), scores: b(call.scores) });
-      case 'hamming-scores':
-        return encodeHammingScores(k, { ...call, xq: b(call.xq), codes: b(call.codes), scores: b(call.scores) });
-      case 'mask-scores':
-        return encodeMaskScores(k, { ...call, scores: b(call.scores), mask: b(call.mask) });
-      case 'kmeans-partial':
-        return encodeKmeansPartial(k, {
-          ...call, x: b(call.x), xnorm: b(call.xnorm), score: b(call.score), label: b(call.label), sums: b(call.sums),
-          counts: b(call.counts), obj: b(call.obj),
-        });
-      case 'kmeans-reduce':
-        return encodeKmeansReduce(k, { ...call, sums: b(call.sums), counts: b(call.counts), centroids: b(call.centroids), outCounts: b(call.outCounts) });
-    }
+    encode(this.kernels, call, gpuOf);
   }
 
   async read(ranges: { buffer: DeviceBuffer; offset: number; bytes: number }[], timings?: SearchTimings): Promise<ArrayBuffer[]> {

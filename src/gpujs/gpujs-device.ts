@@ -15,7 +15,8 @@
  */
 import type { GPU, IKernelRunShortcut } from 'gpu.js';
 import { CpuDevice, cpuOf } from '../cpu/cpu-device.js';
-import type { DeviceOptions, GemmScoresArgs, KernelCall, NormsArgs } from '../device.js';
+import { type CpuTwins, TWINS } from '../cpu/twins.js';
+import type { DeviceOptions, GemmScoresArgs, NormsArgs } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
 
@@ -138,11 +139,12 @@ export class GpujsDevice extends CpuDevice {
     return new GpujsDevice(deviceOptions, gpu, mode, glRenderer(built.values().next().value), built);
   }
 
-  protected override runTwin(c: KernelCall): void {
-    if (c.kernel === 'gemm-scores') this.gemmScores(c);
-    else if (c.kernel === 'norms') this.norms(c);
-    else super.runTwin(c);
-  }
+  /** The CPU device's twins, but for the two kernels gpu.js runs. */
+  protected override readonly twins: CpuTwins = {
+    ...TWINS,
+    'gemm-scores': (c) => this.gemmScores(c),
+    'norms': (c) => this.norms(c),
+  };
 
   private gemmScores(c: GemmScoresArgs): void {
     const xq = cpuOf(c.xq).f32;

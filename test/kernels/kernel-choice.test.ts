@@ -7,7 +7,8 @@ import type { AdapterSummary } from '../../src/gpu/context.js';
 import { GpuDevice } from '../../src/gpu/gpu-device.js';
 import { type GemmChoice, chooseGemmVariant, gemmCacheKey, gemmShaderHash } from '../../src/gpu/kernel-choice.js';
 import { gemmCacheDir } from '../../src/platform/platform.js';
-import { type GemmVariant, gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
+import { gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
+import type { GemmVariant } from '../../src/gpu/kernels/gemm-variant.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
 const gpu = await gpuBackend();

@@ -8,9 +8,8 @@
 import type { GemmScoresArgs } from '../../device.js';
 import type { KernelMetric } from '../../kernel-facts.js';
 import type { GpuContext } from '../context.js';
+import type { GemmVariant } from './gemm-variant.js';
 import type { Kernels } from './kernels.js';
-
-export type GemmVariant = 'subgroup' | 'portable' | 'tiled';
 
 /** Every variant's shader (in shaders/), in the order `gemmVariants` offers them. */
 export const GEMM_SHADERS: Readonly<Record<GemmVariant, string>> = {

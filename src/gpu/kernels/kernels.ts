@@ -2,7 +2,7 @@
 import type { GpuContext } from '../context.js';
 import type { PipelineCache } from '../pipelines.js';
 import { type Recorder, foldGroups } from '../recorder.js';
-import type { GemmVariant } from './gemm-scores.js';
+import type { GemmVariant } from './gemm-variant.js';
 
 export class Kernels {
   constructor(
