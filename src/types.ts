@@ -72,6 +72,9 @@ export function emptyTimings(): SearchTimings {
 }
 
 /** Bad arguments: the message names the bad value and what was expected. */
+/** Largest id: ids are exact integers in float64. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
 export class InvalidArgumentError extends Error {
   override name = 'InvalidArgumentError';
 }

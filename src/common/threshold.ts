@@ -26,6 +26,11 @@
 /** How far below the radius a range search of a cosine index keeps results (see above). */
 export const COSINE_RANGE_BAND = 2 ** -22;
 
+/** Relative margin on ||a||^2 + ||b||^2: twice the float32 error bound of the expansion, (2d + 4) * 2^-24. */
+export function dedupMargin(d: number): number {
+  return (4 * d + 16) * 2 ** -24;
+}
+
 export type ThresholdMetric = 'l2' | 'ip' | 'cosine';
 
 /** Unit roundoff of float64. */

@@ -18,10 +18,7 @@
  * slots are dead, and `IdMap.compact` then renumbers the slots that remain.
  */
 import { maskAllows } from '../cpu/mask-scores.js';
-import { InvalidArgumentError } from '../types.js';
-
-/** Largest id: ids are exact integers in float64. */
-export const MAX_ID = Number.MAX_SAFE_INTEGER;
+import { InvalidArgumentError, MAX_ID } from '../types.js';
 
 /**
  * Which ids a search may return: the allowed ids (BigInt64Array; ids the index does not hold are

@@ -16,11 +16,12 @@ import { type RowProgress, type VectorSource, checkIdRoom } from '../common/vect
 import type { KMeansProgress } from '../codecs/kmeans.js';
 import { rangeRescore } from './range.js';
 import type { RangeCandidates } from '../plans/range-search.js';
-import { dedupMargin } from '../jobs/dedup.js';
+
 import { Codec, type CodecSpec, codecName } from '../codecs/codec.js';
 import { type RefineKind, RefineRows, checkRefine } from '../codecs/refine.js';
 import { type TransformSpec, checkTransform, parseTransform, TRANSFORM_FORMS } from '../codecs/transforms.js';
 import type { RowAt } from '../contracts.js';
+import { dedupMargin } from '../common/threshold.js';
 
 /** The key the live rows' masks are cached under (a search without a filter). */
 const LIVE_ROWS = {};

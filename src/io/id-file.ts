@@ -11,11 +11,12 @@
  * any length is held only as the ids themselves (8 bytes each).
  */
 import { extname } from 'node:path';
-import { MAX_ID } from '../indexes/ids.js';
+
 import { InvalidArgumentError } from '../types.js';
 import { openForReading, fileError } from './file-error.js';
 import { bytesAfter, readNpyFields } from './npy.js';
 import { jsonlIds } from './vector-reader.js';
+import { MAX_ID } from '../types.js';
 
 /** Bytes read per block of a text id file. */
 const TEXT_BLOCK_BYTES = 1 << 22;

@@ -17,7 +17,7 @@
  */
 import type { Backend } from '../backend/backend.js';
 import { DEFAULT_MAX_CANDIDATES } from '../common/pairs.js';
-import { ThresholdTest, squaredNorm } from '../common/threshold.js';
+import { ThresholdTest, dedupMargin, squaredNorm } from '../common/threshold.js';
 import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
 import { type VectorSource, checkSource, checkedBlocks } from '../common/vector-source.js';
 
@@ -80,11 +80,6 @@ export interface DedupResult {
   drop: Uint32Array;
   /** Candidates the margin let through, before the exact check. */
   candidates: number;
-}
-
-/** Relative margin on ||a||^2 + ||b||^2: twice the float32 error bound of the expansion, (2d + 4) * 2^-24. */
-export function dedupMargin(d: number): number {
-  return (4 * d + 16) * 2 ** -24;
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 
 import type { Device } from '../device.js';
-import { chunkRows } from '../plans/kit/tiling.js';
+import { chunkRows } from './chunking.js';
 import { floatRows } from './row-format.js';
 import { ChunkRows } from './rows.js';
 import type { BaseStore, BaseStoreOptions, RowFormat, RowAt, StoreChunk, EncodedRows } from '../contracts.js';

@@ -21,7 +21,7 @@
  */
 import type { Device } from '../device.js';
 
-import { chunkRows, rowsPerBinding } from '../plans/kit/tiling.js';
+import { chunkRows, rowsPerBinding } from './chunking.js';
 import { InvalidArgumentError } from '../types.js';
 import { floatRows } from './row-format.js';
 import { ChunkRows, type RowRun } from './rows.js';

@@ -2,9 +2,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend/backend.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { createBackend } from '../../src/backend/create-backend.js';
-import { dedupMargin } from '../../src/jobs/dedup.js';
+
 import { randomSmallInts } from '../../src/common/random.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { dedupMargin } from '../../src/common/threshold.js';
 
 const gpu = await gpuBackend();
 // Tiny tiles and pair buffer: many query tiles, each overflowing its buffer once.

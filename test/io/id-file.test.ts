@@ -8,11 +8,12 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAX_ID } from '../../src/indexes/ids.js';
+
 import { readIdFile, readJsonlIds } from '../../src/io/id-file.js';
 import { VectorStreamWriter } from '../../src/io/stream-writer.js';
 import { readVectors } from '../../src/io/vectors.js';
 import { npyBytes } from '../helpers/files.js';
+import { MAX_ID } from '../../src/types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-ids-'));
 const file = (name: string, content: string | Uint8Array): string => {

@@ -9,7 +9,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend/backend.js';
 import type { DeviceOptions } from '../../src/device.js';
-import { dedupMargin } from '../../src/jobs/dedup.js';
+
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import type { RangeCandidates } from '../../src/plans/range-search.js';
 import { clusteredFloats, rng } from '../../src/common/random.js';
@@ -21,6 +21,7 @@ import type { DeviceLists } from '../../src/stores/inverted-lists.js';
 import { type Metric, normalizeRows } from '../../src/types.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { dedupMargin } from '../../src/common/threshold.js';
 
 afterAll(disposeGpuBackends);
 

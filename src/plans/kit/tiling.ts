@@ -8,22 +8,7 @@ import type { Device } from '../../device.js';
 import { MERGE_ROUND } from '../../kernel-facts.js';
 import { InvalidArgumentError } from '../../types.js';
 import type { RowFormat } from '../../contracts.js';
-
-/** Rows of `rowBytes` that fit one binding, capped by `cap`; throws if not even one does. */
-export function rowsPerBinding(device: Device, rowBytes: number, what: string, cap = Infinity): number {
-  const fit = Math.floor(device.limits.maxBindingBytes / rowBytes);
-  if (fit < 1) {
-    throw new InvalidArgumentError(
-      `one ${what} takes ${rowBytes} bytes; this device binds at most ${device.limits.maxBindingBytes} bytes at once (maxBindingBytes)`,
-    );
-  }
-  return Math.max(1, Math.min(fit, cap));
-}
-
-/** Rows per chunk of a store with rows of `rowBytes` (vectors, ids, norms each in their own buffer). */
-export function chunkRows(device: Device, rowBytes: number): number {
-  return rowsPerBinding(device, rowBytes, 'stored row', device.tuning.chunkRows);
-}
+import { rowsPerBinding } from '../../stores/chunking.js';
 
 /**
  * Queries per batch of a search: the batch's queries (rows of dpad floats), its running lists (k
