@@ -30,11 +30,14 @@ import type { Device, DeviceBuffer } from '../device.js';
 import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
 import { CodeStore } from '../stores/code-store.js';
-import { InvalidArgumentError } from '../types.js';
+import { InvalidArgumentError, type SlotResult } from '../types.js';
 import { copyRows } from '../common/vector-source.js';
-import { flatLists, floatQueries, searchFlat } from './flat-search.js';
 import { Scratch } from './kit/scratch.js';
 import type { KMeansWorkspace } from '../contracts.js';
+import { floatQueries } from './kit/queries.js';
+import { flatLists } from './kit/score.js';
+import { readLists, searchInBatches } from './kit/batches.js';
+import { queryBatch } from './kit/tiling.js';
 
 export class DeviceKMeans implements KMeansWorkspace {
   private readonly centroidStore: CodeStore;
@@ -157,10 +160,19 @@ export class DeviceKMeans implements KMeansWorkspace {
     const { d } = this.points;
     for (let b0 = 0; b0 < rescore.length; b0 += RESCORE_BATCH) {
       const rows = rescore.subarray(b0, b0 + RESCORE_BATCH);
-      const nearest = await searchFlat(this.device, this.centroidStore, copyRows(bounds.x, d, rows), rows.length, bounds.k, 'l2');
+      const nearest = await this.nearestCentroids(copyRows(bounds.x, d, rows), rows.length, bounds.k);
       bounds.reassign(rows, nearest.labels, nearest.distances);
     }
     return bounds.assignment();
+  }
+
+  /** The `k` nearest centroids of `n` points (`x`, `n * d`): a flat search of the centroids. */
+  private nearestCentroids(x: Float32Array, n: number, k: number): Promise<SlotResult> {
+    const { d, dpad } = this.points;
+    const store = this.centroidStore;
+    return searchInBatches(this.device, x, n, d, dpad, k, queryBatch(this.device, n, dpad, k), 'l2', undefined, (scratch, xqBuf, rows) =>
+      readLists(this.device, flatLists(scratch, store, floatQueries(xqBuf), 0, rows, k, 'l2'), rows, k),
+    );
   }
 
   async centroids(): Promise<Float32Array> {

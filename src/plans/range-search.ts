@@ -29,16 +29,16 @@ import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../common/pairs.js';
-import type { BaseStore } from '../contracts.js';
-import type { ListStore } from '../contracts.js';
+import type { BaseStore, ListStore, RowFormat } from '../contracts.js';
 import { InvalidArgumentError } from '../types.js';
-import { type QueryRows, flatLists, floatQueries, queryRows, scoreTile, tableBytes, tileTables, uploadQueries, withMasks } from './flat-search.js';
 
-import { groupProbes } from './ivf-search.js';
 import { PairTiles } from './kit/pair-tiles.js';
 import { Scratch } from './kit/scratch.js';
 import { groupedBatch, queryBatch, scoreTiles } from './kit/tiling.js';
-import type { RowFormat } from '../contracts.js';
+import { type QueryRows, floatQueries, queryRows, tableBytes, tileTables, uploadQueries } from './kit/queries.js';
+import { flatLists, scoreTile } from './kit/score.js';
+import { withMasks } from './kit/batches.js';
+import { groupProbes } from './kit/probes.js';
 
 /** Each query's candidates: query q's are `ids[lims[q] .. lims[q + 1])`, ascending, no duplicates. */
 export interface RangeCandidates {
