@@ -20,7 +20,7 @@ export type { KMeansInit, KMeansProgress, KMeansResult, KMeansTrainOptions } fro
 export { IvfFlatIndex } from './indexes/ivf/ivf-flat-index.js';
 export type { IvfFlatIndexOptions } from './indexes/ivf/ivf-flat-index.js';
 export { FACTORY_FORMS, describeIndexType, indexFactory, parseIndexType } from './indexes/factory.js';
-export type { CreateIndexOptions, IndexType } from './indexes/factory.js';
+
 export { BatchScheduler, QueueFullError, SchedulerClosedError } from './jobs/scheduler.js';
 export type { BatchSchedulerOptions, LatencySummary, SchedulerSearchOptions, SchedulerStats, SearchableIndex } from './jobs/scheduler.js';
 export { arraySource } from './common/vector-source.js';
@@ -51,3 +51,4 @@ export type { NpyDtype, NpyLayout } from './io/npy.js';
 export type { BaseStore, BaseStoreOptions } from './contracts.js';
 export { dedupMargin } from './common/threshold.js';
 export { MAX_ID } from './types.js';
+export type { CreateIndexOptions, IndexKindName, IndexType } from './indexes/kind.js';

@@ -8,7 +8,8 @@ export type { BlockOptions, VectorBlock, VectorFile, VectorReader } from './io/v
 export { loadIndex } from './indexes/load-index.js';
 export { loadFioriCorpus } from './cli/demo.js';
 export type { Corpus } from './cli/demo.js';
-export type { LoadOptions } from './indexes/load-index.js';
+
 export { INDEX_FORMAT_VERSION } from './io/index-file.js';
 export { VectorStreamWriter } from './io/stream-writer.js';
 export { readIdFile } from './io/id-file.js';
+export type { LoadOptions } from './indexes/kind.js';

@@ -8,7 +8,7 @@ import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Backend } from '../backend/backend.js';
 import { createBackend } from '../backend/create-backend.js';
-import { FACTORY_FORMS, type IndexType, createIndex, describeIndexType, parseIndexType } from '../indexes/factory.js';
+import { FACTORY_FORMS, createIndex, describeIndexType, parseIndexType } from '../indexes/factory.js';
 import { Codec, codecName } from '../codecs/codec.js';
 import { checkTransform } from '../codecs/transforms.js';
 import { allocationError, bytesText } from '../io/file-error.js';
@@ -37,6 +37,7 @@ import { MANIFEST_FORMAT, isManifestPath } from '../indexes/shards.js';
 import { UsageError, intFlag, thresholdFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
+import { type IndexType } from '../indexes/kind.js';
 
 export { UsageError };
 

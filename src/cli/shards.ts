@@ -67,7 +67,7 @@ import {
   shardRanges,
   shardableType,
 } from '../indexes/shards.js';
-import type { IndexType } from '../indexes/factory.js';
+
 import { InvalidArgumentError, type Metric } from '../types.js';
 import type { VectorIndex } from '../indexes/vector-index.js';
 import { type FlowJob, runFlow } from './flow.js';
@@ -95,6 +95,7 @@ import { DistributedError } from './redis-link.js';
 import { UsageError, intFlag } from './flags.js';
 import { type PathFlag, checkOutputs } from './paths.js';
 import { Progress } from './progress.js';
+import type { IndexType } from '../indexes/kind.js';
 
 /** Query rows per search-shard job (--query-rows). */
 export const DEFAULT_QUERY_ROWS = 65536;

@@ -12,31 +12,17 @@
  * through VectorIndex only (plus what VectorIndex adds), never as a concrete class.
  */
 import type { Backend } from '../backend/backend.js';
-import { type CodecSpec, codecName, parseCodec } from '../codecs/codec.js';
-import { FlatIndex } from './flat/flat-index.js';
-import { IvfFlatIndex } from './ivf/ivf-flat-index.js';
+import { codecName, parseCodec } from '../codecs/codec.js';
 import type { RefineKind } from '../codecs/refine.js';
-import { type TransformSpec, parseTransform, transformName } from '../codecs/transforms.js';
+import { parseTransform, transformName } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
 import type { VectorIndex } from './vector-index.js';
+import type { CreateIndexOptions, IndexKind, IndexType } from './kind.js';
+import { DEFAULT_KIND, INDEX_KINDS, indexKind } from './registry.js';
 
 export const FACTORY_FORMS =
   '"[IVF<nlist>,]STORAGE[,RFlat | ,Refine(SQfp16)]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits> (nbits 4..8) or (without IVF) LSH, LSHr, LSHt, LSHrt; or "T,Flat[,RFlat]" with a transform T Prefix<p>, PCA<p> or PCAR<p> (p <= d); for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat", "LSHrt,RFlat", "PCAR64,Flat,RFlat"';
-
-/** What a factory string describes, checked without creating anything (dim is checked on creation: PQ's M must divide it). */
-export interface IndexType {
-  /** `IVF` for inverted lists (nlist of them), else `Flat`. */
-  type: 'Flat' | 'IVF';
-  /** IVF: the number of lists; 0 for Flat. */
-  nlist: number;
-  /** The codes stored, or null for float32 rows. */
-  codec: CodecSpec | null;
-  /** `,RFlat` (Flat) or `,Refine(SQfp16)` (SQfp16): copies the codes' (or transformed rows') candidates are re-ranked against; else null. */
-  refine: RefineKind | null;
-  /** The transform before the storage (`Prefix<p>`, `PCA<p>`, `PCAR<p>`; p is checked against d on creation); absent (or null) where there is none. */
-  transform?: TransformSpec | null;
-}
 
 export function parseIndexType(description: string): IndexType {
   const text = typeof description === 'string' ? description.trim() : '';
@@ -45,12 +31,16 @@ export function parseIndexType(description: string): IndexType {
   const parts = text.split(',');
   const transform = parseTransform(parts[0]);
   if (transform) parts.shift();
+  let kind: IndexKind = DEFAULT_KIND;
   let nlist = 0;
-  const ivf = /^IVF(\d+)$/.exec(parts[0]);
-  if (ivf) {
-    nlist = Number(ivf[1]);
-    if (!(nlist >= 1 && nlist <= 0xffffffff)) throw bad();
-    parts.shift();
+  for (const k of INDEX_KINDS) {
+    const stage = k.parseStage(parts[0], bad);
+    if (stage) {
+      kind = k;
+      nlist = stage.nlist;
+      parts.shift();
+      break;
+    }
   }
   const last = parts.length > 1 ? parts[parts.length - 1] : '';
   const refine: RefineKind | null = last === 'RFlat' ? 'Flat' : last === 'Refine(SQfp16)' ? 'SQfp16' : null;
@@ -59,41 +49,38 @@ export function parseIndexType(description: string): IndexType {
   if (parts.length !== 1) throw bad();
   const codec = parts[0] === 'Flat' ? null : parseCodec(parts[0]);
   if (parts[0] !== 'Flat' && codec === null) throw bad();
-  if (transform && (nlist > 0 || codec)) {
+  if (transform && (!kind.transforms || codec)) {
     throw new InvalidArgumentError(
-      `index description ${JSON.stringify(description)}: a transform (${transformName(transform)}) is followed by Flat only for now ("${transformName(transform)},Flat" or "${transformName(transform)},Flat,RFlat"), not IVF or a codec`,
+      `index description ${JSON.stringify(description)}: a transform (${transformName(transform)}) is followed by Flat only for now ("${transformName(transform)},Flat" or "${transformName(transform)},Flat,RFlat"), not ${withoutTransforms()} or a codec`,
     );
   }
   if (refine && codec === null && !transform) throw bad(` (,${last} re-ranks codes or transformed rows: it follows a codec or a transform, not plain Flat)`);
-  if (nlist > 0 && codec?.type === 'LSH') throw bad(' (binary codes are stored in Flat indexes only: LSH takes no IVF stage)');
-  return { type: nlist > 0 ? 'IVF' : 'Flat', nlist, codec, refine, ...(transform ? { transform } : {}) };
+  const type: IndexType = { type: kind.name, nlist, codec, refine, ...(transform ? { transform } : {}) };
+  kind.checkType(type, bad);
+  return type;
+}
+
+/** The kinds a transform may not precede, as messages name them ("IVF"). */
+function withoutTransforms(): string {
+  return INDEX_KINDS.filter((k) => !k.transforms)
+    .map((k) => k.name)
+    .join(', ');
 }
 
 /** The factory string of a parsed type (parseIndexType's inverse, in its canonical spelling). */
 export function describeIndexType(t: IndexType): string {
   const storage = t.codec ? codecName(t.codec) : 'Flat';
   const refine = t.refine === 'Flat' ? ',RFlat' : t.refine === 'SQfp16' ? ',Refine(SQfp16)' : '';
-  return `${t.transform ? `${transformName(t.transform)},` : ''}${t.type === 'IVF' ? `IVF${t.nlist},` : ''}${storage}${refine}`;
+  return `${t.transform ? `${transformName(t.transform)},` : ''}${indexKind(t.type).stage(t)}${storage}${refine}`;
 }
 
 export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): VectorIndex {
   return createIndex(backend, dim, parseIndexType(description), metric);
 }
 
-export interface CreateIndexOptions {
-  /** As FlatIndexOptions.hostCopy. */
-  hostCopy?: boolean;
-  /** IVF: lists scanned per query by default, in [1, nlist] (default 1; a search's params may say otherwise). Ignored by Flat. */
-  nprobe?: number;
-}
-
 /** The index a parsed factory string describes (see parseIndexType). */
 export function createIndex(backend: Backend, dim: number, type: IndexType, metric: Metric = 'l2', options: CreateIndexOptions = {}): VectorIndex {
-  const { hostCopy, nprobe } = options;
-  const codec = type.codec ? codecName(type.codec) : undefined;
-  const refine = type.refine ?? undefined;
-  const transform = type.transform ? transformName(type.transform) : undefined;
-  if (type.type === 'Flat') return new FlatIndex(backend, { dim, metric, hostCopy, codec, refine, transform });
-  if (transform) throw new InvalidArgumentError(`${describeIndexType(type)}: a transform is followed by Flat only for now, not IVF`);
-  return new IvfFlatIndex(backend, { dim, metric, nlist: type.nlist, hostCopy, nprobe, codec, refine });
+  const kind = indexKind(type.type);
+  if (type.transform && !kind.transforms) throw new InvalidArgumentError(`${describeIndexType(type)}: a transform is followed by Flat only for now, not ${kind.name}`);
+  return kind.create(backend, dim, type, metric, options);
 }

@@ -13,11 +13,13 @@
  * approximate scores (codecs, transforms) are not sharded: a shard's candidates by code score are
  * not the unsharded candidates, so the merged answer would differ (see shardableType).
  */
-import type { IndexType } from './factory.js';
+
 import { describeIndexType, parseIndexType } from './factory.js';
 import type { IndexFileHeader } from '../io/index-format.js';
 import type { Metric } from '../types.js';
 import { InvalidArgumentError } from '../types.js';
+import type { IndexKindName, IndexType } from './kind.js';
+import { indexKind } from './registry.js';
 
 export const MANIFEST_FORMAT = 'webgpu-knn-shards';
 export const MANIFEST_VERSION = 1;
@@ -113,8 +115,9 @@ export function parseManifest(text: string, path: string): ShardManifest {
   if (!['l2', 'ip', 'cosine'].includes(m.metric as string)) throw bad('metric', m.metric, 'l2, ip or cosine');
   const type = shardType(m.type);
   if (!type) throw bad('type', m.type, 'Flat or IVF<nlist>,Flat (the factory string of a type that can be sharded)');
-  if (type.type === 'Flat' ? m.nprobe !== null : !(count(m.nprobe, 1) && m.nprobe! <= type.nlist)) {
-    throw bad('nprobe', m.nprobe, type.type === 'Flat' ? 'null for Flat' : `an integer in [1, ${type.nlist}] (nlist)`);
+  const nprobe = indexKind(type.type).searchParams(type).nprobe;
+  if (nprobe ? !(count(m.nprobe, nprobe.min) && m.nprobe! <= nprobe.max) : m.nprobe !== null) {
+    throw bad('nprobe', m.nprobe, nprobe ? nprobe.expected : `null for ${type.type}`);
   }
   if (!count(m.ntotal, 1)) throw bad('ntotal', m.ntotal, 'an integer >= 1');
   if (typeof m.rowIds !== 'boolean') throw bad('rowIds', m.rowIds, 'true or false');
@@ -157,8 +160,8 @@ function shardType(text: unknown): IndexType | null {
 
 /** What every shard file's header must say (the index file's fields, src/io/index-file.ts): the manifest's index. */
 export interface ShardHeader {
-  /** The file type: Flat, or IVF (IVF-Flat) with nlist lists. */
-  type: 'Flat' | 'IVF';
+  /** The file type, which for float32 rows is the kind's name: Flat, or IVF (IVF-Flat) with nlist lists. */
+  type: IndexKindName;
   nlist: number;
   dim: number;
   metric: Metric;

@@ -1,0 +1,81 @@
+/**
+ * What an index kind is to the rest of the library (Faiss: each Index subclass, its
+ * index_factory clause and its read_index case): how its factory string is parsed and spelt, how
+ * it is created, which index file types it writes and how it loads them, and its own search
+ * parameters. The kinds are listed in src/indexes/registry.ts; the factory, loadIndex, shards and
+ * the CLI consult them there and never branch on kind names.
+ */
+import type { Backend } from '../backend/backend.js';
+import type { CodecSpec } from '../codecs/codec.js';
+import type { RefineKind } from '../codecs/refine.js';
+import type { TransformSpec } from '../codecs/transforms.js';
+import type { IndexFileReader } from '../io/index-file.js';
+import type { IndexFileHeader, IndexFileType } from '../io/index-format.js';
+import type { InvalidArgumentError, Metric } from '../types.js';
+import type { IndexCore } from './vector-index.js';
+
+/** The kinds' names (one per entry of INDEX_KINDS, src/indexes/registry.ts). */
+export type IndexKindName = 'Flat' | 'IVF';
+
+/** What a factory string describes, checked without creating anything (dim is checked on creation: PQ's M must divide it). */
+export interface IndexType {
+  /** The index kind (src/indexes/registry.ts): `IVF` for inverted lists (nlist of them), else `Flat`. */
+  type: IndexKindName;
+  /** IVF: the number of lists; 0 for Flat. */
+  nlist: number;
+  /** The codes stored, or null for float32 rows. */
+  codec: CodecSpec | null;
+  /** `,RFlat` (Flat) or `,Refine(SQfp16)` (SQfp16): copies the codes' (or transformed rows') candidates are re-ranked against; else null. */
+  refine: RefineKind | null;
+  /** The transform before the storage (`Prefix<p>`, `PCA<p>`, `PCAR<p>`; p is checked against d on creation); absent (or null) where there is none. */
+  transform?: TransformSpec | null;
+}
+
+export interface CreateIndexOptions {
+  /** As FlatIndexOptions.hostCopy. */
+  hostCopy?: boolean;
+  /** IVF: lists scanned per query by default, in [1, nlist] (default 1; a search's params may say otherwise). Ignored by Flat. */
+  nprobe?: number;
+}
+
+export interface LoadOptions {
+  /** Keep a host copy of the vectors where the device's memory is not the host's (default true; see BaseStoreOptions). */
+  hostCopy?: boolean;
+  /** Hears of the bytes read so far and the file's size. */
+  onProgress?: (bytesDone: number, bytesTotal: number) => void;
+}
+
+/** The range a kind's own search parameter takes for one index (IVF: nprobe in [1, nlist]). */
+export interface SearchParamRange {
+  min: number;
+  max: number;
+  /** What a value must be, as error messages say it: "an integer in [1, 1024] (nlist)". */
+  expected: string;
+}
+
+export interface IndexKind<I extends IndexCore = IndexCore> {
+  readonly name: IndexKindName;
+  /**
+   * The factory component naming this kind's stage (`IVF1024`), parsed: its nlist; null when
+   * `part` is not one. A kind without a component of its own (Flat) returns null always: it is
+   * the kind of a description no other kind claims. Throws `bad()` for a component that is this
+   * kind's but out of range.
+   */
+  parseStage(part: string, bad: (why?: string) => InvalidArgumentError): { nlist: number } | null;
+  /** The stage component as the factory spells it, with its comma (`IVF1024,`), or ''. */
+  stage(type: IndexType): string;
+  /** Whether a transform (Prefix, PCA, PCAR) may precede this kind's storage. */
+  readonly transforms: boolean;
+  /** Refuses what this kind cannot store (IVF: binary codes): throws `bad(' (why)')`. */
+  checkType(type: IndexType, bad: (why?: string) => InvalidArgumentError): void;
+  /** A new, empty index of `type` (parsed and checked). */
+  create(backend: Backend, dim: number, type: IndexType, metric: Metric, options: CreateIndexOptions): I;
+  /** The index file types (src/io/index-format.ts) its indexes are saved as: loadIndex picks the kind by them. */
+  readonly fileTypes: readonly IndexFileType[];
+  /** An empty index for a file's header (loadIndex), which `read` fills. */
+  open(backend: Backend, header: IndexFileHeader, options: LoadOptions): I;
+  /** Reads the file's sections up to the refine rows (tables, rows, lists) into `index`. */
+  read(index: I, file: IndexFileReader): Promise<void>;
+  /** This kind's own search parameters (beyond the common ones) and their ranges for an index of `type`. */
+  searchParams(type: Pick<IndexType, 'nlist'>): Partial<Record<'nprobe', SearchParamRange>>;
+}
