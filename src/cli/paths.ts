@@ -4,14 +4,14 @@
  * links are caught), its directory must exist and be writable, and temporary files and run folders
  * of the same output left by a killed run of this host are removed (and reported): a distributed
  * run whose producer was killed then has no folder, so its jobs, late or replayed, write nothing
- * over what this command writes (src/cli/job-files.ts).
+ * over what this command writes (src/cli/cluster/job-files.ts).
  */
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { FileError, fileError } from '../io/file-error.js';
 import { removeStaleTemps } from '../io/temp-files.js';
 import { UsageError } from './flags.js';
-import { reportStaleRunFolders } from './job-files.js';
+import { reportStaleRunFolders } from './cluster/job-files.js';
 
 /** A path and the flag that gave it ("--out"). */
 export interface PathFlag {
@@ -66,3 +66,7 @@ export function checkOutputs(outputs: PathFlag[], inputs: PathFlag[]): void {
     reportStaleRunFolders(resolve(path));
   }
 }
+
+/** The path flags given, as [flag, path] pairs (undefined: not given, left out), for checkOutputs. */
+export const pathFlags = (...flags: [string, string | undefined][]): PathFlag[] =>
+  flags.filter((f): f is [string, string] => f[1] !== undefined).map(([flag, path]) => ({ flag, path }));

@@ -12,8 +12,9 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inputFile } from '../../src/cli/job-files.js';
-import { type BuildManifestJob, runBuildManifest, runBuildShard } from '../../src/cli/shards.js';
+import { inputFile } from '../../src/cli/cluster/job-files.js';
+import type { BuildManifestJob } from '../../src/cli/cluster/job-payloads.js';
+import { runBuildManifest, runBuildShard } from '../../src/cli/cluster/shard-build.js';
 import { lockFile } from '../../src/io/file-lock.js';
 import { hostInName } from '../../src/io/temp-files.js';
 import { writeVectors } from '../../src/io/vectors.js';

@@ -12,8 +12,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inputFile } from '../../src/cli/job-files.js';
-import { checkManifest, readManifest, runSearchShard } from '../../src/cli/shards.js';
+import { inputFile } from '../../src/cli/cluster/job-files.js';
+import { checkManifest, readManifest } from '../../src/cli/cluster/shard-files.js';
+import { runSearchShard } from '../../src/cli/cluster/shard-search.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomSmallInts } from '../../src/common/random.js';
 import { cliIn } from '../helpers/cli.js';

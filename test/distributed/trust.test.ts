@@ -17,8 +17,8 @@ import { Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/common/random.js';
-import { signJob } from '../../src/cli/job-auth.js';
-import { inputFile } from '../../src/cli/job-files.js';
+import { signJob } from '../../src/cli/cluster/job-auth.js';
+import { inputFile } from '../../src/cli/cluster/job-files.js';
 import { type TestWorker, redisMissing, startRedis, startWorker, stopWorker, writeSecret } from '../helpers/redis.js';
 
 const missing = redisMissing('trust suite');

@@ -1,44 +1,130 @@
 /**
- * Every job kind a worker takes: its payload's schema (src/cli/job-schema.ts), the paths it names
- * (each confined to the worker's root: src/cli/job-paths.ts), and what runs it. A payload is
- * checked against its kind's schema, and its paths against the root, before `run` is called; the
- * relations between fields (row ranges in order, a block within the plan) are part of the schema.
+ * What a job carries: the payload of every job kind (the types the commands queue and the job
+ * functions take: src/cli/cluster/dedup.ts, shard-build.ts, shard-search.ts) and the schema a
+ * worker checks it against before it runs (src/cli/cluster/job-schema.ts; the relations between
+ * fields, row ranges in order, a block within the plan, are part of the schema). The job kinds
+ * themselves (paths, runners) are in src/cli/cluster/job-kinds.ts, above the job functions; this
+ * file is below them, so that the commands' side (runFlow's checkJobs, the plans' limits) needs
+ * nothing from the workers' registry.
  *
- * The schemas describe exactly what the commands queue (src/cli/distributed.ts, src/cli/shards.ts):
- * absolute paths, outputs with the extensions the command line allows, run folders named as a run
- * names them, inputs with the size and mtime the plan saw. A command checks every job it is about
- * to queue against them too (checkJobs, from runFlow), so that a job the workers would refuse is
- * refused before anything runs.
+ * The schemas describe exactly what the commands queue: absolute paths, outputs with the
+ * extensions the command line allows, run folders named as a run names them, inputs with the size
+ * and mtime the plan saw. A command checks every job it is about to queue against them too
+ * (checkJobs, from runFlow), so that a job the workers would refuse is refused before anything
+ * runs.
  */
-import { basename, dirname, join } from 'node:path';
-import type { Backend } from '../backend/backend.js';
-import { describeIndexType, parseIndexType } from '../indexes/factory.js';
-import { MANIFEST_FORMAT, MANIFEST_VERSION } from '../indexes/shards.js';
-import { type ReduceJob, type TileJob, runReduce, runTile, tileFile } from './distributed.js';
-import { UsageError } from './flags.js';
+import { dirname } from 'node:path';
+import { describeIndexType, parseIndexType } from '../../indexes/factory.js';
+import type { DedupMetric } from '../../jobs/dedup.js';
+import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardManifest } from '../../indexes/shards.js';
+import type { Metric } from '../../types.js';
+import { UsageError } from '../flags.js';
+import type { InputFile } from './job-files.js';
 import { type Check, SchemaError, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
-import type { JobPath } from './job-paths.js';
-import {
-  type BuildManifestJob,
-  type BuildShardJob,
-  type SearchMergeJob,
-  type SearchShardJob,
-  runBuildManifest,
-  runBuildShard,
-  runSearchMerge,
-  runSearchShard,
-  tilePath,
-} from './shards.js';
+import type { ShardRef } from './shard-files.js';
 
 /** The most row blocks (dedup) or query blocks (search) a plan has: the commands refuse more, the schemas too. */
 export const MAX_BLOCKS = 1 << 20;
 /** The most shards a search job lists. */
 export const MAX_SHARDS = 1 << 16;
 
+// ---------------------------------------------------------------- payloads
+
+/** What every job of one distributed dedup shares. */
+export interface DedupPlan {
+  input: InputFile;
+  metric: DedupMetric;
+  threshold: number;
+  d: number;
+  tiles: string;
+  /** --max-candidates: the bound on candidate pairs, per tile and in all (null: none). */
+  maxCandidates: number | null;
+}
+/** Block pair (i, j): rows [ri[0], ri[1]) against rows [rj[0], rj[1]) (i == j: the block with itself). Its own rows only, so that B^2 / 2 jobs do not each carry all B blocks. */
+export interface TileJob extends DedupPlan {
+  i: number;
+  j: number;
+  ri: [number, number];
+  rj: [number, number];
+}
+export interface ReduceJob extends DedupPlan {
+  n: number;
+  /** Row block starts, and n at the end. */
+  starts: number[];
+  out: string;
+  clusters?: string;
+}
+
+/**
+ * The manifest's lock as a build's producer took it (src/io/file-lock.ts): its file and what the
+ * file held. A build's jobs run only while the file still holds that (see checkProducer).
+ */
+export interface BuildLock {
+  path: string;
+  owner: string;
+}
+
+/**
+ * What a build's jobs answer to, one of the two (the schemas refuse both or neither): the
+ * manifest's lock (build --shards), or the run folder they build in (knn-graph --distributed,
+ * whose manifest does not outlive the run).
+ */
+export interface BuildProducer {
+  lock?: BuildLock;
+  run?: string;
+}
+
+export interface BuildShardJob extends BuildProducer {
+  /** The trained, empty index every shard starts from. */
+  trained: InputFile;
+  input: InputFile;
+  r0: number;
+  r1: number;
+  /** The caller's ids for every row of the input (the shard takes rows r0..r1 of them); absent: the row numbers. */
+  ids?: InputFile;
+  out: string;
+}
+
+/** Everything in a manifest but the shards' sizes and checksums, which build-manifest reads from the files. */
+export interface BuildManifestJob extends BuildProducer {
+  manifest: string;
+  draft: Omit<ShardManifest, 'shards'>;
+  shards: { file: string; firstRow: number; rows: number }[];
+}
+
+/** A search of a sharded index: what every search-shard and the search-merge job share. */
+export interface SearchPlan {
+  shards: ShardRef[];
+  metric: Metric;
+  queries: InputFile;
+  /** Query block starts, and nq at the end. */
+  starts: number[];
+  /** Neighbours searched per shard (k, or k + 1 for a graph of the index's own vectors). */
+  kk: number;
+  nprobe?: number;
+  kFactor?: number;
+  /** An id file: only these ids may be neighbours. */
+  filter?: InputFile;
+  tiles: string;
+}
+export interface SearchShardJob extends SearchPlan {
+  block: number;
+  shard: number;
+}
+export interface SearchMergeJob extends SearchPlan {
+  out: string;
+  dist?: string;
+  k: number;
+  /** A graph of the index's own vectors: query row i is the vector of id i, dropped from its list. */
+  excludeSelf: boolean;
+}
+
+// ---------------------------------------------------------------- schemas
+
 const ROWS = Number.MAX_SAFE_INTEGER;
 const path = str(4096, /^\//, 'an absolute path');
 const ext = (exts: string[]) => str(4096, new RegExp(`^/.*(${exts.map((e) => e.replace('.', '\\.')).join('|')})$`, 'i'), `an absolute path ending in ${exts.join(', ')}`);
-/** An input file as the plan saw it (src/cli/job-files.ts: InputFile). */
+/** An input file as the plan saw it (src/cli/cluster/job-files.ts: InputFile). */
 const input = (at: Check<string> = path) => object({ path: at, bytes: int(0, ROWS), mtimeMs: finite() });
 /** A run folder of `kind`, as claimRunFolder names it. */
 const runFolder = (kind: string) => str(4096, new RegExp(`^/.*/\\.[^/]+\\.webgpu-knn-${kind}-[^/]+-\\d+-[0-9a-f]{8}$`), `a ${kind} folder (/DIR/.NAME.webgpu-knn-${kind}-HOST-PID-RAND)`);
@@ -78,7 +164,7 @@ const REDUCE_JOB: Check<ReduceJob> = refine(
   (r) => starts(r.starts) ?? (r.starts.at(-1) !== r.n ? `starts must end at n = ${r.n}` : null) ?? threshold(r),
 );
 
-/** The manifest's lock as the producer took it (src/cli/shards.ts: checkBuildLock); only read. */
+/** The manifest's lock as the producer took it (src/cli/cluster/shard-build.ts: checkProducer); only read. */
 const buildLock = object({ path: str(4096, /^\/.*\/\.[^/]+\.json\.webgpu-knn-lock$/i, "a manifest's lock file (/DIR/.NAME.json.webgpu-knn-lock)"), owner: str(4096) });
 
 /** What a build job answers to: the manifest's lock (build --shards), or the run folder it builds in (knn-graph --distributed). */
@@ -135,7 +221,7 @@ const BUILD_MANIFEST_JOB: Check<BuildManifestJob> = refine(
   },
 );
 
-/** What every shard's header must say (src/indexes/shards.ts: ShardHeader). */
+/** What every shard's header must say (src/shards.ts: ShardHeader). */
 const shardHeader = object({ type: oneOf('Flat', 'IVF'), nlist: int(0, 2 ** 32), dim: int(1, 2 ** 31 - 1), metric: oneOf('l2', 'ip', 'cosine'), nprobe: int(0, 2 ** 32) });
 const shardRefs = refine(
   array(object({ path: ext(['.idx']), bytes: int(0, ROWS), sha256, place: int(0, MAX_SHARDS - 1), firstRow: int(0, ROWS), rows: int(1, ROWS), rowIds: bool, header: shardHeader }), 1, MAX_SHARDS),
@@ -171,77 +257,16 @@ const SEARCH_MERGE_JOB: Check<SearchMergeJob> = refine(
   (m) => starts(m.starts) ?? (m.kk !== m.k + (m.excludeSelf ? 1 : 0) ? `kk must be k${m.excludeSelf ? ' + 1' : ''}` : null),
 );
 
-interface JobKind<T> {
-  check: Check<T>;
-  /** Every path the job reads or writes. */
-  paths: (job: T) => JobPath[];
-  run: (backend: Backend, job: T) => Promise<unknown>;
-}
-
-const p = (field: string, at: string | undefined, role: JobPath['role']): JobPath[] => (at === undefined ? [] : [{ field, path: at, role }]);
-
-function kind<T>(k: JobKind<T>): JobKind<unknown> {
-  return k as JobKind<unknown>;
-}
-
-/** The job kinds, by job name. */
-export const JOB_KINDS: Record<string, JobKind<unknown>> = {
-  'self-join-tile': kind({
-    check: TILE_JOB,
-    paths: (t) => [...p('input.path', t.input.path, 'input'), ...p('tiles', t.tiles, 'folder'), ...p('tile file', tileFile(t, t.i, t.j), 'output')],
-    run: runTile,
-  }),
-  'dedup-reduce': kind({
-    check: REDUCE_JOB,
-    paths: (r) => [...p('input.path', r.input.path, 'input'), ...p('tiles', r.tiles, 'folder'), ...p('out', r.out, 'output'), ...p('clusters', r.clusters, 'output')],
-    run: (_, r) => runReduce(r),
-  }),
-  'build-shard': kind({
-    check: BUILD_SHARD_JOB,
-    paths: (b) => [
-      ...p('trained.path', b.trained.path, 'input'),
-      ...p('input.path', b.input.path, 'input'),
-      ...p('ids.path', b.ids?.path, 'input'),
-      ...p('lock.path', b.lock?.path, 'input'),
-      ...p('run', b.run, 'folder'),
-      ...p('out', b.out, 'output'),
-    ],
-    run: runBuildShard,
-  }),
-  'build-manifest': kind({
-    check: BUILD_MANIFEST_JOB,
-    paths: (m) => [
-      ...p('manifest', m.manifest, 'output'),
-      ...p('lock.path', m.lock?.path, 'input'),
-      ...p('run', m.run, 'folder'),
-      ...p('draft.input.path', m.draft.input.path, 'input'),
-      ...m.shards.flatMap((s, i) => p(`shards[${i}].file`, join(dirname(m.manifest), basename(s.file)), 'input')),
-    ],
-    run: (_, m) => runBuildManifest(m),
-  }),
-  'search-shard': kind({
-    check: SEARCH_SHARD_JOB,
-    paths: (s) => [
-      ...searchPaths(s),
-      ...p('tile file', tilePath(s, s.block, s.shard), 'output'),
-    ],
-    run: runSearchShard,
-  }),
-  'search-merge': kind({
-    check: SEARCH_MERGE_JOB,
-    paths: (m) => [...searchPaths(m), ...p('out', m.out, 'output'), ...p('dist', m.dist, 'output')],
-    run: (_, m) => runSearchMerge(m),
-  }),
+/** The schema of every job kind, by job name (src/cli/cluster/job-kinds.ts gives each its paths and runner). */
+export const JOB_SCHEMAS = {
+  'self-join-tile': TILE_JOB,
+  'dedup-reduce': REDUCE_JOB,
+  'build-shard': BUILD_SHARD_JOB,
+  'build-manifest': BUILD_MANIFEST_JOB,
+  'search-shard': SEARCH_SHARD_JOB,
+  'search-merge': SEARCH_MERGE_JOB,
 };
-
-function searchPaths(s: SearchShardJob | SearchMergeJob): JobPath[] {
-  return [
-    ...s.shards.flatMap((r, i) => p(`shards[${i}].path`, r.path, 'input')),
-    ...p('queries.path', s.queries.path, 'input'),
-    ...p('filter.path', s.filter?.path, 'input'),
-    ...p('tiles', s.tiles, 'folder'),
-  ];
-}
+export type JobName = keyof typeof JOB_SCHEMAS;
 
 /**
  * A command's check of the jobs it is about to queue, against the schemas the workers check them
@@ -251,7 +276,7 @@ function searchPaths(s: SearchShardJob | SearchMergeJob): JobPath[] {
 export function checkJobs(jobs: { name: string; data: object }[]): void {
   for (const job of jobs) {
     try {
-      JOB_KINDS[job.name].check(JSON.parse(JSON.stringify(job.data)), '');
+      (JOB_SCHEMAS as Record<string, Check<unknown>>)[job.name](JSON.parse(JSON.stringify(job.data)), '');
     } catch (err) {
       if (err instanceof SchemaError) throw new UsageError(`the workers would refuse this run's ${job.name} job: ${err.message}`);
       throw err;

@@ -1,15 +1,16 @@
 /**
- * `webgpu-knn worker`: takes jobs of every kind (src/cli/job-kinds.ts) from the BullMQ queue in
- * Redis and runs them, concurrency 1 by default, one worker per device.
+ * `webgpu-knn worker`: takes jobs of every kind (src/cli/cluster/job-kinds.ts) from the BullMQ
+ * queue in Redis and runs them, concurrency 1 by default, one worker per device.
  *
  * A job is data from Redis, and anyone who can write to that Redis can queue one, so a worker is a
  * trust boundary. Before a job runs, the worker checks, in this order, and refuses the job (failed
  * at once, as an UnrecoverableError, one line "refused job NAME ID: why" on stderr, no file
  * touched) when any fails: its kind is known; it is signed with the worker's job secret and not
- * expired (src/cli/job-auth.ts); its payload fits its kind's schema (src/cli/job-schema.ts); every
- * path it names lies inside the worker's --root (src/cli/job-paths.ts); its run has not ended (its
- * run folder is there and its producer lives: src/cli/job-files.ts, runEnded). What it logs of a
- * job (name, id, failure) comes from Redis and is printed escaped (printable).
+ * expired (src/cli/cluster/job-auth.ts); its payload fits its kind's schema
+ * (src/cli/cluster/job-payloads.ts); every path it names lies inside the worker's --root
+ * (src/cli/cluster/job-paths.ts); its run has not ended (its run folder is there and its producer
+ * lives: src/cli/cluster/job-files.ts, runEnded). What it logs of a job (name, id, failure) comes
+ * from Redis and is printed escaped (printable).
  *
  * Redis going away: a worker that has started waits for it to come back (a Redis restart should
  * not need every worker on every machine restarted: they are long-running services), saying once
@@ -23,11 +24,12 @@
  *   expires the next stalled check (stalledInterval = lockDuration) moves the job back to wait and
  *   another worker runs it. Tiles should take well under lockDuration between event-loop turns.
  * - maxStalledCount 3: a job that stalls more often (a tile that kills its workers) fails.
- * - attempts, backoff, removal of finished jobs, and children failing their parent: src/cli/flow.ts.
+ * - attempts, backoff, removal of finished jobs, and children failing their parent:
+ *   src/cli/cluster/flow.ts.
  */
 import { type Job, UnrecoverableError, Worker, isNotConnectionError } from 'bullmq';
-import { createBackend } from '../backend/create-backend.js';
-import { InvalidArgumentError } from '../types.js';
+import { createBackend } from '../../backend/create-backend.js';
+import { InvalidArgumentError } from '../../types.js';
 import { verifyJob } from './job-auth.js';
 import { runEnded } from './job-files.js';
 import { JOB_KINDS } from './job-kinds.js';
@@ -35,7 +37,7 @@ import { type Root, refusePath } from './job-paths.js';
 import { SchemaError } from './job-schema.js';
 import { QUEUE } from './flow.js';
 import { RedisWatch, connection, printable, probeRedis, redactUrl } from './redis-link.js';
-import { releaseShardCache } from './shards.js';
+import { releaseShardCache } from './shard-search.js';
 
 export const DEFAULT_LOCK_MS = 60_000;
 

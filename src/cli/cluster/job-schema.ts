@@ -1,7 +1,7 @@
 /**
- * A small validator for the payloads of worker jobs (src/cli/job-kinds.ts): a job's data comes
- * from Redis, where anyone who can reach it may have written it, so a worker checks each payload
- * against its kind's schema before anything runs: exact keys (none missing, none extra), types,
+ * A small validator for the payloads of worker jobs (src/cli/cluster/job-payloads.ts): a job's
+ * data comes from Redis, where anyone who can reach it may have written it, so a worker checks
+ * each payload against its kind's schema before anything runs: exact keys (none missing, none extra), types,
  * integer ranges, array lengths, finite numbers, string patterns. A check either returns the value,
  * typed, or throws a SchemaError naming where in the payload it failed ("ri[1]: ...").
  *

@@ -10,11 +10,12 @@
  * - children fail their parent (failParentOnFailure): a child that fails for good ends the command
  *   with that child's reason, instead of a parent waiting forever; the children not yet started
  *   are removed.
- * - every job is signed with the job secret (src/cli/job-auth.ts), which the command reads with
+ * - every job is signed with the job secret (src/cli/cluster/job-auth.ts), which the command reads with
  *   `openCluster` before any work starts, so that a missing secret or an unreachable Redis is
  *   said at once, not after training.
  * - every job is checked against the schema its kind's workers check it with (checkJobs in
- *   src/cli/job-kinds.ts) before any is queued: one a worker would refuse is a usage error here.
+ *   src/cli/cluster/job-payloads.ts) before any is queued: one a worker would refuse is a usage
+ *   error here.
  * - a run fails with one line (a DistributedError) when a job fails (the failed child's own
  *   reason, printed escaped: it comes from Redis), when Redis is lost for longer than
  *   redisTimeoutMs(), and when the run's jobs are gone from Redis (restarted empty, flushed).
@@ -25,8 +26,8 @@
 import { FlowProducer, Job, Queue } from 'bullmq';
 import { readJobSecret, signJob } from './job-auth.js';
 import { refreshHeartbeats } from './job-files.js';
-import { checkJobs } from './job-kinds.js';
-import { Progress } from './progress.js';
+import { checkJobs } from './job-payloads.js';
+import { Progress } from '../progress.js';
 import { DistributedError, RedisWatch, checkRedisUrl, connection, printable, probeRedis, redactUrl, redisTimeoutMs } from './redis-link.js';
 
 export const QUEUE = 'webgpu-knn';

@@ -22,8 +22,8 @@
  *   fails; a worker waits for it indefinitely, saying once that it is gone and once that it is back.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import { InvalidArgumentError } from '../types.js';
-import { UsageError } from './flags.js';
+import { InvalidArgumentError } from '../../types.js';
+import { UsageError } from '../flags.js';
 
 /**
  * A distributed run's failure, as one line: what a worker reported for a job, or what became of

@@ -1,13 +1,13 @@
 /**
  * Beyond one machine (issue 17): `dedup --distributed URL` cuts the self-join into block pairs
  * (i <= j) run as the children of one reduce job (a FlowProducer flow) by `webgpu-knn worker`
- * processes (src/cli/worker.ts). Jobs carry references (paths, row ranges), never vectors:
+ * processes (src/cli/cluster/worker.ts). Jobs carry references (paths, row ranges), never vectors:
  * workers share a file system with the CLI.
  *
  * - A tile job writes its candidate pairs to `<tiles dir>/<i>-<j>.pairs` (uint32 (a, b) pairs, then
  *   the SHA-256 of those bytes) through a temporary file renamed into place; a job whose file is
  *   already there with the right checksum is skipped, so a retried or re-delivered job is harmless.
- *   The tiles folder is the run's own (src/cli/job-files.ts, claimRunFolder), removed when the
+ *   The tiles folder is the run's own (src/cli/cluster/job-files.ts, claimRunFolder), removed when the
  *   command ends, however it ends; the jobs work only while the command lives (its heartbeat).
  * - The plan carries the input's size and mtime: every job refuses a file changed since.
  * - The reduce reads the rows once, then each row block's pair files in (i, j) order through the
@@ -19,42 +19,17 @@
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Job, UnrecoverableError } from 'bullmq';
-import type { Backend } from '../backend/backend.js';
-import { openVectors } from '../io/vector-reader.js';
-import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../jobs/dedup.js';
-import { TooManyCandidatesError, sortTilePairs } from '../common/pairs.js';
-import { checkVectors } from '../types.js';
-import { checkedBlocks } from '../common/vector-source.js';
-import { writeDedupOutputs } from './commands.js';
+import type { Backend } from '../../backend/backend.js';
+import { openVectors } from '../../io/vector-reader.js';
+import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../../jobs/dedup.js';
+import { TooManyCandidatesError, sortTilePairs } from '../../common/pairs.js';
+import { checkVectors } from '../../types.js';
+import { checkedBlocks } from '../../common/vector-source.js';
+import { writeDedupOutputs } from '../outputs.js';
 import { type FlowJob, runFlow } from './flow.js';
-import { type InputFile, checkInputs, checkReceipt, checkRunLive, claimRunFolder, inputFile, readCheckedFile, readRowRanges, removeRunFolder, removeStaleOutputTemps, writeCheckedFile, writeReceipt } from './job-files.js';
-import { MAX_BLOCKS } from './job-kinds.js';
-import { UsageError } from './flags.js';
-
-/** What every job of one distributed dedup shares. */
-interface DedupPlan {
-  input: InputFile;
-  metric: DedupMetric;
-  threshold: number;
-  d: number;
-  tiles: string;
-  /** --max-candidates: the bound on candidate pairs, per tile and in all (null: none). */
-  maxCandidates: number | null;
-}
-/** Block pair (i, j): rows [ri[0], ri[1]) against rows [rj[0], rj[1]) (i == j: the block with itself). Its own rows only, so that B^2 / 2 jobs do not each carry all B blocks. */
-export interface TileJob extends DedupPlan {
-  i: number;
-  j: number;
-  ri: [number, number];
-  rj: [number, number];
-}
-export interface ReduceJob extends DedupPlan {
-  n: number;
-  /** Row block starts, and n at the end. */
-  starts: number[];
-  out: string;
-  clusters?: string;
-}
+import { checkInputs, checkReceipt, checkRunLive, claimRunFolder, inputFile, readCheckedFile, readRowRanges, removeRunFolder, removeStaleOutputTemps, writeCheckedFile, writeReceipt } from './job-files.js';
+import { type DedupPlan, MAX_BLOCKS, type ReduceJob, type TileJob } from './job-payloads.js';
+import { UsageError } from '../flags.js';
 
 export function tileFile(job: DedupPlan, i: number, j: number): string {
   return join(job.tiles, `${i}-${j}.pairs`);

@@ -1,9 +1,10 @@
 /**
- * The files distributed jobs share through the file system (src/cli/distributed.ts, src/cli/shards.ts):
- * result files checked by a SHA-256 at their end, written through a temporary name renamed into
- * place (a job whose file is there with the right checksum need not run again), the folder each
- * run keeps them in, the inputs as the run's plan saw them, the row ranges of an input file that
- * a job reads, and the receipt a run's final job leaves for its producer.
+ * The files distributed jobs share through the file system (src/cli/cluster/dedup.ts,
+ * shard-build.ts, shard-search.ts): result files checked by a SHA-256 at their end, written through
+ * a temporary name renamed into place (a job whose file is there with the right checksum need not
+ * run again), the folder each run keeps them in, the inputs as the run's plan saw them, the row
+ * ranges of an input file that a job reads, and the receipt a run's final job leaves for its
+ * producer.
  *
  * Run folders: `.NAME.webgpu-knn-KIND-HOST-PID-RAND` beside the output NAME (KIND: tiles, or shards
  * for knn-graph's own shards), one per run, so that two runs writing the same output never share
@@ -23,12 +24,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { fileError } from '../io/file-error.js';
-import { writeAtomically } from '../io/stream-writer.js';
-import { hostInName, processAlive, removeStaleTemps } from '../io/temp-files.js';
-import { type VectorReader, openVectors } from '../io/vector-reader.js';
-import { InvalidArgumentError } from '../types.js';
-import type { VectorSource } from '../common/vector-source.js';
+import { fileError } from '../../io/file-error.js';
+import { writeAtomically } from '../../io/stream-writer.js';
+import { hostInName, processAlive, removeStaleTemps } from '../../io/temp-files.js';
+import { type VectorReader, openVectors } from '../../io/vector-reader.js';
+import { InvalidArgumentError } from '../../types.js';
+import type { VectorSource } from '../../common/vector-source.js';
 import { DistributedError } from './redis-link.js';
 
 /** Writes `body` and its SHA-256 to `path`, atomically. */

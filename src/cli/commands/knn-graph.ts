@@ -1,0 +1,126 @@
+/**
+ * `webgpu-knn knn-graph`: every vector's (or query's) k nearest others, here, of a sharded index
+ * (--index) or on workers (--distributed).
+ */
+import { FACTORY_FORMS } from '../../indexes/factory.js';
+import { openVectors } from '../../io/vector-reader.js';
+import { isManifestPath } from '../../indexes/shards.js';
+import { checkShardable, shardsOf } from '../cluster/shard-build.js';
+import { checkManifest, manifestInput } from '../cluster/shard-files.js';
+import { distributedKnnGraph, distributedSearchShards, searchShards } from '../cluster/shard-search.js';
+import type { Command } from '../command.js';
+import { UsageError, type Values, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
+import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS } from '../help-text.js';
+import { K_LIMIT, checkTypeFor, indexSettingsOf, queryRowsOf, searchParamsOf } from '../index-flags.js';
+import { buildIndex, clusterOf, indexOf, naming, openBackend, openQueries, vectorIds } from '../open.js';
+import { neighbourOutputs, writeNeighbours } from '../outputs.js';
+import { checkOutputs, pathFlags } from '../paths.js';
+
+const USAGE = `usage: webgpu-knn knn-graph --input FILE --k K --out FILE [options]
+
+For every vector its k nearest other vectors (or, with --queries, every query's k nearest),
+written block by block so that memory stays bounded.
+
+options:
+  --input FILE      the vectors to index (a .jsonl input's 'id' fields, if it has them, are
+                    the neighbour ids written; else row numbers)
+  --index MANIFEST  instead of --input, --type, --metric: the vectors of a sharded index (from
+                    'build --shards' without --ids; its input file, checked by size and mtime),
+                    searched shard by shard
+  --queries FILE    optional: search these instead of the input itself
+  --k K             neighbours per row (at most the backend's max k: 'webgpu-knn info')
+  --out FILE        ${NEIGHBOUR_IDS}
+  --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl
+  --type T          ${FACTORY_FORMS} (default Flat);
+                    nlist at most the number of vectors
+  --metric M        l2 | ip | cosine (default l2)
+  --nprobe P        IVF: lists scanned per query, in [1, nlist] (default min(8, nlist))
+  --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
+                    list, as Faiss)
+  --distributed URL train here, build --shards shards and search them on 'webgpu-knn worker'
+                    processes through the BullMQ queue in Redis at URL (shards in a directory
+                    beside --out, removed at the end); the same output as without it. With
+                    --index: search that index's shards there.
+  --secret-file FILE  with --distributed: the job secret the workers share (default: the file
+                    $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
+                    with it (README, "Securing a cluster")
+  --shards S        with --distributed: shards to build (default 3)
+  --query-rows Q    with --distributed or --index: query rows per job (default 65536)
+${BACKEND_OPT}
+  -h, --help        this text
+${OUTPUTS}`;
+
+async function run(argv: string[]): Promise<void> {
+  const v = parseFlags(USAGE, argv);
+  if (!v) return;
+  const { out, dist } = neighbourOutputs(v);
+  const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
+  const indexPath = text(v, 'index');
+  if (indexPath !== undefined) return knnGraphOfShards(v, indexPath, k, out, dist);
+  const input = required(v, 'input');
+  const queriesPath = text(v, 'queries');
+  const settings = indexSettingsOf(v, 8);
+  const choice = backendChoice(v);
+  if (v.distributed === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
+  if (v.distributed !== undefined) checkShardable(settings.type);
+  checkOutputs(pathFlags(['--out', out], ['--distances', dist]), pathFlags(['--input', input], ['--queries', queriesPath]));
+  const file = await openVectors(input);
+  checkTypeFor(settings.type, file);
+  const queries = queriesPath !== undefined ? await openVectors(queriesPath) : null;
+  if (queries && queries.rows > 0 && queries.dim !== file.dim) throw new UsageError(`the queries have dim ${queries.dim}; the input has dim ${file.dim}`);
+  // A JSON Lines input's own ids, if it has them: the index is built with them.
+  const ids = await vectorIds(undefined, file);
+  if (ids && v.distributed !== undefined) throw new UsageError(`knn-graph --distributed writes row numbers; --input ${input} has 'id' fields: run without --distributed to have its ids`);
+  // After the inputs' headers (usage errors first), before training or any job.
+  const url = await clusterOf(v);
+  const shards = url === undefined ? undefined : shardsOf(text(v, 'shards'), file.rows, 3);
+  const backend = await openBackend(choice, k, queries ? 0 : 1);
+  if (url !== undefined && shards !== undefined) {
+    try {
+      return await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v) });
+    } finally {
+      backend.dispose();
+    }
+  }
+  try {
+    const t0 = performance.now();
+    await naming(indexOf(file), async () => {
+      const index = await buildIndex(backend, settings, file, undefined, ids?.ids);
+      await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', {}, ids?.ids);
+    });
+    process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
+  } finally {
+    backend.dispose();
+  }
+}
+
+/** knn-graph --index MANIFEST: the graph of a sharded index's own vectors (or of --queries), here or with --distributed. */
+async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: string, dist: string | undefined): Promise<void> {
+  if (!isManifestPath(indexPath)) throw new UsageError(`knn-graph --index takes a shard manifest (.json, from 'build --shards'); got ${indexPath}`);
+  for (const flag of ['input', 'type', 'metric', 'train-sample', 'shards']) {
+    if (v[flag] !== undefined) throw new UsageError(`--${flag} does not apply with --index (the index is built already)`);
+  }
+  const queriesPath = text(v, 'queries');
+  const choice = backendChoice(v);
+  checkOutputs(pathFlags(['--out', out], ['--distances', dist]), pathFlags(['--index', indexPath], ['--queries', queriesPath]));
+  const url = await clusterOf(v);
+  const header = await checkManifest(indexPath);
+  const queries = queriesPath ?? manifestInput(indexPath);
+  await openQueries(queries, header);
+  const { nprobe } = await searchParamsOf(v, header, undefined);
+  const o = { manifest: indexPath, queries, k, out, dist, nprobe, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
+  if (url !== undefined) return distributedSearchShards(url, o);
+  const backend = await openBackend(choice, k, o.excludeSelf ? 1 : 0);
+  try {
+    await searchShards(backend, o);
+  } finally {
+    backend.dispose();
+  }
+}
+
+export const knnGraphCommand: Command = {
+  name: 'knn-graph',
+  summary: "every vector's k nearest others (or every query's), streamed to a file",
+  usage: USAGE,
+  run,
+};

@@ -1,0 +1,78 @@
+/**
+ * `webgpu-knn range-search`: every indexed vector within a radius of each query.
+ */
+import { DEFAULT_MAX_CANDIDATES } from '../../common/pairs.js';
+import type { Metric } from '../../types.js';
+import { MAX_RADIUS } from '../../indexes/vector-index.js';
+import type { Command } from '../command.js';
+import { type Values, backendChoice, checkExt, intFlag, parseFlags, required, text, thresholdFlag } from '../flags.js';
+import { BACKEND_OPT, ID_FILES, OUTPUTS } from '../help-text.js';
+import { searchParamsOf } from '../index-flags.js';
+import { indexHeaderOf, loadWithProgress, openBackend, openQueries } from '../open.js';
+import { writeRange } from '../outputs.js';
+import { checkOutputs, pathFlags } from '../paths.js';
+
+const USAGE = `usage: webgpu-knn range-search --index INDEX --queries FILE --radius R --out FILE [options]
+
+Every indexed vector within R of each query: l2: squared distance <= R; ip: inner product >= R;
+cosine: cosine similarity >= R. Prints how many results there are in all.
+
+options:
+  --index INDEX     an index file from 'webgpu-knn build'
+  --queries FILE    the query vectors
+  --radius R        l2: a squared distance in [0, 1e38]; ip: a number in [-1e38, 1e38]; cosine:
+                    in [-1, 1] (decimal; a negative one as --radius=-0.5)
+  --out FILE        .csv (header query,id,distance; one line per result) or .jsonl (one
+                    {"query", "id", "distance"} object a line): queries in file order (0-based
+                    rows), each query's results best first (ties: the smaller id first)
+  --filter-ids FILE only vectors with these ids may be results
+  --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved); only vectors
+                    in the scanned lists are found
+  --max-candidates N  fail (exit 1, nothing written) when the radius lets through more than N
+                    candidates in a block of 1024 queries (default ${DEFAULT_MAX_CANDIDATES}): a
+                    radius too loose for the corpus
+${BACKEND_OPT}
+  -h, --help        this text
+${ID_FILES}
+${OUTPUTS}`;
+
+/** --radius for `metric`: l2 a squared distance in [0, MAX_RADIUS], cosine in [-1, 1], ip within +-MAX_RADIUS. */
+function radiusOf(v: Values, metric: Metric): number {
+  const given = text(v, 'radius');
+  if (metric === 'l2') return thresholdFlag('radius', given, 0, MAX_RADIUS, 'a squared L2 distance');
+  if (metric === 'cosine') return thresholdFlag('radius', given, -1, 1, 'a cosine');
+  return thresholdFlag('radius', given, -MAX_RADIUS, MAX_RADIUS, 'an inner product');
+}
+
+async function run(argv: string[]): Promise<void> {
+  const v = parseFlags(USAGE, argv);
+  if (!v) return;
+  const out = required(v, 'out');
+  checkExt(out, ['.csv', '.jsonl'], '--out');
+  required(v, 'radius');
+  const indexPath = required(v, 'index');
+  const queriesPath = required(v, 'queries');
+  const filterPath = text(v, 'filter-ids');
+  const choice = backendChoice(v);
+  checkOutputs(pathFlags(['--out', out]), pathFlags(['--index', indexPath], ['--queries', queriesPath], ['--filter-ids', filterPath]));
+  const header = await indexHeaderOf('--index', indexPath, 'range-search');
+  const radius = radiusOf(v, header.metric);
+  const queries = await openQueries(queriesPath, header);
+  const params = await searchParamsOf(v, header, filterPath);
+  params.maxCandidates = intFlag('max-candidates', text(v, 'max-candidates'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_CANDIDATES);
+  const backend = await openBackend(choice);
+  try {
+    const index = await loadWithProgress(backend, indexPath);
+    const results = await writeRange(index, queries, radius, params, out, ['query', 'id', 'distance'], 'range-search');
+    process.stderr.write(`${results} results for ${queries.rows} queries within radius ${radius}; wrote ${out}\n`);
+  } finally {
+    backend.dispose();
+  }
+}
+
+export const rangeSearchCommand: Command = {
+  name: 'range-search',
+  summary: 'index file + queries + radius -> every neighbour within the radius',
+  usage: USAGE,
+  run,
+};

@@ -1,0 +1,94 @@
+/**
+ * The flags of an index and of a search, as build, search, range-search, dedup --against and
+ * knn-graph read them: --type, --metric, --nprobe, --train-sample (checked against the input),
+ * --kfactor, --filter-ids, --query-rows, and the largest --k.
+ */
+import { Codec, codecName } from '../codecs/codec.js';
+import { describeIndexType, parseIndexType } from '../indexes/factory.js';
+import { readIdFile } from '../io/id-file.js';
+import { type IndexFileHeader, isIvfType } from '../io/index-file.js';
+import type { VectorReader } from '../io/vector-reader.js';
+import { checkTransform } from '../codecs/transforms.js';
+import type { Metric } from '../types.js';
+import type { SearchParams } from '../indexes/vector-index.js';
+import { DEFAULT_QUERY_ROWS } from './cluster/shard-search.js';
+import { UsageError, type Values, intFlag, text } from './flags.js';
+import { type IndexType } from '../indexes/kind.js';
+
+/** The largest k any backend takes; the backend's own limit is checked once it exists. */
+export const K_LIMIT = 1 << 20;
+
+function metricOf(v: Values): Metric {
+  const m = text(v, 'metric') ?? 'l2';
+  if (!['l2', 'ip', 'cosine'].includes(m)) throw new UsageError(`--metric must be l2, ip or cosine; got ${m}`);
+  return m as Metric;
+}
+
+function indexTypeOf(v: Values): IndexType {
+  try {
+    return parseIndexType(text(v, 'type') ?? 'Flat');
+  } catch (err) {
+    throw new UsageError(`--type: ${(err as Error).message}`);
+  }
+}
+
+/** --nprobe for an index of `type`: in [1, nlist]; `fallback` when absent (IVF only). */
+function nprobeOf(v: Values, type: IndexType, fallback: number): number | undefined {
+  if (type.type !== 'IVF') return undefined;
+  return intFlag('nprobe', text(v, 'nprobe'), 1, type.nlist, Math.min(fallback, type.nlist));
+}
+
+/**
+ * The usage errors of an index type for `file`: a codec that cannot code its rows (PQ's M must
+ * divide the dim), a transform's p above the dim, an IVF nlist larger than the number of vectors (k-means needs n >= nlist).
+ */
+export function checkTypeFor(type: IndexType, file: VectorReader): void {
+  try {
+    if (type.codec) Codec.checkOptions(codecName(type.codec), type.refine, file.dim);
+    if (type.transform) checkTransform(type.transform, file.dim);
+  } catch (err) {
+    throw new UsageError(`--type ${describeIndexType(type)}: ${(err as Error).message}`);
+  }
+  if (type.type === 'IVF' && type.nlist > file.rows) {
+    throw new UsageError(`--type ${describeIndexType(type)} needs at least nlist = ${type.nlist} vectors to train on; ${file.path} has ${file.rows}`);
+  }
+}
+
+/** --train-sample: at most this many training points (IVF only). */
+function trainSampleOf(v: Values, type: IndexType): number | undefined {
+  const given = text(v, 'train-sample');
+  if (given === undefined) return undefined;
+  if (type.type !== 'IVF') throw new UsageError('--train-sample applies to IVF indexes only');
+  return intFlag('train-sample', given, type.nlist, Number.MAX_SAFE_INTEGER);
+}
+
+/** The index flags build and knn-graph share: --type, --metric, --nprobe, --train-sample. */
+export interface IndexSettings {
+  type: IndexType;
+  metric: Metric;
+  nprobe: number | undefined;
+  trainSample: number | undefined;
+}
+
+export function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings {
+  const type = indexTypeOf(v);
+  return { type, metric: metricOf(v), nprobe: nprobeOf(v, type, defaultNprobe), trainSample: trainSampleOf(v, type) };
+}
+
+/** --nprobe (IVF only: in [1, nlist]; ignored for Flat), --kfactor (search) and --filter-ids, as a search's params. */
+export async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
+  const params: SearchParams = {};
+  if (isIvfType(header.type) && v.nprobe !== undefined) params.nprobe = nprobeOf(v, { type: 'IVF', nlist: header.nlist, codec: null, refine: null }, 1);
+  const kFactor = text(v, 'kfactor');
+  if (kFactor !== undefined) {
+    params.kFactor = Number(kFactor);
+    if (!/^\d+(\.\d+)?$/.test(kFactor) || !(params.kFactor >= 1)) throw new UsageError(`--kfactor must be a number >= 1; got ${kFactor}`);
+  }
+  if (filterPath !== undefined) params.filter = await readIdFile(filterPath);
+  return params;
+}
+
+/** --query-rows: query rows per (query block, shard) job of a sharded search. */
+export function queryRowsOf(v: Values): number {
+  return intFlag('query-rows', text(v, 'query-rows'), 1, 2 ** 31 - 1, DEFAULT_QUERY_ROWS);
+}
