@@ -6,14 +6,15 @@
 import { Codec, codecName } from '../codecs/codec.js';
 import { describeIndexType, parseIndexType } from '../indexes/factory.js';
 import { readIdFile } from '../io/id-file.js';
-import { type IndexFileHeader, isIvfType } from '../io/index-file.js';
+import type { IndexFileHeader } from '../io/index-file.js';
 import type { VectorReader } from '../io/vector-reader.js';
 import { checkTransform } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
 import type { SearchParams } from '../indexes/vector-index.js';
 import { DEFAULT_QUERY_ROWS } from './cluster/shard-search.js';
 import { UsageError, type Values, intFlag, text } from './flags.js';
-import { type IndexType } from '../indexes/kind.js';
+import type { IndexType, SearchParamRange } from '../indexes/kind.js';
+import { INDEX_KINDS, indexKind, kindOfFileType } from '../indexes/registry.js';
 
 /** The largest k any backend takes; the backend's own limit is checked once it exists. */
 export const K_LIMIT = 1 << 20;
@@ -32,10 +33,10 @@ function indexTypeOf(v: Values): IndexType {
   }
 }
 
-/** --nprobe for an index of `type`: in [1, nlist]; `fallback` when absent (IVF only). */
-function nprobeOf(v: Values, type: IndexType, fallback: number): number | undefined {
-  if (type.type !== 'IVF') return undefined;
-  return intFlag('nprobe', text(v, 'nprobe'), 1, type.nlist, Math.min(fallback, type.nlist));
+/** --nprobe for an index whose kind takes it in `range` (IVF: [1, nlist]); `fallback` when absent; undefined for a kind without it. */
+function nprobeOf(v: Values, range: SearchParamRange | undefined, fallback: number): number | undefined {
+  if (!range) return undefined;
+  return intFlag('nprobe', text(v, 'nprobe'), range.min, range.max, Math.min(fallback, range.max));
 }
 
 /**
@@ -49,17 +50,22 @@ export function checkTypeFor(type: IndexType, file: VectorReader): void {
   } catch (err) {
     throw new UsageError(`--type ${describeIndexType(type)}: ${(err as Error).message}`);
   }
-  if (type.type === 'IVF' && type.nlist > file.rows) {
-    throw new UsageError(`--type ${describeIndexType(type)} needs at least nlist = ${type.nlist} vectors to train on; ${file.path} has ${file.rows}`);
+  const training = indexKind(type.type).training(type);
+  if (training && training.minRows > file.rows) {
+    throw new UsageError(`--type ${describeIndexType(type)} needs at least ${training.what} vectors to train on; ${file.path} has ${file.rows}`);
   }
 }
 
-/** --train-sample: at most this many training points (IVF only). */
+/** --train-sample: at most this many training points (kinds with a training stage: IVF). */
 function trainSampleOf(v: Values, type: IndexType): number | undefined {
   const given = text(v, 'train-sample');
   if (given === undefined) return undefined;
-  if (type.type !== 'IVF') throw new UsageError('--train-sample applies to IVF indexes only');
-  return intFlag('train-sample', given, type.nlist, Number.MAX_SAFE_INTEGER);
+  const training = indexKind(type.type).training(type);
+  if (!training) {
+    const kinds = INDEX_KINDS.filter((k) => k.training(type)).map((k) => k.name);
+    throw new UsageError(`--train-sample applies to ${kinds.join(' and ')} indexes only`);
+  }
+  return intFlag('train-sample', given, training.minRows, Number.MAX_SAFE_INTEGER);
 }
 
 /** The index flags build and knn-graph share: --type, --metric, --nprobe, --train-sample. */
@@ -72,13 +78,14 @@ export interface IndexSettings {
 
 export function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings {
   const type = indexTypeOf(v);
-  return { type, metric: metricOf(v), nprobe: nprobeOf(v, type, defaultNprobe), trainSample: trainSampleOf(v, type) };
+  return { type, metric: metricOf(v), nprobe: nprobeOf(v, indexKind(type.type).searchParams(type).nprobe, defaultNprobe), trainSample: trainSampleOf(v, type) };
 }
 
-/** --nprobe (IVF only: in [1, nlist]; ignored for Flat), --kfactor (search) and --filter-ids, as a search's params. */
+/** --nprobe (where the index's kind takes it, IVF: in [1, nlist]; ignored for Flat), --kfactor (search) and --filter-ids, as a search's params. */
 export async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
   const params: SearchParams = {};
-  if (isIvfType(header.type) && v.nprobe !== undefined) params.nprobe = nprobeOf(v, { type: 'IVF', nlist: header.nlist, codec: null, refine: null }, 1);
+  const nprobe = kindOfFileType(header.type).searchParams(header).nprobe;
+  if (nprobe && v.nprobe !== undefined) params.nprobe = nprobeOf(v, nprobe, 1);
   const kFactor = text(v, 'kfactor');
   if (kFactor !== undefined) {
     params.kFactor = Number(kFactor);

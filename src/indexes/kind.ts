@@ -12,7 +12,7 @@ import type { TransformSpec } from '../codecs/transforms.js';
 import type { IndexFileReader } from '../io/index-file.js';
 import type { IndexFileHeader, IndexFileType } from '../io/index-format.js';
 import type { InvalidArgumentError, Metric } from '../types.js';
-import type { IndexCore } from './vector-index.js';
+import { type IndexCore } from './index-core.js';
 
 /** The kinds' names (one per entry of INDEX_KINDS, src/indexes/registry.ts). */
 export type IndexKindName = 'Flat' | 'IVF';
@@ -76,6 +76,12 @@ export interface IndexKind<I extends IndexCore = IndexCore> {
   open(backend: Backend, header: IndexFileHeader, options: LoadOptions): I;
   /** Reads the file's sections up to the refine rows (tables, rows, lists) into `index`. */
   read(index: I, file: IndexFileReader): Promise<void>;
+  /**
+   * The kind's own training stage for an index of `type` (IVF: k-means of its nlist lists): the
+   * fewest vectors it trains on, as messages name them ("nlist = 1024"); null where the kind has
+   * none (Flat: a codec or transform trains, but the kind itself does not).
+   */
+  training(type: Pick<IndexType, 'nlist'>): { minRows: number; what: string } | null;
   /** This kind's own search parameters (beyond the common ones) and their ranges for an index of `type`. */
   searchParams(type: Pick<IndexType, 'nlist'>): Partial<Record<'nprobe', SearchParamRange>>;
 }

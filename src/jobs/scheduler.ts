@@ -21,7 +21,8 @@ import type { Backend } from '../backend/backend.js';
 import { checkFilter } from '../indexes/ids.js';
 import type { SearchResult, SearchTimings } from '../types.js';
 import { InvalidArgumentError, checkK, emptyTimings } from '../types.js';
-import { type SearchParams, type VectorIndex, checkKFactor } from '../indexes/vector-index.js';
+import { type SearchParams, type VectorIndex } from '../indexes/vector-index.js';
+import { checkKFactor } from '../indexes/index-core.js';
 
 /** What the scheduler needs of an index: a VectorIndex's dim, backend limit and search. */
 export type SearchableIndex = Pick<VectorIndex, 'dim' | 'search'> & {

@@ -17,6 +17,7 @@ import { dirname } from 'node:path';
 import { describeIndexType, parseIndexType } from '../../indexes/factory.js';
 import type { DedupMetric } from '../../jobs/dedup.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardManifest } from '../../indexes/shards.js';
+import { INDEX_KINDS } from '../../indexes/registry.js';
 import type { Metric } from '../../types.js';
 import { UsageError } from '../flags.js';
 import type { InputFile } from './job-files.js';
@@ -222,7 +223,7 @@ const BUILD_MANIFEST_JOB: Check<BuildManifestJob> = refine(
 );
 
 /** What every shard's header must say (src/shards.ts: ShardHeader). */
-const shardHeader = object({ type: oneOf('Flat', 'IVF'), nlist: int(0, 2 ** 32), dim: int(1, 2 ** 31 - 1), metric: oneOf('l2', 'ip', 'cosine'), nprobe: int(0, 2 ** 32) });
+const shardHeader = object({ type: oneOf(...INDEX_KINDS.map((k) => k.name)), nlist: int(0, 2 ** 32), dim: int(1, 2 ** 31 - 1), metric: oneOf('l2', 'ip', 'cosine'), nprobe: int(0, 2 ** 32) });
 const shardRefs = refine(
   array(object({ path: ext(['.idx']), bytes: int(0, ROWS), sha256, place: int(0, MAX_SHARDS - 1), firstRow: int(0, ROWS), rows: int(1, ROWS), rowIds: bool, header: shardHeader }), 1, MAX_SHARDS),
   (refs) => {

@@ -22,7 +22,8 @@ import { DistributedError } from './redis-link.js';
 import { checkManifest, checkShardFile, fileFacts, listedShards, readManifest, removeOrphans, shardPath, trainedPath } from './shard-files.js';
 import { UsageError, intFlag } from '../flags.js';
 import { Progress } from '../progress.js';
-import { type IndexType } from '../../indexes/kind.js';
+import type { IndexType } from '../../indexes/kind.js';
+import { indexKind } from '../../indexes/registry.js';
 
 /** The index settings build and knn-graph share (as src/cli/index-flags.ts reads them). */
 export interface ShardSettings {
@@ -150,7 +151,7 @@ export async function trainShards(
       dim: file.dim,
       metric: s.metric,
       type: describeIndexType(s.type),
-      nprobe: s.type.type === 'IVF' ? s.nprobe ?? 1 : null,
+      nprobe: indexKind(s.type.type).searchParams(s.type).nprobe ? s.nprobe ?? 1 : null,
       ntotal: file.rows,
       rowIds: ids === undefined,
       input,
@@ -164,7 +165,7 @@ export async function trainShards(
   }
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy: false, nprobe: s.nprobe });
   try {
-    if (s.type.type === 'IVF') {
+    if (indexKind(s.type.type).training(s.type)) {
       const p = new Progress('training');
       await index.train(file, { onProgress: (e) => p.update(e.iteration, e.niter), maxPoints: s.trainSample });
     }

@@ -3,7 +3,7 @@
  */
 import { DEFAULT_MAX_CANDIDATES } from '../../common/pairs.js';
 import type { Metric } from '../../types.js';
-import { MAX_RADIUS } from '../../indexes/vector-index.js';
+
 import type { Command } from '../command.js';
 import { type Values, backendChoice, checkExt, intFlag, parseFlags, required, text, thresholdFlag } from '../flags.js';
 import { BACKEND_OPT, ID_FILES, OUTPUTS } from '../help-text.js';
@@ -11,6 +11,7 @@ import { searchParamsOf } from '../index-flags.js';
 import { indexHeaderOf, loadWithProgress, openBackend, openQueries } from '../open.js';
 import { writeRange } from '../outputs.js';
 import { checkOutputs, pathFlags } from '../paths.js';
+import { MAX_RADIUS } from '../../indexes/index-core.js';
 
 const USAGE = `usage: webgpu-knn range-search --index INDEX --queries FILE --radius R --out FILE [options]
 

@@ -14,9 +14,10 @@ import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRo
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from '../../common/vector-source.js';
 import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection } from '../../io/index-format.js';
 import { platform } from '../../platform/platform.js';
-import { IndexCore, type RowSpace, type SearchParams, type TrainOptions } from '../vector-index.js';
+import { type SearchParams, type TrainOptions } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
 import type { BaseStore, RowAt } from '../../contracts.js';
+import { IndexCore, type RowSpace } from '../index-core.js';
 
 export interface FlatIndexOptions {
   dim: number;

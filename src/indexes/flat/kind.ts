@@ -47,5 +47,6 @@ export const FLAT_KIND: IndexKind<FlatIndex> = {
       for await (const block of file.vectorBlocks('xb', ntotal, unit)) await index.addPrepared(block);
     }
   },
+  training: () => null,
   searchParams: () => ({}),
 };

@@ -39,9 +39,10 @@ import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRo
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, copyRows, preparedSource } from '../../common/vector-source.js';
 import { type IndexFileHeader, checkLists, codecFileType, idSection } from '../../io/index-format.js';
 import { platform } from '../../platform/platform.js';
-import { IndexCore, type RowSpace, type SearchParams } from '../vector-index.js';
+import { type SearchParams } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
 import type { BaseStore, RowAt } from '../../contracts.js';
+import { IndexCore, type RowSpace } from '../index-core.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;

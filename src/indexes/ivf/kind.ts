@@ -41,5 +41,6 @@ export const IVF_KIND: IndexKind<IvfFlatIndex> = {
     await index.restoreLists(offsets, ids, rows);
     index.nprobe = nprobe; // checked in [1, nlist] with the header
   },
+  training: (type) => ({ minRows: type.nlist, what: `nlist = ${type.nlist}` }),
   searchParams: (type) => ({ nprobe: { min: 1, max: type.nlist, expected: `an integer in [1, ${type.nlist}] (nlist)` } }),
 };
