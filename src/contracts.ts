@@ -195,6 +195,14 @@ export interface SelfJoinOptions {
   split?: number;
 }
 
+/** The live rows of an index, in slot order (IdMap, src/indexes/ids.ts): what a save or a compaction keeps. */
+export interface LiveRows {
+  /** Live vectors. */
+  readonly ntotal: number;
+  /** The live rows of `blocks` (every slot's row in slot order, `width` words a row), in blocks; `slotAt(row)` is a row's slot. */
+  liveRows(blocks: AsyncIterable<Float32Array>, width: number, slotAt: (row: number) => number): AsyncGenerator<Float32Array>;
+}
+
 /**
  * Inverted lists on a device (src/stores/inverted-lists.ts, DeviceLists): what the IVF plans read.
  * Rows sit in extents of per-list capacity inside chunks; a row's position is its place in the

@@ -11,7 +11,8 @@
  * twins see the same layout.
  */
 import type { KernelMetric } from './kernel-facts.js';
-import { InvalidArgumentError, type SearchTimings } from './types.js';
+import { type SearchTimings } from './types.js';
+import { InvalidArgumentError } from './errors.js';
 
 /** `gpujs`: the CPU device with scoring and norms run through gpu.js (src/gpujs/gpujs-device.ts). */
 export type DeviceKind = 'webgpu' | 'gpujs' | 'cpu';
@@ -503,6 +504,11 @@ export interface Device {
   discard(): void;
   /** Frees every buffer and the device itself; for WebGPU this is what lets the process exit. */
   dispose(): void;
+}
+
+/** Words of one half row: ceil(dpad / 8) vec4s of two halves a word (shaders/ivf-scan.wgsl, HALF). */
+export function halfRowWords(dpad: number): number {
+  return 4 * Math.ceil(dpad / 8);
 }
 
 /** Rounds d up to the vec4 row length every device stores. */

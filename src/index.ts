@@ -13,3 +13,4 @@ export { INDEX_FORMAT_VERSION } from './io/index-file.js';
 export { VectorStreamWriter } from './io/stream-writer.js';
 export { readIdFile } from './io/id-file.js';
 export type { LoadOptions } from './indexes/kind.js';
+export { FileError, OutOfMemoryError } from './errors.js';

@@ -2,6 +2,7 @@
  * Shared types, error classes and input validation. Every public entry point validates here, before
  * it changes anything, so a call that throws leaves the index exactly as it was.
  */
+import { InvalidArgumentError } from './errors.js';
 
 /**
  * `l2`: squared Euclidean, ascending. `ip`: inner product, descending. `cosine`: `ip` on
@@ -71,18 +72,8 @@ export function emptyTimings(): SearchTimings {
   return { uploadMs: 0, computeMs: 0, readbackMs: 0 };
 }
 
-/** Bad arguments: the message names the bad value and what was expected. */
 /** Largest id: ids are exact integers in float64. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
-
-export class InvalidArgumentError extends Error {
-  override name = 'InvalidArgumentError';
-}
-
-/** No WebGPU adapter, a lost device, or a limit the data does not fit. */
-export class WebGpuUnavailableError extends Error {
-  override name = 'WebGpuUnavailableError';
-}
 
 export function checkMetric(metric: unknown): Metric {
   if (typeof metric !== 'string' || !(METRICS as readonly string[]).includes(metric)) {

@@ -15,10 +15,11 @@ import { selfJoinCandidates } from '../plans/self-join.js';
 import { CodeStore } from '../stores/code-store.js';
 import { DeviceLists } from '../stores/inverted-lists.js';
 
-import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
+import { type SlotResult, type SearchTimings } from '../types.js';
 
 export type { DeviceKind as BackendKind } from '../device.js';
 import type { BaseStore, BaseStoreOptions, Compute, KMeansWorkspace, ListStore, RowFormat, SelfJoinOptions } from '../contracts.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export class Backend implements Compute {
   constructor(readonly device: Device) {}

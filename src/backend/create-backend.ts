@@ -9,7 +9,7 @@ import { checkMaxBindingBytes, checkTuning } from '../device.js';
 import { type GemmVariantOption, checkGemmVariantOption } from '../gpu/kernel-choice.js';
 import type { GpujsMode } from '../gpujs/gpujs-device.js';
 import { platform } from '../platform/platform.js';
-import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
+import { InvalidArgumentError, WebGpuUnavailableError } from '../errors.js';
 
 export interface BackendOptions {
   /**

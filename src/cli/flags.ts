@@ -7,10 +7,7 @@
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { thresholdTakenAs } from '../common/threshold.js';
-
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+import { UsageError } from '../errors.js';
 
 const INTEGER = /^[+-]?\d+$/;
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;

@@ -12,9 +12,10 @@ import { checkTransform } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
 import type { SearchParams } from '../indexes/vector-index.js';
 import { DEFAULT_QUERY_ROWS } from './cluster/shard-search.js';
-import { UsageError, type Values, intFlag, text } from './flags.js';
+import { type Values, intFlag, text } from './flags.js';
 import type { IndexType, SearchParamRange } from '../indexes/kind.js';
 import { INDEX_KINDS, indexKind, kindOfFileType } from '../indexes/registry.js';
+import { UsageError } from '../errors.js';
 
 /** The largest k any backend takes; the backend's own limit is checked once it exists. */
 export const K_LIMIT = 1 << 20;

@@ -4,8 +4,7 @@
  * src/cli/command.ts), dispatched by name, and the top-level usage built from the list.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage error.
  */
-import { FileError } from '../io/file-error.js';
-import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
+
 import type { Command } from './command.js';
 import { benchCommand } from './commands/bench.js';
 import { buildCommand } from './commands/build.js';
@@ -17,8 +16,9 @@ import { rangeSearchCommand } from './commands/range-search.js';
 import { removeCommand } from './commands/remove.js';
 import { searchCommand } from './commands/search.js';
 import { workerCommand } from './commands/worker.js';
-import { UsageError } from './flags.js';
+
 import { removeTempsOnSignals } from '../io/temp-files.js';
+import { FileError, InvalidArgumentError, WebGpuUnavailableError, UsageError } from '../errors.js';
 
 /** The commands, in the order the usage lists them; the first is the default. */
 const COMMANDS: Command[] = [

@@ -16,9 +16,10 @@ import { MANIFEST_FORMAT, isManifestPath } from '../indexes/shards.js';
 import type { VectorIndex } from '../indexes/vector-index.js';
 import type { VectorSource } from '../common/vector-source.js';
 import { openCluster } from './cluster/flow.js';
-import { UsageError, type Values, text } from './flags.js';
+import { type Values, text } from './flags.js';
 import type { IndexSettings } from './index-flags.js';
 import { Progress } from './progress.js';
+import { UsageError } from '../errors.js';
 
 /**
  * --distributed URL with --secret-file, checked before any work (openCluster: the URL, the job

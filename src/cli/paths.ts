@@ -8,10 +8,11 @@
  */
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { FileError, fileError } from '../io/file-error.js';
+import { fileError } from '../io/file-error.js';
 import { removeStaleTemps } from '../io/temp-files.js';
-import { UsageError } from './flags.js';
+
 import { reportStaleRunFolders } from './cluster/job-files.js';
+import { FileError, UsageError } from '../errors.js';
 
 /** A path and the flag that gave it ("--out"). */
 export interface PathFlag {

@@ -14,7 +14,7 @@ import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { sampleRows } from './kmeans.js';
 import { rng } from '../common/random.js';
 import { bitRows, codeWords, pqRowWords, pqRows, sqRowWords, sqRows, sqTableFloats } from './code-rows.js';
-import { InvalidArgumentError, MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
+import { MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
 import { checkRefine } from './refine.js';
 import { type VectorSource, dimensionRange } from '../common/vector-source.js';
 import { halfToFloat } from '../common/fp16.js';
@@ -22,6 +22,7 @@ import { ProductQuantizer } from './product-quantizer.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from './scalar-quantizer.js';
 import { LSH_TRAIN_ROWS, Lsh, lshTableFloats } from './lsh.js';
 import type { EncodedRows, RowFormat } from '../contracts.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export type CodecSpec =
   | { type: 'SQ'; kind: SqKind }

@@ -5,8 +5,9 @@
  */
 import type { Compute } from '../contracts.js';
 import { rng } from '../common/random.js';
-import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
+import { checkDim, checkVectors, normalizeRows } from '../types.js';
 import { type VectorSource, checkSource, checkedBlocks, copyRows, gatherRows } from '../common/vector-source.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export type KMeansInit = 'random' | 'kmeans++';
 

@@ -19,7 +19,8 @@
  */
 import { randomOrthogonal } from '../common/random.js';
 import { checkOrthonormalRows, projectRows } from './transforms.js';
-import { InvalidArgumentError, checkDim } from '../types.js';
+import { checkDim } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Most training rows the thresholds' medians are taken over (a seeded sample: a median of 16,384 values is within about 0.01 standard deviations of the whole set's). */
 export const LSH_TRAIN_ROWS = 16384;

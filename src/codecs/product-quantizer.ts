@@ -15,7 +15,8 @@
 import type { Compute } from '../contracts.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { KMeans } from './kmeans.js';
-import { InvalidArgumentError, checkDim } from '../types.js';
+import { checkDim } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Rows encoded at once (each sub-space's rows are gathered into one block of this many). */
 const ENCODE_BLOCK = 1 << 16;

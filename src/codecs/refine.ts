@@ -5,13 +5,11 @@
  * codes are re-scored against them (IndexCore's re-score), so the final order and distances are
  * those of the refine rows. Memory: 4 d (Flat) or 2 d (SQfp16) bytes more per vector.
  */
-import type { Compute } from '../contracts.js';
+import type { BaseStore, Compute, LiveRows, RowAt } from '../contracts.js';
 import { ScalarQuantizer } from './scalar-quantizer.js';
-import type { IdMap } from '../indexes/ids.js';
 import { sqRowWords, sqRows } from './code-rows.js';
 
-import { InvalidArgumentError } from '../types.js';
-import type { BaseStore, RowAt } from '../contracts.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** What the refine rows are: float32 (`,RFlat`) or SQfp16 codes (`,Refine(SQfp16)`). */
 export type RefineKind = 'Flat' | 'SQfp16';
@@ -74,7 +72,7 @@ export class RefineRows {
   }
 
   /** The live rows (by `ids`) in slot order, in blocks, as a saved index holds them (refineWords a row). */
-  liveRows(ids: IdMap): AsyncGenerator<Float32Array> {
+  liveRows(ids: LiveRows): AsyncGenerator<Float32Array> {
     return ids.liveRows(this.store.readRows(this.coded), this.coded ? this.store.rowWords : this.d, (row) => row);
   }
 
@@ -88,7 +86,7 @@ export class RefineRows {
   }
 
   /** A new store holding only the live rows (by `ids`), in slot order: compaction. */
-  async compact(ids: IdMap): Promise<void> {
+  async compact(ids: LiveRows): Promise<void> {
     const old = this.store;
     this.store = this.newStore();
     try {

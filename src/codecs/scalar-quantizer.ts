@@ -24,7 +24,8 @@
  * This module is pure TypeScript (no device, no files): the host side of the SQ codecs.
  */
 import { HALF_MAX, HALF_OVERFLOW, floatToHalf, halfToFloat } from '../common/fp16.js';
-import { InvalidArgumentError, checkDim, checkVectors } from '../types.js';
+import { checkDim, checkVectors } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export type SqKind = 'SQ8' | 'SQ4' | 'SQfp16';
 

@@ -21,8 +21,9 @@
 import { sampleRows } from './kmeans.js';
 import { randomOrthogonal, rng } from '../common/random.js';
 import type { Metric } from '../types.js';
-import { InvalidArgumentError, normalizeRows } from '../types.js';
+import { normalizeRows } from '../types.js';
 import type { VectorSource } from '../common/vector-source.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export type TransformKind = 'Prefix' | 'PCA' | 'PCAR';
 export const TRANSFORM_KINDS: readonly TransformKind[] = ['Prefix', 'PCA', 'PCAR'];

@@ -3,15 +3,10 @@
  * threshold can let through tens of millions of pairs (a JS number[] of that size is gigabytes, or
  * a V8 fatal "invalid size" error).
  */
-import { InvalidArgumentError } from '../types.js';
+import { TooManyCandidatesError } from '../errors.js';
 
 /** Default bound on the candidate pairs of one self-join (see dedup's maxCandidates). */
 export const DEFAULT_MAX_CANDIDATES = 50_000_000;
-
-/** A self-join's (or range search's) bound on candidate pairs crossed: bad input, told apart from other bad input. */
-export class TooManyCandidatesError extends InvalidArgumentError {
-  override name = 'TooManyCandidatesError';
-}
 
 /** The error a self-join throws when more than `max` candidate pairs pass, found in the rows from `row` on. */
 export function tooManyCandidates(max: number, row: number, n: number): TooManyCandidatesError {

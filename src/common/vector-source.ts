@@ -3,7 +3,8 @@
  * array (a 31 GB file cannot be). A VectorReader (openVectors, src/io/vector-reader.ts) is one;
  * `arraySource` makes one of an array.
  */
-import { InvalidArgumentError, type Metric, checkVectors, prepareOwnRows } from '../types.js';
+import { type Metric, checkVectors, prepareOwnRows } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** The default block: as many rows as fit in 16 MiB of float32. */
 export const DEFAULT_BLOCK_BYTES = 16 * 1024 * 1024;

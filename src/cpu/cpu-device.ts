@@ -6,9 +6,10 @@
 import type { Device, DeviceBuffer, DeviceKind, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
 import { checkMaxBindingBytes, checkTuning } from '../device.js';
 import type { SearchTimings } from '../types.js';
-import { InvalidArgumentError } from '../types.js';
+
 import { type CpuTwins, TWINS, runTwin } from './twins.js';
 import { platform } from '../platform/platform.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** The CPU has no device limit on k; this bounds memory per search (nq * k pairs). */
 export const CPU_MAX_K = 1 << 20;

@@ -3,7 +3,7 @@ import { PAD_ID } from '../kernel-facts.js';
 import { maskAllows } from './mask-scores.js';
 import { heapOffer, heapSortAndPad } from './topk.js';
 import { halfToFloat } from '../common/fp16.js';
-import { halfRowWords } from '../stores/half-rows.js';
+import { halfRowWords } from '../device.js';
 
 /**
  * CPU twin of shaders/ivf-scan.wgsl: for each query row r, probed list p and segment g of that

@@ -4,7 +4,7 @@
  * handling, and `dispose()` so that the process can exit. Or a device the caller made (adopt).
  */
 import { platform } from '../platform/platform.js';
-import { WebGpuUnavailableError } from '../types.js';
+import { WebGpuUnavailableError } from '../errors.js';
 
 export interface AdapterSummary {
   vendor: string;

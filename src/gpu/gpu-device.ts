@@ -6,7 +6,7 @@
 import type { Device, DeviceBuffer, DeviceLimits, DeviceOptions, DeviceTuning, KernelCall } from '../device.js';
 import { checkMaxBindingBytes, checkTuning } from '../device.js';
 import type { SearchTimings } from '../types.js';
-import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
+
 import { BufferPool, type PoolStats } from './buffer-pool.js';
 import { GpuContext } from './context.js';
 import { type GemmChoice, type GemmVariantOption, checkGemmVariantOption, chooseGemmVariant, timeGemmVariants } from './kernel-choice.js';
@@ -14,6 +14,7 @@ import { Kernels } from './kernels/kernels.js';
 import { GPU_MAX_K, encode, gemmVariants, workgroupTile } from './kernels/registry.js';
 import { PipelineCache } from './pipelines.js';
 import { Recorder, STORAGE } from './recorder.js';
+import { InvalidArgumentError, WebGpuUnavailableError } from '../errors.js';
 
 export interface GpuDeviceOptions extends DeviceOptions {
   /** Time each kernel with GPU timestamp queries, where the adapter has them (default false). */

@@ -17,7 +17,7 @@
  */
 import { platform } from '../platform/platform.js';
 import type { ChoiceStore } from '../platform/types.js';
-import { InvalidArgumentError } from '../types.js';
+
 import { BufferPool } from './buffer-pool.js';
 import type { AdapterSummary, GpuContext } from './context.js';
 import { GEMM_SHADERS, encodeGemmScores, gemmPipeline } from './kernels/gemm-scores.js';
@@ -26,6 +26,7 @@ import { Kernels } from './kernels/kernels.js';
 import type { PipelineCache } from './pipelines.js';
 import { Recorder, STORAGE } from './recorder.js';
 import { shaderText } from './shaders.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** `auto` measures (or reads the cache); a variant's name forces it. */
 export type GemmVariantOption = 'auto' | GemmVariant;

@@ -18,7 +18,7 @@ import { CpuDevice, cpuOf } from '../cpu/cpu-device.js';
 import { type CpuTwins, TWINS } from '../cpu/twins.js';
 import type { DeviceOptions, GemmScoresArgs, NormsArgs } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
-import { InvalidArgumentError, WebGpuUnavailableError } from '../types.js';
+import { InvalidArgumentError, WebGpuUnavailableError } from '../errors.js';
 
 /** The gpu.js release this device is written and tested against (package.json pins it). */
 export const GPUJS_VERSION = '2.24.1';

@@ -16,10 +16,11 @@ import { codecName, parseCodec } from '../codecs/codec.js';
 import type { RefineKind } from '../codecs/refine.js';
 import { parseTransform, transformName } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
-import { InvalidArgumentError } from '../types.js';
+
 import type { VectorIndex } from './vector-index.js';
 import type { CreateIndexOptions, IndexKind, IndexType } from './kind.js';
 import { DEFAULT_KIND, INDEX_KINDS, indexKind } from './registry.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export const FACTORY_FORMS =
   '"[IVF<nlist>,]STORAGE[,RFlat | ,Refine(SQfp16)]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits> (nbits 4..8) or (without IVF) LSH, LSHr, LSHt, LSHrt; or "T,Flat[,RFlat]" with a transform T Prefix<p>, PCA<p> or PCAR<p> (p <= d); for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat", "LSHrt,RFlat", "PCAR64,Flat,RFlat"';

@@ -18,7 +18,9 @@
  * slots are dead, and `IdMap.compact` then renumbers the slots that remain.
  */
 import { maskAllows } from '../cpu/mask-scores.js';
-import { InvalidArgumentError, MAX_ID } from '../types.js';
+import { MAX_ID } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { LiveRows } from '../contracts.js';
 
 /**
  * Which ids a search may return: the allowed ids (BigInt64Array; ids the index does not hold are
@@ -64,7 +66,7 @@ export function checkFilter(filter: unknown): IdFilter {
  * The slot -> id map of one index, its tombstones, and (built on first need) id -> slot.
  * Mutated only inside the index's operation queue.
  */
-export class IdMap {
+export class IdMap implements LiveRows {
   /** 'sequential' or 'caller' once something was added; null while empty. */
   kind: 'sequential' | 'caller' | null = null;
   /** Slots in use (live or dead); new vectors take slots nslots, nslots + 1, ... */

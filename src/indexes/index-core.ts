@@ -10,7 +10,7 @@ import { IdMap, type IdFilter, allowedRows, checkFilter, checkIds, rowAllowed } 
 import { OperationQueue } from './operation-queue.js';
 import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.js';
 import type { Metric, RangeSearchResult, SearchResult, SlotResult } from '../types.js';
-import { InvalidArgumentError, checkK, checkVectors, prepareRows } from '../types.js';
+import { checkK, checkVectors, prepareRows } from '../types.js';
 import { type RowProgress, type VectorSource, checkIdRoom } from '../common/vector-source.js';
 import { rangeRescore } from './range.js';
 import type { RangeCandidates } from '../plans/range-search.js';
@@ -21,6 +21,7 @@ import type { RowAt } from '../contracts.js';
 import { dedupMargin } from '../common/threshold.js';
 import type { SearchParams, TrainOptions, VectorIndex } from './vector-index.js';
 import { POST_FILTER_MIN_SELECTIVITY } from './vector-index.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** The key the live rows' masks are cached under (a search without a filter). */
 const LIVE_ROWS = {};

@@ -11,8 +11,9 @@ import type { RefineKind } from '../codecs/refine.js';
 import type { TransformSpec } from '../codecs/transforms.js';
 import type { IndexFileReader } from '../io/index-file.js';
 import type { IndexFileHeader, IndexFileType } from '../io/index-format.js';
-import type { InvalidArgumentError, Metric } from '../types.js';
+import type { Metric } from '../types.js';
 import { type IndexCore } from './index-core.js';
+import { type InvalidArgumentError } from '../errors.js';
 
 /** The kinds' names (one per entry of INDEX_KINDS, src/indexes/registry.ts). */
 export type IndexKindName = 'Flat' | 'IVF';

@@ -8,9 +8,10 @@
 import type { Backend } from '../backend/backend.js';
 import type { CodecSpec } from '../codecs/codec.js';
 import { IndexFileReader } from '../io/index-file.js';
-import { InvalidArgumentError } from '../types.js';
+
 import type { LoadOptions } from './kind.js';
 import { type LoadedIndex, kindOfFileType } from './registry.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export async function loadIndex(backend: Backend, path: string, options: LoadOptions = {}): Promise<LoadedIndex> {
   const file = await IndexFileReader.open(path, options.onProgress);

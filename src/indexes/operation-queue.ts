@@ -8,7 +8,7 @@
  * A failed operation does not block the ones after it: it rejects its own promise only.
  * `close` (an index's dispose) is the last mutation: every call after it is refused at once.
  */
-import { InvalidArgumentError } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export class OperationQueue {
   private closed = false;

@@ -4,10 +4,11 @@
  * entry here, and its file types in src/io/index-format.ts; see docs/ARCHITECTURE.md.
  */
 import type { IndexFileType } from '../io/index-format.js';
-import { InvalidArgumentError } from '../types.js';
+
 import type { IndexKind, IndexKindName } from './kind.js';
 import { FLAT_KIND } from './flat/kind.js';
 import { IVF_KIND } from './ivf/kind.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Every kind; the factory tries their stage components in this order. */
 export const INDEX_KINDS = [FLAT_KIND, IVF_KIND] as const;

@@ -17,9 +17,10 @@
 import { describeIndexType, parseIndexType } from './factory.js';
 import type { IndexFileHeader } from '../io/index-format.js';
 import type { Metric } from '../types.js';
-import { InvalidArgumentError } from '../types.js';
+
 import type { IndexKindName, IndexType } from './kind.js';
 import { indexKind } from './registry.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export const MANIFEST_FORMAT = 'webgpu-knn-shards';
 export const MANIFEST_VERSION = 1;

@@ -5,10 +5,7 @@
  */
 import type { Stats } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
-
-export class FileError extends Error {
-  override name = 'FileError';
-}
+import { FileError, OutOfMemoryError } from '../errors.js';
 
 const REASONS: Record<string, string> = {
   ENOENT: 'no such file or directory',
@@ -43,15 +40,6 @@ export async function openForReading(path: string): Promise<{ handle: FileHandle
     await handle?.close();
     throw fileError(path, 'cannot read', err);
   }
-}
-
-/**
- * An allocation that failed (out of memory, or over a `ulimit -v`) while a file was being read or
- * indexed: a FileError, as the user fixes it the same way (a smaller input, more memory), so the
- * CLI prints it as one line.
- */
-export class OutOfMemoryError extends FileError {
-  override name = 'OutOfMemoryError';
 }
 
 /** Whether `err` is V8's refusal of a typed array or ArrayBuffer (too large, or no memory for it). */

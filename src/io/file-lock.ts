@@ -22,8 +22,9 @@
 import { closeSync, linkSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { FileError, fileError } from './file-error.js';
+import { fileError } from './file-error.js';
 import { processAlive } from './temp-files.js';
+import { FileError } from '../errors.js';
 
 /** What a lock file holds. */
 interface LockOwner {

@@ -12,11 +12,11 @@
  */
 import { extname } from 'node:path';
 
-import { InvalidArgumentError } from '../types.js';
 import { openForReading, fileError } from './file-error.js';
 import { bytesAfter, readNpyFields } from './npy.js';
 import { jsonlIds } from './vector-reader.js';
 import { MAX_ID } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Bytes read per block of a text id file. */
 const TEXT_BLOCK_BYTES = 1 << 22;

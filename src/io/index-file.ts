@@ -71,12 +71,13 @@ import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
 import { type RefineKind, refineWords } from '../codecs/refine.js';
 import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
-import { InvalidArgumentError, MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
+import { MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
 import { type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, TYPE_CODES } from './index-format.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
 
 export { type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, checkLists, codecFileType, idSection } from './index-format.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export const INDEX_MAGIC = 'WGPUKNN\0';
 export const INDEX_FORMAT_VERSION = 2;
@@ -89,7 +90,6 @@ const MAX_DIM = 65536;
 const UNIT_NORM_TOLERANCE = 1e-3;
 /** Bytes hashed and written, or read, at a time. */
 const IO_BLOCK = 1 << 24;
-
 
 // Transforms before Flat: their type code and header word.
 /** The transform word's fields (see above): p in bits 0-16, the kind in bits 24-25. */
@@ -116,8 +116,6 @@ function parseTransformWord(word: number, dim: number, bad: (field: string, valu
 const REFINE_BIT = 0x80000000;
 /** With REFINE_BIT: the refine rows are SQfp16 codes, not float32. */
 const REFINE_FP16_BIT = 0x40000000;
-
-
 
 /** Whether a file type is of IVF lists (IVF-Flat or codes). */
 export function isIvfType(type: IndexFileType): boolean {
@@ -407,5 +405,4 @@ function checkVectors(path: string, field: string, x: Float32Array, row0: number
     }
   }
 }
-
 

@@ -7,7 +7,7 @@ import type { CodecSpec } from '../codecs/codec.js';
 import type { RefineKind } from '../codecs/refine.js';
 import type { TransformSpec } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
-import { InvalidArgumentError } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Type codes in the header, in order from 1 (see above), the transforms' after them. */
 export const STORAGE_TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 'IVF,SQ8', 'IVF,SQ4', 'IVF,SQfp16', 'IVF,PQ', 'LSH'] as const;

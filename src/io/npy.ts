@@ -6,7 +6,7 @@
  * offset of the problem.
  */
 import { halfToFloat } from '../common/fp16.js';
-import { InvalidArgumentError } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
 

@@ -18,10 +18,11 @@
  */
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { extname } from 'node:path';
-import { InvalidArgumentError } from '../types.js';
-import { FileError, fileError } from './file-error.js';
+
+import { fileError } from './file-error.js';
 import { type NpyWriteKind, npyHeader } from './npy.js';
 import { claimTemp, releaseTemp, sideFile } from './temp-files.js';
+import { InvalidArgumentError, FileError } from '../errors.js';
 
 /** One low-level write, as fs.writeSync: returns the number of bytes written (maybe fewer than asked). */
 export type WriteFunction = (fd: number, bytes: Uint8Array, offset: number, length: number) => number;

@@ -28,10 +28,11 @@
 import type { FileHandle } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import { InvalidArgumentError } from '../types.js';
-import { FileError, allocationError, bytesText, fileError, openForReading } from './file-error.js';
+
+import { allocationError, bytesText, fileError, openForReading } from './file-error.js';
 import { bytesAfter, npyTruncated, readNpyHeader } from './npy.js';
 import { DEFAULT_BLOCK_BYTES } from '../common/vector-source.js';
+import { InvalidArgumentError, FileError } from '../errors.js';
 
 export { DEFAULT_BLOCK_BYTES };
 

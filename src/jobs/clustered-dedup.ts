@@ -16,9 +16,10 @@
 import type { Backend } from '../backend/backend.js';
 import { FlatIndex } from '../indexes/flat/flat-index.js';
 import { KMeans } from '../codecs/kmeans.js';
-import { InvalidArgumentError, normalizeRows } from '../types.js';
+import { normalizeRows } from '../types.js';
 import { type VectorSource, checkedBlocks, copyRows, gatherRows } from '../common/vector-source.js';
 import { type DedupOptions, type DedupResult, finishDedup, joinArgs, startDedup } from './dedup.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export interface ClusteredDedupOptions extends DedupOptions {
   /** C: k-means partitions, an integer in [1, n]. */

@@ -18,8 +18,9 @@
 import type { Backend } from '../backend/backend.js';
 import { DEFAULT_MAX_CANDIDATES } from '../common/pairs.js';
 import { ThresholdTest, dedupMargin, squaredNorm } from '../common/threshold.js';
-import { InvalidArgumentError, checkDim, checkVectors, normalizeRows } from '../types.js';
+import { checkDim, checkVectors, normalizeRows } from '../types.js';
 import { type VectorSource, checkSource, checkedBlocks } from '../common/vector-source.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export { DEFAULT_MAX_CANDIDATES };
 /**

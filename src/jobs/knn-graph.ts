@@ -4,9 +4,10 @@
  * be an array or a source read block by block (a file of any size). Any VectorIndex; search
  * params (nprobe, a filter) apply to every block.
  */
-import { InvalidArgumentError } from '../types.js';
+
 import type { SearchParams, VectorIndex } from '../indexes/vector-index.js';
 import { type VectorSource, arraySource, checkSource, checkedBlocks } from '../common/vector-source.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export interface KnnGraphOptions {
   k: number;

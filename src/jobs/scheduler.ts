@@ -20,9 +20,11 @@
 import type { Backend } from '../backend/backend.js';
 import { checkFilter } from '../indexes/ids.js';
 import type { SearchResult, SearchTimings } from '../types.js';
-import { InvalidArgumentError, checkK, emptyTimings } from '../types.js';
+import { checkK, emptyTimings } from '../types.js';
 import { type SearchParams, type VectorIndex } from '../indexes/vector-index.js';
 import { checkKFactor } from '../indexes/index-core.js';
+import { InvalidArgumentError } from '../errors.js';
+import { QueueFullError, SchedulerClosedError } from '../errors.js';
 
 /** What the scheduler needs of an index: a VectorIndex's dim, backend limit and search. */
 export type SearchableIndex = Pick<VectorIndex, 'dim' | 'search'> & {
@@ -47,16 +49,6 @@ export interface SchedulerSearchOptions {
    * holding the same filter object), filterMode; `timings` is filled with its batch's timings.
    */
   params?: SearchParams;
-}
-
-/** Rejection of a request when the queue already holds `maxQueue` requests. */
-export class QueueFullError extends Error {
-  override name = 'QueueFullError';
-}
-
-/** Rejection of a request made after `close()`. */
-export class SchedulerClosedError extends Error {
-  override name = 'SchedulerClosedError';
 }
 
 export interface LatencySummary {

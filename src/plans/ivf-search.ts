@@ -27,7 +27,7 @@ import type { Device, DeviceBuffer } from '../device.js';
 import { padRows } from '../device.js';
 import { HEAP_MAX_K, type KernelMetric, MERGE_ROUND, PAD_ID } from '../kernel-facts.js';
 import type { BaseStore, ListStore } from '../contracts.js';
-import { InvalidArgumentError, type SlotResult, type SearchTimings } from '../types.js';
+import { type SlotResult, type SearchTimings } from '../types.js';
 
 import type { RunLists, Scratch } from './kit/scratch.js';
 import { checkResultRow, groupedBatch, queryBatch, scanBatch, scanTiles } from './kit/tiling.js';
@@ -35,6 +35,7 @@ import { floatQueries, queryRows } from './kit/queries.js';
 import { type RowRun, flatLists, scoreRuns, scoreScratch } from './kit/score.js';
 import { type HostLists, readLists, searchInBatches, withMasks } from './kit/batches.js';
 import { groupProbes } from './kit/probes.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export type IvfStrategy = 'scan' | 'gemm';
 

@@ -30,7 +30,7 @@ import type { Device, DeviceBuffer } from '../device.js';
 import { unpadRows } from '../device.js';
 import { kmeansBlocks } from '../cpu/kmeans-update.js';
 import { CodeStore } from '../stores/code-store.js';
-import { InvalidArgumentError, type SlotResult } from '../types.js';
+import { type SlotResult } from '../types.js';
 import { copyRows } from '../common/vector-source.js';
 import { Scratch } from './kit/scratch.js';
 import type { KMeansWorkspace } from '../contracts.js';
@@ -38,6 +38,7 @@ import { floatQueries } from './kit/queries.js';
 import { flatLists } from './kit/score.js';
 import { readLists, searchInBatches } from './kit/batches.js';
 import { queryBatch } from './kit/tiling.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export class DeviceKMeans implements KMeansWorkspace {
   private readonly centroidStore: CodeStore;

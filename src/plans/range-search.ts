@@ -30,7 +30,6 @@ import { padRows } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import { DEFAULT_MAX_CANDIDATES, sortTilePairs } from '../common/pairs.js';
 import type { BaseStore, ListStore, RowFormat } from '../contracts.js';
-import { InvalidArgumentError } from '../types.js';
 
 import { PairTiles } from './kit/pair-tiles.js';
 import { Scratch } from './kit/scratch.js';
@@ -39,6 +38,7 @@ import { type QueryRows, floatQueries, queryRows, tableBytes, tileTables, upload
 import { flatLists, scoreTile } from './kit/score.js';
 import { withMasks } from './kit/batches.js';
 import { groupProbes } from './kit/probes.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Each query's candidates: query q's are `ids[lims[q] .. lims[q + 1])`, ascending, no duplicates. */
 export interface RangeCandidates {

@@ -14,10 +14,11 @@ import { DEFAULT_MAX_CANDIDATES, sortTilePairs, tooManyCandidates } from '../com
 import type { Device } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { BaseStore } from '../contracts.js';
-import { InvalidArgumentError } from '../types.js';
+
 import { PairTiles } from './kit/pair-tiles.js';
 import { scoreTiles } from './kit/tiling.js';
 import type { SelfJoinOptions } from '../contracts.js';
+import { InvalidArgumentError } from '../errors.js';
 
 export async function selfJoinCandidates(
   device: Device,

@@ -3,8 +3,9 @@
  * platform.ts: the WGSL files inlined at build time, WebGPU from `navigator.gpu`, kernel choices in
  * localStorage (else in memory for the page's life), diagnostics on the console, no files.
  */
-import { InvalidArgumentError } from '../types.js';
+
 import type { ChoiceStore, Platform } from './types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** shaders/*.wgsl by name (without .wgsl), defined by the bundler (scripts/build-browser.mjs). */
 declare const __WEBGPU_KNN_SHADERS__: Record<string, string>;

@@ -4,7 +4,7 @@
  * on a real device. The plans' tiling (src/plans/kit/tiling.ts) sizes its buffers the same way.
  */
 import type { Device } from '../device.js';
-import { InvalidArgumentError } from '../types.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Rows of `rowBytes` that fit one binding, capped by `cap`; throws if not even one does. */
 export function rowsPerBinding(device: Device, rowBytes: number, what: string, cap = Infinity): number {

@@ -35,13 +35,9 @@
  * data that float16 represents badly just has its queries searched again.
  */
 import { halfToFloat, intBits } from '../common/fp16.js';
+import { halfRowWords } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { SlotResult } from '../types.js';
-
-/** Words of one half row: ceil(dpad / 8) vec4s of two halves a word (shaders/ivf-scan.wgsl, HALF). */
-export function halfRowWords(dpad: number): number {
-  return 4 * Math.ceil(dpad / 8);
-}
 
 /** The half nearest to float32 `x` (ties to even), clamped to +-65504, below 2^-14 in magnitude zero. */
 export function toHalf(x: number): number {

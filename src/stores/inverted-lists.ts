@@ -22,13 +22,15 @@
 import type { Device } from '../device.js';
 
 import { chunkRows, rowsPerBinding } from './chunking.js';
-import { InvalidArgumentError } from '../types.js';
+
 import { floatRows } from './row-format.js';
 import { ChunkRows, type RowRun } from './rows.js';
 import { encodeRows } from './code-store.js';
 
-import { encodeHalfRows, halfRowWords } from './half-rows.js';
+import { encodeHalfRows } from './half-rows.js';
 import type { BaseStoreOptions, RowFormat, RowAt, ListChunk, ListStore, EncodedRows } from '../contracts.js';
+import { InvalidArgumentError } from '../errors.js';
+import { halfRowWords } from '../device.js';
 
 interface Extent {
   chunk: number;

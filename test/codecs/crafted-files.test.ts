@@ -19,9 +19,10 @@ import { loadIndex } from '../../src/indexes/load-index.js';
 import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { clusteredFloats } from '../../src/common/random.js';
 import type { Metric } from '../../src/types.js';
-import { InvalidArgumentError } from '../../src/types.js';
+
 import type { VectorIndex } from '../../src/indexes/vector-index.js';
 import { suiteBackends, suiteDir } from '../helpers/suite.js';
+import { InvalidArgumentError } from '../../src/errors.js';
 
 const { cpu, backends } = await suiteBackends();
 const dir = suiteDir('wgknn-crafted-');

@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { HALF_MAX, floatToHalf, halfToFloat } from '../../src/common/fp16.js';
 import { SQ_KINDS, ScalarQuantizer, type SqKind } from '../../src/codecs/scalar-quantizer.js';
 import { randomFloats } from '../../src/common/random.js';
-import { InvalidArgumentError } from '../../src/types.js';
+
 import { SQ_FIXTURE, TEST_DATA } from '../helpers/data.js';
+import { InvalidArgumentError } from '../../src/errors.js';
 
 // The scalar quantiser against Faiss 1.7.3 (test/data/sq/, written by test/data/derive-sq.py):
 // trained tables, codes and reconstructions equal bit for bit; then the device layout, the query

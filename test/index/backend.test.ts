@@ -3,8 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBackend } from '../../src/backend/create-backend.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
-import { WebGpuUnavailableError } from '../../src/types.js';
+
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { WebGpuUnavailableError } from '../../src/errors.js';
 
 const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);

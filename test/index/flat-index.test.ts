@@ -3,9 +3,10 @@ import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import type { Metric } from '../../src/types.js';
-import { InvalidArgumentError } from '../../src/types.js';
+
 import { IP_ATOL, L2_ATOL_SCALE, expectIdentical, expectTieAwareEqual } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { InvalidArgumentError } from '../../src/errors.js';
 
 // Small chunks, tiles and batches so that the table below crosses chunk boundaries, column tiles
 // (tileCols), query tiles (8 rows of 128 scores) and query batches (10 queries per submit).

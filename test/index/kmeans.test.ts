@@ -2,9 +2,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
 import { KMeans } from '../../src/codecs/kmeans.js';
 import { randomSmallInts, rng } from '../../src/common/random.js';
-import { InvalidArgumentError, normalizeRows } from '../../src/types.js';
+import { normalizeRows } from '../../src/types.js';
 import { clusteredData } from '../helpers/clustered.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { InvalidArgumentError } from '../../src/errors.js';
 
 const gpu = await gpuBackend();
 const cpu = cpuBackend();

@@ -3,12 +3,13 @@ import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { randomSmallInts, rng } from '../../src/common/random.js';
-import { BatchScheduler, QueueFullError, SchedulerClosedError, type SearchableIndex } from '../../src/jobs/scheduler.js';
+import { BatchScheduler, type SearchableIndex } from '../../src/jobs/scheduler.js';
 import type { SearchResult, SearchTimings } from '../../src/types.js';
-import { InvalidArgumentError } from '../../src/types.js';
+
 import type { SearchParams } from '../../src/indexes/vector-index.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+import { QueueFullError, SchedulerClosedError, InvalidArgumentError } from '../../src/errors.js';
 
 const gpu = await gpuBackend();
 const cpu = cpuBackend();

@@ -8,9 +8,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FileError } from '../../src/io/file-error.js';
+
 import { lockFile, lockPathOf, withFileLock } from '../../src/io/file-lock.js';
 import { killLockHolders, lockHolder } from '../helpers/lock-holder.js';
+import { FileError } from '../../src/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-lock-'));
 afterAll(killLockHolders);

@@ -13,7 +13,7 @@ import { loadIndex } from '../../src/indexes/load-index.js';
 import { readIndexHeader } from '../../src/io/index-file.js';
 import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { randomFloats } from '../../src/common/random.js';
-import { InvalidArgumentError } from '../../src/types.js';
+import { InvalidArgumentError } from '../../src/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-idxval-'));
 const cpu = cpuBackend();

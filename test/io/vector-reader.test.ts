@@ -8,13 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FileError } from '../../src/io/file-error.js';
+
 import { npyHeader } from '../../src/io/npy.js';
 import { type VectorReader, openVectors, readIvecs, readVectors } from '../../src/io/vector-reader.js';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/common/random.js';
-import { InvalidArgumentError } from '../../src/types.js';
+
 import { npyBytes } from '../helpers/files.js';
+import { FileError, InvalidArgumentError } from '../../src/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-reader-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

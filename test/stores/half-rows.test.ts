@@ -12,9 +12,10 @@ import { padRows, paddedDim } from '../../src/device.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import { randomFloats, randomSmallInts } from '../../src/common/random.js';
-import { encodeHalfRows, halfRowWords, halfScanError, toHalf, uncertified } from '../../src/stores/half-rows.js';
+import { encodeHalfRows, halfScanError, toHalf, uncertified } from '../../src/stores/half-rows.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from '../kernels/harness.js';
+import { halfRowWords } from '../../src/device.js';
 
 const gpu = await gpuBackend();
 afterAll(disposeGpuBackends);

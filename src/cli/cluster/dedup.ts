@@ -22,14 +22,14 @@ import { type Job, UnrecoverableError } from 'bullmq';
 import type { Backend } from '../../backend/backend.js';
 import { openVectors } from '../../io/vector-reader.js';
 import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../../jobs/dedup.js';
-import { TooManyCandidatesError, sortTilePairs } from '../../common/pairs.js';
+import { sortTilePairs } from '../../common/pairs.js';
 import { checkVectors } from '../../types.js';
 import { checkedBlocks } from '../../common/vector-source.js';
 import { writeDedupOutputs } from '../outputs.js';
 import { type FlowJob, runFlow } from './flow.js';
 import { checkInputs, checkReceipt, checkRunLive, claimRunFolder, inputFile, readCheckedFile, readRowRanges, removeRunFolder, removeStaleOutputTemps, writeCheckedFile, writeReceipt } from './job-files.js';
 import { type DedupPlan, MAX_BLOCKS, type ReduceJob, type TileJob } from './job-payloads.js';
-import { UsageError } from '../flags.js';
+import { TooManyCandidatesError, UsageError } from '../../errors.js';
 
 export function tileFile(job: DedupPlan, i: number, j: number): string {
   return join(job.tiles, `${i}-${j}.pairs`);

@@ -28,7 +28,8 @@ import { readJobSecret, signJob } from './job-auth.js';
 import { refreshHeartbeats } from './job-files.js';
 import { checkJobs } from './job-payloads.js';
 import { Progress } from '../progress.js';
-import { DistributedError, RedisWatch, checkRedisUrl, connection, printable, probeRedis, redactUrl, redisTimeoutMs } from './redis-link.js';
+import { RedisWatch, checkRedisUrl, connection, printable, probeRedis, redactUrl, redisTimeoutMs } from './redis-link.js';
+import { DistributedError } from '../../errors.js';
 
 export const QUEUE = 'webgpu-knn';
 export const JOB_OPTS = {

@@ -20,7 +20,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { fileError } from '../../io/file-error.js';
-import { UsageError } from '../flags.js';
+import { UsageError } from '../../errors.js';
 
 /** How long a queued job stays valid. */
 export const JOB_TTL_MS = 7 * 24 * 3600 * 1000;

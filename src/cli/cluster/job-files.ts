@@ -28,9 +28,9 @@ import { fileError } from '../../io/file-error.js';
 import { writeAtomically } from '../../io/stream-writer.js';
 import { hostInName, processAlive, removeStaleTemps } from '../../io/temp-files.js';
 import { type VectorReader, openVectors } from '../../io/vector-reader.js';
-import { InvalidArgumentError } from '../../types.js';
+
 import type { VectorSource } from '../../common/vector-source.js';
-import { DistributedError } from './redis-link.js';
+import { InvalidArgumentError, DistributedError } from '../../errors.js';
 
 /** Writes `body` and its SHA-256 to `path`, atomically. */
 export function writeCheckedFile(path: string, body: ArrayBufferView): void {

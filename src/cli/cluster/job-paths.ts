@@ -16,7 +16,7 @@
  */
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { UsageError } from '../flags.js';
+import { UsageError } from '../../errors.js';
 
 /** How a job uses a path: reads it, writes it, or works in it (a run's tiles folder, which must exist). */
 export type PathRole = 'input' | 'output' | 'folder';

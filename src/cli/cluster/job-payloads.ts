@@ -19,10 +19,11 @@ import type { DedupMetric } from '../../jobs/dedup.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardManifest } from '../../indexes/shards.js';
 import { INDEX_KINDS } from '../../indexes/registry.js';
 import type { Metric } from '../../types.js';
-import { UsageError } from '../flags.js';
+
 import type { InputFile } from './job-files.js';
-import { type Check, SchemaError, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
+import { type Check, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
 import type { ShardRef } from './shard-files.js';
+import { UsageError, SchemaError } from '../../errors.js';
 
 /** The most row blocks (dedup) or query blocks (search) a plan has: the commands refuse more, the schemas too. */
 export const MAX_BLOCKS = 1 << 20;

@@ -8,10 +8,7 @@
  * Written here rather than taken from npm: six job kinds need a few dozen lines, and a worker's
  * trust boundary is better without a dependency of its own.
  */
-
-export class SchemaError extends Error {
-  override name = 'SchemaError';
-}
+import { SchemaError } from '../../errors.js';
 
 /** Checks `value` (found at `at` in the payload); returns it typed, or throws a SchemaError. */
 export type Check<T> = (value: unknown, at: string) => T;

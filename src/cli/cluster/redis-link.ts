@@ -22,17 +22,8 @@
  *   fails; a worker waits for it indefinitely, saying once that it is gone and once that it is back.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import { InvalidArgumentError } from '../../types.js';
-import { UsageError } from '../flags.js';
-
-/**
- * A distributed run's failure, as one line: what a worker reported for a job, or what became of
- * Redis. An InvalidArgumentError, so that the CLI prints it without a stack trace: the command's
- * own stack says nothing about a failure that happened in a worker or in Redis.
- */
-export class DistributedError extends InvalidArgumentError {
-  override name = 'DistributedError';
-}
+import { UsageError } from '../../errors.js';
+import { DistributedError } from '../../errors.js';
 
 /** How long one connection attempt may take. */
 export const PROBE_MS = 5000;

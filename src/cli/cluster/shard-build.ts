@@ -14,16 +14,17 @@ import { writeAtomically } from '../../io/stream-writer.js';
 import { type VectorReader, openVectors } from '../../io/vector-reader.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardEntry, type ShardManifest, shardRanges, shardableType } from '../../indexes/shards.js';
 
-import { InvalidArgumentError, type Metric } from '../../types.js';
+import { type Metric } from '../../types.js';
 import { runFlow } from './flow.js';
 import { type InputFile, checkInputs, inputFile, producerGone, rowRange, runEnded, startHeartbeat, removeStaleOutputTemps } from './job-files.js';
 import { type BuildManifestJob, type BuildProducer, type BuildShardJob, checkJobs } from './job-payloads.js';
-import { DistributedError } from './redis-link.js';
+
 import { checkManifest, checkShardFile, fileFacts, listedShards, readManifest, removeOrphans, shardPath, trainedPath } from './shard-files.js';
-import { UsageError, intFlag } from '../flags.js';
+import { intFlag } from '../flags.js';
 import { Progress } from '../progress.js';
 import type { IndexType } from '../../indexes/kind.js';
 import { indexKind } from '../../indexes/registry.js';
+import { InvalidArgumentError, DistributedError, UsageError } from '../../errors.js';
 
 /** The index settings build and knn-graph share (as src/cli/index-flags.ts reads them). */
 export interface ShardSettings {

@@ -55,9 +55,9 @@ import {
   parseManifest,
   shardHeaderOf,
 } from '../../indexes/shards.js';
-import { InvalidArgumentError } from '../../types.js';
-import { UsageError } from '../flags.js';
+
 import { type PathFlag, checkOutputs } from '../paths.js';
+import { InvalidArgumentError, UsageError } from '../../errors.js';
 
 /**
  * Shard s of build `build` of the manifest at `manifest`: `<manifest name without .json>.<build>.shard-<s>.idx`,

@@ -18,8 +18,9 @@ import { checkReceipt, checkRunLive, claimRunFolder, inputFile, readCheckedFile,
 import { MAX_BLOCKS, MAX_SHARDS, type SearchMergeJob, type SearchPlan, type SearchShardJob } from './job-payloads.js';
 import { type ShardSettings, newBuildId, runBuildFlow, trainShards } from './shard-build.js';
 import { type ShardRef, checkShardFile, readManifest } from './shard-files.js';
-import { UsageError } from '../flags.js';
+
 import { Progress } from '../progress.js';
+import { UsageError } from '../../errors.js';
 
 /** Query rows per search-shard job (--query-rows). */
 export const DEFAULT_QUERY_ROWS = 65536;

@@ -29,15 +29,16 @@
  */
 import { type Job, UnrecoverableError, Worker, isNotConnectionError } from 'bullmq';
 import { createBackend } from '../../backend/create-backend.js';
-import { InvalidArgumentError } from '../../types.js';
+
 import { verifyJob } from './job-auth.js';
 import { runEnded } from './job-files.js';
 import { JOB_KINDS } from './job-kinds.js';
 import { type Root, refusePath } from './job-paths.js';
-import { SchemaError } from './job-schema.js';
+
 import { QUEUE } from './flow.js';
 import { RedisWatch, connection, printable, probeRedis, redactUrl } from './redis-link.js';
 import { releaseShardCache } from './shard-search.js';
+import { InvalidArgumentError, SchemaError } from '../../errors.js';
 
 export const DEFAULT_LOCK_MS = 60_000;
 

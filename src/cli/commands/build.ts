@@ -10,12 +10,13 @@ import { isManifestPath } from '../../indexes/shards.js';
 import { buildShards, checkShardable, shardsOf } from '../cluster/shard-build.js';
 import { checkShardOutputs } from '../cluster/shard-files.js';
 import type { Command } from '../command.js';
-import { UsageError, backendChoice, checkExt, parseFlags, required, text } from '../flags.js';
+import { backendChoice, checkExt, parseFlags, required, text } from '../flags.js';
 import { BACKEND_OPT, FILES, ID_FILES, OUTPUTS } from '../help-text.js';
 import { checkTypeFor, indexSettingsOf } from '../index-flags.js';
 import { buildIndex, clusterOf, indexOf, naming, openBackend, vectorIds } from '../open.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { Progress } from '../progress.js';
+import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn build --input FILE --out INDEX [options]
 

@@ -8,12 +8,13 @@ import { type DedupMetric, dedup } from '../../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../../common/pairs.js';
 import { distributedDedup } from '../cluster/dedup.js';
 import type { Command } from '../command.js';
-import { UsageError, backendChoice, checkExt, intFlag, parseFlags, required, text, thresholdFlag } from '../flags.js';
+import { backendChoice, checkExt, intFlag, parseFlags, required, text, thresholdFlag } from '../flags.js';
 import { BACKEND_OPT, OUTPUTS } from '../help-text.js';
 import { clusterOf, indexHeaderOf, loadWithProgress, naming, openBackend, openQueries, reporting, sizeOf } from '../open.js';
 import { writeDedupOutputs, writeRange } from '../outputs.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { Progress } from '../progress.js';
+import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn dedup --input FILE --metric cosine|l2 --threshold T --out FILE [options]
 

@@ -6,7 +6,7 @@ import { createBackend } from '../../backend/create-backend.js';
 import type { GpuDevice } from '../../gpu/gpu-device.js';
 import { describeGemmChoice } from '../../gpu/kernel-choice.js';
 import type { Command } from '../command.js';
-import { UsageError } from '../flags.js';
+import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn info [--backend auto|webgpu|cpu]
 

@@ -9,12 +9,13 @@ import { checkShardable, shardsOf } from '../cluster/shard-build.js';
 import { checkManifest, manifestInput } from '../cluster/shard-files.js';
 import { distributedKnnGraph, distributedSearchShards, searchShards } from '../cluster/shard-search.js';
 import type { Command } from '../command.js';
-import { UsageError, type Values, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
+import { type Values, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
 import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS } from '../help-text.js';
 import { K_LIMIT, checkTypeFor, indexSettingsOf, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { buildIndex, clusterOf, indexOf, naming, openBackend, openQueries, vectorIds } from '../open.js';
 import { neighbourOutputs, writeNeighbours } from '../outputs.js';
 import { checkOutputs, pathFlags } from '../paths.js';
+import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn knn-graph --input FILE --k K --out FILE [options]
 

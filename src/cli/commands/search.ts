@@ -6,12 +6,13 @@ import { isManifestPath } from '../../indexes/shards.js';
 import { checkManifest } from '../cluster/shard-files.js';
 import { distributedSearchShards, searchShards } from '../cluster/shard-search.js';
 import type { Command } from '../command.js';
-import { UsageError, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
+import { backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
 import { BACKEND_OPT, ID_FILES, NEIGHBOUR_IDS, OUTPUTS } from '../help-text.js';
 import { K_LIMIT, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { clusterOf, loadWithProgress, openBackend, openQueries } from '../open.js';
 import { neighbourOutputs, writeNeighbours } from '../outputs.js';
 import { checkOutputs, pathFlags } from '../paths.js';
+import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn search --index INDEX --queries FILE --k K --out FILE [options]
 

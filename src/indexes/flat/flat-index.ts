@@ -10,7 +10,7 @@ import { Transform, transformName } from '../../codecs/transforms.js';
 import type { CodeStore } from '../../stores/code-store.js';
 
 import type { Metric, SlotResult } from '../../types.js';
-import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
+import { checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from '../../common/vector-source.js';
 import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection } from '../../io/index-format.js';
 import { platform } from '../../platform/platform.js';
@@ -18,6 +18,7 @@ import { type SearchParams, type TrainOptions } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
 import type { BaseStore, RowAt } from '../../contracts.js';
 import { IndexCore, type RowSpace } from '../index-core.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 export interface FlatIndexOptions {
   dim: number;

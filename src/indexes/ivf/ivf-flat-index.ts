@@ -35,7 +35,7 @@ import { uncertified } from '../../stores/half-rows.js';
 
 import { KMeans, type KMeansInit, type KMeansProgress, sampleRows } from '../../codecs/kmeans.js';
 import type { Metric, SlotResult } from '../../types.js';
-import { InvalidArgumentError, checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
+import { checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, copyRows, preparedSource } from '../../common/vector-source.js';
 import { type IndexFileHeader, checkLists, codecFileType, idSection } from '../../io/index-format.js';
 import { platform } from '../../platform/platform.js';
@@ -43,6 +43,7 @@ import { type SearchParams } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
 import type { BaseStore, RowAt } from '../../contracts.js';
 import { IndexCore, type RowSpace } from '../index-core.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 export interface IvfFlatIndexOptions {
   dim: number;

@@ -10,7 +10,7 @@
  * pair is ever dropped, and a caller can refuse a tile before any buffer grows.
  */
 import type { Device, DeviceBuffer } from '../../device.js';
-import { InvalidArgumentError } from '../../types.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 /**
  * Records one tile: rows r0 .. r0 + rows - 1 (numbered from 0 within the run), its pairs-threshold

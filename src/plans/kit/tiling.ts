@@ -6,9 +6,10 @@
  */
 import type { Device } from '../../device.js';
 import { MERGE_ROUND } from '../../kernel-facts.js';
-import { InvalidArgumentError } from '../../types.js';
+
 import type { RowFormat } from '../../contracts.js';
 import { rowsPerBinding } from '../../stores/chunking.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 /**
  * Queries per batch of a search: the batch's queries (rows of dpad floats), its running lists (k
