@@ -3,7 +3,7 @@
  * file of its own whose ids are the global row numbers (or the matching slice of the caller's
  * ids), trained once and searched shard by shard, the per-shard top-k merged. This module is the
  * part without files: the manifest that lists the shards, the row ranges, and the merge. The CLI
- * and the worker jobs are in src/cli/shards.ts.
+ * and the worker jobs are in src/cli/cluster/ (shard-files.ts, shard-build.ts, shard-search.ts).
  *
  * Why a merge gives the unsharded answer: every search re-scores its candidates exactly and keeps
  * the k best by (exact score, id) (src/indexes/rescore.ts); a shard's k best are the k best of its rows, so
@@ -97,7 +97,7 @@ export function isPlainFileName(file: string): boolean {
  * value. What needs no file is checked here: the type can be sharded, nprobe fits it, each shard
  * is a plain file name in the manifest's folder, listed once (by name and by SHA-256), the shards
  * contiguous from row 0 and their rows summing to ntotal. What the shard files hold is checked
- * against it where they are read (src/cli/shards.ts: checkShardHeader, checkRowIds,
+ * against it where they are read (src/cli/cluster/shard-files.ts: checkShardHeader, checkRowIds,
  * checkDisjointIds below).
  */
 export function parseManifest(text: string, path: string): ShardManifest {

@@ -60,7 +60,7 @@ export async function knnGraph(index: VectorIndex, options: KnnGraphOptions): Pr
 /**
  * Rows [start, start + rows) searched for k + 1 neighbours of the index's own vectors (row i has id
  * start + i): each row's k neighbours without its own id, or, where ties pushed it out of the
- * k + 1, without the last. The sharded kNN graph (src/cli/shards.ts) drops them the same way.
+ * k + 1, without the last. The sharded kNN graph (src/cli/cluster/shard-search.ts) drops them the same way.
  */
 export function dropSelf(labelsIn: ArrayLike<number>, distancesIn: Float32Array, rows: number, k: number, start: number): { labels: Float64Array; distances: Float32Array } {
   const kk = k + 1;

@@ -71,7 +71,7 @@ describe.skipIf(missing !== null)('workers refuse jobs they cannot verify', () =
   let valid: Record<string, Payload> = {};
   /** The heartbeats of the valid payloads' run folders (named with this process's pid, as if it were their producer). */
   let heartbeats: string[] = [];
-  /** Refreshes those heartbeats, before jobs that must run (src/cli/job-files.ts: a producer of this host must keep its heartbeat fresh). */
+  /** Refreshes those heartbeats, before jobs that must run (src/cli/cluster/job-files.ts: a producer of this host must keep its heartbeat fresh). */
   const alive = (): void => {
     const now = new Date();
     for (const h of heartbeats) utimesSync(h, now, now);

@@ -223,7 +223,7 @@ const BUILD_MANIFEST_JOB: Check<BuildManifestJob> = refine(
   },
 );
 
-/** What every shard's header must say (src/shards.ts: ShardHeader). */
+/** What every shard's header must say (src/indexes/shards.ts: ShardHeader). */
 const shardHeader = object({ type: oneOf(...INDEX_KINDS.map((k) => k.name)), nlist: int(0, 2 ** 32), dim: int(1, 2 ** 31 - 1), metric: oneOf('l2', 'ip', 'cosine'), nprobe: int(0, 2 ** 32) });
 const shardRefs = refine(
   array(object({ path: ext(['.idx']), bytes: int(0, ROWS), sha256, place: int(0, MAX_SHARDS - 1), firstRow: int(0, ROWS), rows: int(1, ROWS), rowIds: bool, header: shardHeader }), 1, MAX_SHARDS),

@@ -1,6 +1,6 @@
 /**
  * Sharded indexes on the command line and in workers (issue 17; the manifest and the merge are in
- * src/shards.ts). This file: the manifest and the shard files as a command or a job reads them;
+ * src/indexes/shards.ts). This file: the manifest and the shard files as a command or a job reads them;
  * the build's jobs are in src/cli/cluster/shard-build.ts, the search's in
  * src/cli/cluster/shard-search.ts, their payloads in src/cli/cluster/job-payloads.ts.
  *
