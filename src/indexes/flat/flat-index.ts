@@ -7,7 +7,6 @@ import { Codec } from '../../codecs/codec.js';
 import { checkIds } from '../ids.js';
 import type { RefineKind } from '../../codecs/refine.js';
 import { Transform, transformName } from '../../codecs/transforms.js';
-import type { CodeStore } from '../../stores/code-store.js';
 
 import type { Metric, SlotResult } from '../../types.js';
 import { checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
@@ -289,8 +288,7 @@ export class FlatIndex extends IndexCore {
   }
 
   protected rowSpace(): RowSpace {
-    const store = this.store as CodeStore;
-    return { chunkRows: store.chunkRows, chunks: store.chunks.length, positionOf: (slot) => slot };
+    return { chunkRows: this.store.chunkRows, chunks: this.store.chunks.length, positionOf: (slot) => slot };
   }
 
   /** A new store holding the live rows, in slot order. */
