@@ -33,16 +33,17 @@ export function parseIndexType(description: string): IndexType {
   const transform = parseTransform(parts[0]);
   if (transform) parts.shift();
   let kind: IndexKind = DEFAULT_KIND;
-  let nlist = 0;
+  let stage: Partial<IndexType> = {};
   for (const k of INDEX_KINDS) {
-    const stage = k.parseStage(parts[0], bad);
-    if (stage) {
+    const fields = k.parseStage(parts[0], bad);
+    if (fields) {
       kind = k;
-      nlist = stage.nlist;
+      stage = fields;
       parts.shift();
       break;
     }
   }
+  if (parts.length === 0 && kind.implicitStorage) parts.push('Flat');
   const last = parts.length > 1 ? parts[parts.length - 1] : '';
   const refine: RefineKind | null = last === 'RFlat' ? 'Flat' : last === 'Refine(SQfp16)' ? 'SQfp16' : null;
   if (refine) parts.pop();
@@ -56,7 +57,7 @@ export function parseIndexType(description: string): IndexType {
     );
   }
   if (refine && codec === null && !transform) throw bad(` (,${last} re-ranks codes or transformed rows: it follows a codec or a transform, not plain Flat)`);
-  const type: IndexType = { type: kind.name, nlist, codec, refine, ...(transform ? { transform } : {}) };
+  const type: IndexType = { nlist: 0, ...stage, type: kind.name, codec, refine, ...(transform ? { transform } : {}) };
   kind.checkType(type, bad);
   return type;
 }
@@ -70,9 +71,11 @@ function withoutTransforms(): string {
 
 /** The factory string of a parsed type (parseIndexType's inverse, in its canonical spelling). */
 export function describeIndexType(t: IndexType): string {
-  const storage = t.codec ? codecName(t.codec) : 'Flat';
+  const kind = indexKind(t.type);
+  const storage = t.codec ? codecName(t.codec) : kind.implicitStorage ? '' : 'Flat';
+  const parts = [t.transform ? transformName(t.transform) : '', kind.stage(t), storage].filter((part) => part !== '');
   const refine = t.refine === 'Flat' ? ',RFlat' : t.refine === 'SQfp16' ? ',Refine(SQfp16)' : '';
-  return `${t.transform ? `${transformName(t.transform)},` : ''}${indexKind(t.type).stage(t)}${storage}${refine}`;
+  return `${parts.join(',')}${refine}`;
 }
 
 export function indexFactory(backend: Backend, dim: number, description: string, metric: Metric = 'l2'): VectorIndex {

@@ -57,14 +57,19 @@ export interface SearchParamRange {
 export interface IndexKind<I extends IndexCore = IndexCore> {
   readonly name: IndexKindName;
   /**
-   * The factory component naming this kind's stage (`IVF1024`), parsed: its nlist; null when
-   * `part` is not one. A kind without a component of its own (Flat) returns null always: it is
-   * the kind of a description no other kind claims. Throws `bad()` for a component that is this
-   * kind's but out of range.
+   * The factory component naming this kind's stage (`IVF1024`), parsed: the fields of IndexType
+   * it sets (IVF: nlist); null when `part` is not one. A kind without a component of its own
+   * (Flat) returns null always: it is the kind of a description no other kind claims. Throws
+   * `bad()` for a component that is this kind's but out of range.
    */
-  parseStage(part: string, bad: (why?: string) => InvalidArgumentError): { nlist: number } | null;
-  /** The stage component as the factory spells it, with its comma (`IVF1024,`), or ''. */
+  parseStage(part: string, bad: (why?: string) => InvalidArgumentError): Partial<IndexType> | null;
+  /** The stage component as the factory spells it (`IVF1024`), or '' for a kind without one. */
   stage(type: IndexType): string;
+  /**
+   * Whether the storage after the stage may be left out when it is float32 rows, and is left out
+   * in the canonical spelling (as Faiss's "HNSW32" for "HNSW32,Flat"); false: "Flat" is spelt.
+   */
+  readonly implicitStorage: boolean;
   /** Whether a transform (Prefix, PCA, PCAR) may precede this kind's storage. */
   readonly transforms: boolean;
   /** Refuses what this kind cannot store (IVF: binary codes): throws `bad(' (why)')`. */
@@ -82,7 +87,7 @@ export interface IndexKind<I extends IndexCore = IndexCore> {
    * fewest vectors it trains on, as messages name them ("nlist = 1024"); null where the kind has
    * none (Flat: a codec or transform trains, but the kind itself does not).
    */
-  training(type: Pick<IndexType, 'nlist'>): { minRows: number; what: string } | null;
+  training(type: IndexType): { minRows: number; what: string } | null;
   /** This kind's own search parameters (beyond the common ones) and their ranges for an index of `type`. */
-  searchParams(type: Pick<IndexType, 'nlist'>): Partial<Record<'nprobe', SearchParamRange>>;
+  searchParams(type: IndexType | IndexFileHeader): Readonly<Record<string, SearchParamRange>>;
 }

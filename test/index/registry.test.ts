@@ -56,15 +56,16 @@ describe('index kinds', () => {
         const first = s.split(',')[0];
         const claims = INDEX_KINDS.filter((k) => k.parseStage(first, bad) !== null).map((k) => k.name);
         expect(claims, s).toEqual(indexKind(name as never).stage(type) === '' ? [] : [name]);
+        if (claims.length > 0) expect(first).toBe(indexKind(name as never).stage(type));
       }
     }
   });
 
   it("each kind's own search parameters and training stage", () => {
-    expect(indexKind('Flat').searchParams({ nlist: 0 })).toEqual({});
-    expect(indexKind('Flat').training({ nlist: 0 })).toBeNull();
-    expect(indexKind('IVF').searchParams({ nlist: 16 })).toEqual({ nprobe: { min: 1, max: 16, expected: 'an integer in [1, 16] (nlist)' } });
-    expect(indexKind('IVF').training({ nlist: 16 })).toEqual({ minRows: 16, what: 'nlist = 16' });
+    expect(indexKind('Flat').searchParams(parseIndexType('Flat'))).toEqual({});
+    expect(indexKind('Flat').training(parseIndexType('SQ8'))).toBeNull();
+    expect(indexKind('IVF').searchParams(parseIndexType('IVF16,Flat'))).toEqual({ nprobe: { min: 1, max: 16, expected: 'an integer in [1, 16] (nlist)' } });
+    expect(indexKind('IVF').training(parseIndexType('IVF16,SQ8'))).toEqual({ minRows: 16, what: 'nlist = 16' });
   });
 
   it('createIndex makes the kind\'s class, and loadIndex reads its file back through the kind', async () => {

@@ -13,6 +13,7 @@ export const FLAT_KIND: IndexKind<FlatIndex> = {
   name: 'Flat',
   parseStage: () => null,
   stage: () => '',
+  implicitStorage: false,
   transforms: true,
   checkType: () => {},
   create(backend, dim, type, metric, { hostCopy }) {

@@ -17,7 +17,8 @@ export const IVF_KIND: IndexKind<IvfFlatIndex> = {
     if (!(nlist >= 1 && nlist <= 0xffffffff)) throw bad();
     return { nlist };
   },
-  stage: (type) => `IVF${type.nlist},`,
+  stage: (type) => `IVF${type.nlist}`,
+  implicitStorage: false,
   transforms: false,
   checkType(type, bad) {
     if (type.codec?.type === 'LSH') throw bad(' (binary codes are stored in Flat indexes only: LSH takes no IVF stage)');
