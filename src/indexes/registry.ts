@@ -8,10 +8,11 @@ import type { IndexFileType } from '../io/index-format.js';
 import type { IndexKind, IndexKindName } from './kind.js';
 import { FLAT_KIND } from './flat/kind.js';
 import { IVF_KIND } from './ivf/kind.js';
+import { GRAPH_KIND } from './graph/kind.js';
 import { InvalidArgumentError } from '../errors.js';
 
 /** Every kind; the factory tries their stage components in this order. */
-export const INDEX_KINDS = [FLAT_KIND, IVF_KIND] as const;
+export const INDEX_KINDS = [FLAT_KIND, IVF_KIND, GRAPH_KIND] as const;
 
 /** The kind of a factory string that no kind's stage component claims ("Flat", "SQ8", "PCAR64,Flat"). */
 export const DEFAULT_KIND: IndexKind = FLAT_KIND;

@@ -1,0 +1,273 @@
+/**
+ * A CAGRA graph index (Ootomo et al., arXiv 2308.15136; cuVS's cagra): float32 rows, as FlatIndex
+ * stores them, and a graph of `degree` out-edges a row, built from them:
+ *   1. the intermediate graph: each row's `intermediateDegree` nearest rows, by the exact flat
+ *      search of the rows against themselves (the row itself left out);
+ *   2. rank-based pruning (cagra-prune) and the reverse edges merged in (src/plans/graph-build.ts).
+ * A search walks the graph from seeded entry points (graph-search, one workgroup a query) and
+ * hands the walk's best `candidates` to the exact re-score, as every index does. The graph is
+ * built when a search (or save) first needs it after the rows changed, so an add costs nothing
+ * until then and a build takes the whole index at once; searches with a filter, or while removed
+ * rows await compaction, run the exact pre-filtered scan of FlatIndex (exact, never a disallowed
+ * id). Everything runs on either backend; the CPU walks the graph with the kernels' twins.
+ */
+import type { Backend } from '../../backend/backend.js';
+import { rng } from '../../common/random.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { type IndexFileHeader, idSection } from '../../io/index-format.js';
+import { platform } from '../../platform/platform.js';
+import { buildGraphRows } from '../../plans/graph-build.js';
+import { type DeviceGraph, searchGraph } from '../../plans/graph-search.js';
+import type { Metric, SlotResult } from '../../types.js';
+import { FlatIndex } from '../flat/flat-index.js';
+import type { SearchParams } from '../vector-index.js';
+import { PAD_ID } from '../../kernel-facts.js';
+
+export interface GraphIndexOptions {
+  dim: number;
+  /** Default `l2`. */
+  metric?: Metric;
+  /** Out-edges a row (default 32): `CAGRA32`. */
+  degree?: number;
+  /** Neighbours a row in the intermediate graph that pruning starts from (default 2 x degree, as cuVS). */
+  intermediateDegree?: number;
+  /** As FlatIndexOptions.hostCopy. */
+  hostCopy?: boolean;
+  /** The walk's internal list length by default (64, as cuVS); a search's params may say otherwise. */
+  itopk?: number;
+}
+
+/** The kernel's largest internal list (shaders/graph-search.wgsl MAX_ITOPK). */
+export const GRAPH_MAX_ITOPK = 256;
+/** Entry points a walk starts from: this many rows, or all of a smaller index. */
+const SEEDS = 64;
+/** The seed of the entry points' choice (a build is deterministic). */
+const SEED = 1234;
+
+interface BuiltGraph {
+  device: DeviceGraph;
+  /** The graph on the host (what save writes): `degree` ids a row, PAD_ID where a row has fewer. */
+  rows: Uint32Array;
+}
+
+export class GraphIndex extends FlatIndex {
+  readonly degree: number;
+  readonly intermediateDegree: number;
+  /** The walk's internal list length when a search's params do not say. */
+  itopk: number;
+  private built: BuiltGraph | null = null;
+  /** The build in progress: searches that need the graph at once share it. */
+  private building: Promise<BuiltGraph | null> | null = null;
+
+  constructor(backend: Backend, options: GraphIndexOptions) {
+    super(backend, { dim: options?.dim, metric: options?.metric, hostCopy: options?.hostCopy }, 'GraphIndex');
+    this.degree = options.degree ?? 32;
+    if (!Number.isInteger(this.degree) || this.degree < 1 || this.degree > 1024) {
+      throw new InvalidArgumentError(`degree must be an integer in [1, 1024]; got ${String(options.degree)}`);
+    }
+    this.intermediateDegree = options.intermediateDegree ?? 2 * this.degree;
+    if (!Number.isInteger(this.intermediateDegree) || this.intermediateDegree < this.degree || this.intermediateDegree > 1024) {
+      throw new InvalidArgumentError(`intermediateDegree must be an integer in [degree = ${this.degree}, 1024]; got ${String(options.intermediateDegree)}`);
+    }
+    this.itopk = checkItopk(options.itopk ?? 64, 'itopk');
+  }
+
+  /** The graph's rows as built (`degree` ids a row, PAD_ID where a row has fewer), or null before the first build. */
+  get graphRows(): Uint32Array | null {
+    return this.built?.rows ?? null;
+  }
+
+  protected override rowsChanged(): void {
+    this.dropGraph();
+  }
+
+  protected override checkParams(params: SearchParams): SearchParams {
+    const p = super.checkParams(params);
+    if (p.itopk !== undefined) checkItopk(p.itopk, 'itopk');
+    if (p.searchWidth !== undefined && !(Number.isInteger(p.searchWidth) && p.searchWidth >= 1 && p.searchWidth <= 32)) {
+      throw new InvalidArgumentError(`searchWidth must be an integer in [1, 32]; got ${String(p.searchWidth)}`);
+    }
+    if (p.maxIterations !== undefined && !(Number.isInteger(p.maxIterations) && p.maxIterations >= 0)) {
+      throw new InvalidArgumentError(`maxIterations must be an integer >= 0 (0: automatic); got ${String(p.maxIterations)}`);
+    }
+    return p;
+  }
+
+  protected override async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
+    const g = masks ? null : await this.graph();
+    // A filter, removed rows (masks), or an index too small for a graph: the exact scan.
+    if (!g) return super.candidates(xq, nq, kc, masks, params);
+    const itopk = Math.max(params.itopk ?? this.itopk, kc);
+    if (itopk > GRAPH_MAX_ITOPK) {
+      throw new InvalidArgumentError(
+        `a CAGRA search of k results walks a list of at least ${kc} (k and the re-score's margin); the walk holds at most ${GRAPH_MAX_ITOPK}: ask for fewer results`,
+      );
+    }
+    const searchWidth = params.searchWidth ?? 1;
+    const maxIterations = params.maxIterations || Math.ceil(itopk / searchWidth) + 32;
+    const walk = { itopk, searchWidth, maxIterations, hashBits: hashBitsFor(itopk, searchWidth, this.degree) };
+    return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings);
+  }
+
+  /** The graph of the rows as they are, built now if they changed since the last build; null for fewer than 2 rows. */
+  private graph(): Promise<BuiltGraph | null> {
+    if (this.built) return Promise.resolve(this.built);
+    this.building ??= this.build().finally(() => (this.building = null));
+    return this.building;
+  }
+
+  private async build(): Promise<BuiltGraph | null> {
+    const n = this.ids.nslots;
+    if (n < 2) return null;
+    const d = this.dim;
+    const used = this.store.chunks.filter((c) => c.rows > 0);
+    if (used.length > 1) {
+      throw new InvalidArgumentError(
+        `a CAGRA index walks rows held in one binding: ${n} rows of ${d} floats exceed this device's ${this.backend.maxBindingBytes} bytes (maxBindingBytes); at most ${this.store.chunkRows} rows`,
+      );
+    }
+    // 1. Each row's kin nearest other rows, by the exact flat search of the rows themselves.
+    const kin = Math.min(this.intermediateDegree, n - 1);
+    const knn = new Uint32Array(n * kin);
+    let row0 = 0;
+    for await (const block of this.store.readRows()) {
+      const rows = block.length / d;
+      const r = await this.backend.searchFlat(this.store, block, rows, kin + 1, this.kernelMetric);
+      for (let i = 0; i < rows; i++) {
+        const self = row0 + i;
+        let w = (row0 + i) * kin;
+        const end = w + kin;
+        for (let j = 0; j < kin + 1 && w < end; j++) {
+          const id = r.labels[i * (kin + 1) + j];
+          if (id !== self && id >= 0) knn[w++] = id;
+        }
+        for (; w < end; w++) knn[w] = PAD_ID;
+      }
+      row0 += rows;
+    }
+    // 2. Pruned, with the reverse edges merged in.
+    const degree = Math.min(this.degree, kin);
+    const graphRows = await buildGraphRows(this.backend.device, knn, n, kin, degree);
+    const rows = degree === this.degree ? graphRows : widen(graphRows, n, degree, this.degree);
+    return (this.built = this.install(rows, n));
+  }
+
+  /** Puts a graph (`degree` ids a row of the store's `n` rows) and the seeds on the device. */
+  private install(rows: Uint32Array, n: number): BuiltGraph {
+    const device = this.backend.device;
+    const graph = device.buffer('graph', rows.byteLength);
+    device.upload(graph, 0, rows);
+    const seedIds = chooseSeeds(n);
+    const seeds = device.buffer('graph_seeds', seedIds.byteLength);
+    device.upload(seeds, 0, seedIds);
+    return { rows, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length } };
+  }
+
+  private dropGraph(): void {
+    if (!this.built) return;
+    this.backend.device.release(this.built.device.graph);
+    this.backend.device.release(this.built.device.seeds);
+    this.built = null;
+  }
+
+  /**
+   * Restores a saved graph (loadIndex, after the rows): `degree` ids a row, each below ntotal or
+   * PAD_ID. The index takes `rows` over.
+   */
+  async restoreGraph(rows: Uint32Array, what: string): Promise<void> {
+    this.queue.checkOpen('restoreGraph');
+    return this.queue.mutate(async () => {
+      const n = this.ids.nslots;
+      if (rows.length !== n * this.degree) throw new InvalidArgumentError(`${what}: ${rows.length} graph entries for ${n} rows of degree ${this.degree}`);
+      for (let p = 0; p < rows.length; p++) {
+        const id = rows[p];
+        if (id !== PAD_ID && id >= n) throw new InvalidArgumentError(`${what}: graph[${p}] (row ${Math.floor(p / this.degree)}) is ${id}; expected a row in [0, ${n - 1}] or 0xffffffff (none)`);
+      }
+      this.dropGraph();
+      if (n >= 2) this.built = this.install(rows, n);
+    });
+  }
+
+  /**
+   * Writes the index (type CAGRA, src/io/index-file.ts): the live rows, the graph (built first if
+   * the rows changed; edges to removed rows left out), the ids and a checksum.
+   */
+  override async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
+    this.queue.checkOpen('save');
+    return this.queue.search(async () => {
+      const built = await this.graph();
+      const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
+      const rows = this.liveRows();
+      const graph = savedGraph(built?.rows ?? null, this.ids.nslots, this.degree, (slot) => this.ids.isDead(slot));
+      async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
+        yield* rows;
+        yield graph;
+        yield* idSection(live);
+      }
+      const header: IndexFileHeader = { type: 'CAGRA', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.degree, nprobe: 0, codec: null, refine: null, transform: null };
+      await platform.writeIndexFile(path, header, parts(), options.onProgress);
+    });
+  }
+
+  override async dispose(): Promise<void> {
+    await super.dispose();
+    this.dropGraph();
+  }
+}
+
+function checkItopk(v: unknown, what: string): number {
+  if (!(Number.isInteger(v) && (v as number) >= 1 && (v as number) <= GRAPH_MAX_ITOPK)) {
+    throw new InvalidArgumentError(`${what} must be an integer in [1, ${GRAPH_MAX_ITOPK}]; got ${String(v)}`);
+  }
+  return v as number;
+}
+
+/** The visited hash's size (log2): room for every node the walk can see at half load, at least 2^8. */
+function hashBitsFor(itopk: number, searchWidth: number, degree: number): number {
+  const seen = 4 * (itopk + searchWidth * degree);
+  return Math.max(8, Math.min(13, Math.ceil(Math.log2(seen))));
+}
+
+/** `min(n, SEEDS)` distinct rows, the same for every build of n rows. */
+function chooseSeeds(n: number): Uint32Array {
+  const m = Math.min(n, SEEDS);
+  const random = rng(SEED);
+  const picked = new Set<number>();
+  const out = new Uint32Array(m);
+  for (let s = 0; s < m; ) {
+    const v = Math.floor(random() * n);
+    if (!picked.has(v)) {
+      picked.add(v);
+      out[s++] = v;
+    }
+  }
+  return out;
+}
+
+/** Rows of `from` ids widened to `to` (PAD_ID after): a graph of fewer rows than the degree. */
+function widen(g: Uint32Array, n: number, from: number, to: number): Uint32Array {
+  const out = new Uint32Array(n * to).fill(PAD_ID);
+  for (let r = 0; r < n; r++) out.set(g.subarray(r * from, (r + 1) * from), r * to);
+  return out;
+}
+
+/**
+ * The graph as a file holds it: rows of the live slots only, renumbered as the file numbers
+ * rows (live slots in order), edges to removed rows dropped (the row's later edges move up).
+ */
+function savedGraph(rows: Uint32Array | null, nslots: number, degree: number, dead: (slot: number) => boolean): Uint32Array {
+  const position = new Int32Array(nslots);
+  let live = 0;
+  for (let s = 0; s < nslots; s++) position[s] = dead(s) ? -1 : live++;
+  const out = new Uint32Array(live * degree).fill(PAD_ID);
+  if (!rows) return out;
+  for (let s = 0; s < nslots; s++) {
+    if (position[s] < 0) continue;
+    let w = position[s] * degree;
+    for (let e = 0; e < degree; e++) {
+      const id = rows[s * degree + e];
+      if (id !== PAD_ID && position[id] >= 0) out[w++] = position[id];
+    }
+  }
+  return out;
+}

@@ -1,0 +1,158 @@
+/**
+ * The CAGRA graph index (src/indexes/graph): recall on SIFT10K against its published ground truth on
+ * both backends, the same graph and labels on WebGPU and the CPU where float32 arithmetic is exact,
+ * the factory and the file, filters and removal (exact, never a disallowed or removed id), and the
+ * graph rebuilt after the rows change.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { randomSmallInts } from '../../src/common/random.js';
+import { describeIndexType, indexFactory, parseIndexType } from '../../src/indexes/factory.js';
+import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { GRAPH_MAX_ITOPK, GraphIndex } from '../../src/indexes/graph/graph-index.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
+import { PAD_ID } from '../../src/kernel-facts.js';
+import { cpuBackend } from '../helpers/cpu.js';
+import { l2Exact, tieAwareRecall } from '../helpers/compare.js';
+import { loadRealSet } from '../helpers/data.js';
+import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
+
+const gpu = await gpuBackend();
+const cpu = cpuBackend();
+afterAll(disposeGpuBackends);
+const backends = [['cpu', cpu], ['webgpu', gpu]] as const;
+const dir = mkdtempSync(join(tmpdir(), 'wgknn-graph-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Recall@10 the graph must reach on SIFT10K with CAGRA32 and the default itopk 64 (measured: see the README). */
+const SIFT_RECALL_FLOOR = 0.95;
+
+describe('GraphIndex', () => {
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: recall@10 on SIFT10K above ${SIFT_RECALL_FLOOR}, and above the default with a wider walk`, async () => {
+      const set = loadRealSet('siftsmall', 'siftsmall');
+      const index = new GraphIndex(backend!, { dim: set.d, degree: 32 });
+      await index.add(set.xb);
+      const dist = (q: number, id: number): number => l2Exact(set.xq, q, set.xb, id, set.d);
+      const r = await index.search(set.xq, 10);
+      const recall = tieAwareRecall(r.labels, 10, set.gt, set.gtK, set.nq, dist);
+      expect(recall).toBeGreaterThanOrEqual(SIFT_RECALL_FLOOR);
+      const wide = await index.search(set.xq, 10, { itopk: 128, searchWidth: 2 });
+      expect(tieAwareRecall(wide.labels, 10, set.gt, set.gtK, set.nq, dist)).toBeGreaterThanOrEqual(recall);
+      // Every row has its full degree of distinct out-edges, none to itself.
+      const g = index.graphRows!;
+      for (let row = 0; row < set.n; row++) {
+        const edges = Array.from(g.subarray(row * 32, (row + 1) * 32));
+        expect(edges.includes(PAD_ID), `row ${row}`).toBe(false);
+        expect(edges.includes(row), `row ${row}`).toBe(false);
+        expect(new Set(edges).size).toBe(32);
+      }
+      await index.dispose();
+    });
+  }
+
+  it.skipIf(!gpu)('WebGPU builds the same graph and returns the same labels as the CPU (small-integer data: exact float32)', async () => {
+    const n = 1500;
+    const d = 12;
+    const xb = randomSmallInts(n * d, 11);
+    const xq = randomSmallInts(60 * d, 12);
+    const out = [];
+    for (const backend of [cpu, gpu!]) {
+      const index = new GraphIndex(backend, { dim: d, degree: 16 });
+      await index.add(xb);
+      const r = await index.search(xq, 10, { itopk: 32 });
+      out.push({ graph: index.graphRows!.slice(), labels: Array.from(r.labels), distances: Array.from(r.distances) });
+      await index.dispose();
+    }
+    expect(out[1].graph).toEqual(out[0].graph);
+    expect(out[1].labels).toEqual(out[0].labels);
+    expect(out[1].distances).toEqual(out[0].distances);
+  });
+
+  it('the factory: CAGRA<degree>, float32 rows implied; what it cannot take is refused', () => {
+    expect(describeIndexType(parseIndexType('CAGRA32'))).toBe('CAGRA32');
+    expect(describeIndexType(parseIndexType('CAGRA16,Flat'))).toBe('CAGRA16');
+    expect(parseIndexType('CAGRA8')).toMatchObject({ type: 'CAGRA', degree: 8, codec: null });
+    expect(indexFactory(cpu, 8, 'CAGRA4')).toBeInstanceOf(GraphIndex);
+    expect(() => parseIndexType('CAGRA0')).toThrow('unknown index description "CAGRA0" (CAGRA<degree>: a degree in [1, 1024])');
+    expect(() => parseIndexType('CAGRA16,SQ8')).toThrow('(a CAGRA graph walks float32 rows: CAGRA<degree> takes no codec or refine for now)');
+    expect(() => parseIndexType('PCA8,CAGRA16')).toThrow(/a transform \(PCA8\) is followed by Flat only for now/);
+    expect(() => new GraphIndex(cpu, { dim: 8, degree: 0 })).toThrow('degree must be an integer in [1, 1024]; got 0');
+    expect(() => new GraphIndex(cpu, { dim: 8, degree: 8, intermediateDegree: 4 })).toThrow('intermediateDegree must be an integer in [degree = 8, 1024]; got 4');
+  });
+
+  it("search parameters are checked; k beyond the walk's list is refused with the bound", async () => {
+    const d = 8;
+    const index = new GraphIndex(cpu, { dim: d, degree: 8 });
+    await index.add(randomSmallInts(400 * d, 3));
+    const q = randomSmallInts(2 * d, 4);
+    await expect(index.search(q, 5, { itopk: 0 })).rejects.toThrow(`itopk must be an integer in [1, ${GRAPH_MAX_ITOPK}]; got 0`);
+    await expect(index.search(q, 5, { searchWidth: 0 })).rejects.toThrow('searchWidth must be an integer in [1, 32]; got 0');
+    await expect(index.search(q, 300)).rejects.toThrow(`the walk holds at most ${GRAPH_MAX_ITOPK}: ask for fewer results`);
+    await index.dispose();
+  });
+
+  it('filters and removal: the exact scan, never a disallowed or removed id; adds and compaction rebuild the graph', async () => {
+    const d = 8;
+    const n = 600;
+    const xb = randomSmallInts(n * d, 21);
+    const xq = randomSmallInts(20 * d, 22);
+    const index = new GraphIndex(cpu, { dim: d, degree: 8 });
+    const flat = new FlatIndex(cpu, { dim: d });
+    await index.add(xb);
+    await flat.add(xb);
+    const allow = BigInt64Array.from({ length: n / 10 }, (_, i) => BigInt(i * 10));
+    const [g, f] = [await index.search(xq, 5, { filter: allow }), await flat.search(xq, 5, { filter: allow })];
+    expect(Array.from(g.labels)).toEqual(Array.from(f.labels));
+    for (const id of g.labels) expect(id % 10).toBe(0);
+    await index.search(xq, 5); // builds the graph
+    const before = index.graphRows!;
+    const removed = BigInt64Array.from({ length: 50 }, (_, i) => BigInt(i));
+    await index.removeIds(removed);
+    await flat.removeIds(removed);
+    const [g2, f2] = [await index.search(xq, 5), await flat.search(xq, 5)];
+    expect(Array.from(g2.labels)).toEqual(Array.from(f2.labels));
+    for (const id of g2.labels) expect(id).toBeGreaterThanOrEqual(50);
+    await index.compact();
+    await index.add(xb.subarray(0, 10 * d));
+    await index.search(xq, 5);
+    expect(index.graphRows).not.toBe(before);
+    expect(index.graphRows!.length).toBe(index.degree * (n - 50 + 10));
+    await index.dispose();
+    await flat.dispose();
+  });
+
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: save and load: the same graph and labels, on the other backend too`, async () => {
+      const d = 12;
+      const xb = randomSmallInts(800 * d, 31);
+      const xq = randomSmallInts(30 * d, 32);
+      const index = new GraphIndex(backend!, { dim: d, degree: 12, metric: 'ip' });
+      await index.add(xb);
+      const r = await index.search(xq, 8);
+      const path = join(dir, `${name}.idx`);
+      await index.save(path);
+      for (const other of [backend!, cpu]) {
+        const loaded = await loadIndex(other, path);
+        expect(loaded).toBeInstanceOf(GraphIndex);
+        expect((loaded as GraphIndex).graphRows).toEqual(index.graphRows);
+        const r2 = await loaded.search(xq, 8);
+        expect(Array.from(r2.labels)).toEqual(Array.from(r.labels));
+        await loaded.dispose();
+      }
+      await index.dispose();
+    });
+  }
+
+  it('a saved graph with an edge out of range is refused, naming the entry', async () => {
+    const d = 4;
+    const index = new GraphIndex(cpu, { dim: d, degree: 4 });
+    await index.add(randomSmallInts(20 * d, 41));
+    const rows = new Uint32Array(20 * 4).fill(1);
+    rows[7] = 20;
+    await expect(index.restoreGraph(rows, 'x.idx: graph')).rejects.toThrow('x.idx: graph: graph[7] (row 1) is 20; expected a row in [0, 19] or 0xffffffff (none)');
+    await index.dispose();
+  });
+});
