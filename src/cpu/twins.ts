@@ -8,6 +8,7 @@ import type { DeviceBuffer, KernelArgs, KernelName } from '../device.js';
 import { PairList } from '../common/pairs.js';
 import { gemmScores } from './gemm-scores.js';
 import { ivfScan } from './ivf-scan.js';
+import { graphSearch } from './graph-search.js';
 import { kmeansPartial, kmeansReduce } from './kmeans-update.js';
 import { maskScores } from './mask-scores.js';
 import { norms } from './norms.js';
@@ -62,6 +63,12 @@ export const TWINS: CpuTwins = {
   'ivf-scan': (c, f, u) => {
     ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.lists), c.probe0, c.nprobe, c.nseg, f(c.xb), c.xh ? u(c.xh) : null, f(c.xnorm), u(c.ids),
       c.mask ? u(c.mask) : null, c.maskBit0, c.dpad, c.k, f(c.outS), u(c.outI));
+  },
+  'graph-search': (c, f, u) => {
+    graphSearch({
+      ...c, xq: f(c.xq), xb: f(c.xb), xnorm: f(c.xnorm), graph: u(c.graph), seeds: u(c.seeds), mask: c.mask ? u(c.mask) : null,
+      outS: f(c.outS), outI: u(c.outI), outIterations: c.outIterations ? u(c.outIterations) : null,
+    });
   },
   'pairs-threshold': (c, f, u) => {
     const found = new PairList();

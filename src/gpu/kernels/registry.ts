@@ -8,6 +8,7 @@
 import type { DeviceBuffer, KernelArgs, KernelName } from '../../device.js';
 import { encodeGemmScores } from './gemm-scores.js';
 import { encodeIvfScan } from './ivf-scan.js';
+import { encodeGraphSearch } from './graph-search.js';
 import type { Kernels } from './kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kmeans-update.js';
 import { encodeMaskScores } from './mask-scores.js';
@@ -58,6 +59,11 @@ export const ENCODERS: GpuEncoders = {
     encodeIvfScan(k, {
       ...call, xq: b(call.xq), lists: b(call.lists), xb: b(call.xb), xnorm: b(call.xnorm),
       ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null, xh: call.xh ? b(call.xh) : null,
+    }),
+  'graph-search': (k, call, b) =>
+    encodeGraphSearch(k, {
+      ...call, xq: b(call.xq), xb: b(call.xb), xnorm: b(call.xnorm), graph: b(call.graph), seeds: b(call.seeds), mask: call.mask ? b(call.mask) : null,
+      outS: b(call.outS), outI: b(call.outI), outIterations: call.outIterations ? b(call.outIterations) : null,
     }),
   'pairs-threshold': (k, call, b) =>
     encodePairsThreshold(k, {
