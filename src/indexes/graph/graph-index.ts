@@ -222,10 +222,13 @@ function checkItopk(v: unknown, what: string): number {
   return v as number;
 }
 
-/** The visited hash's size (log2): room for every node the walk can see at half load, at least 2^8. */
+/**
+ * The visited hash's size (log2, at most the kernel's 10): twice what the kernel needs to hold at
+ * once (the list and one iteration's candidates, or the seeds), so that resets are rare.
+ */
 function hashBitsFor(itopk: number, searchWidth: number, degree: number): number {
-  const seen = 4 * (itopk + searchWidth * degree);
-  return Math.max(8, Math.min(13, Math.ceil(Math.log2(seen))));
+  const need = Math.max(SEEDS, 2 * searchWidth * degree, itopk + searchWidth * degree);
+  return Math.min(10, Math.ceil(Math.log2(2 * need)));
 }
 
 /** `min(n, SEEDS)` distinct rows, the same for every build of n rows. */
