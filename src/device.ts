@@ -534,6 +534,89 @@ export interface KmeansReduceArgs<B = DeviceBuffer> {
 }
 
 /**
+ * CAGRA's rank-based pruning of a tile of nodes (shaders/cagra-prune.wgsl: the rules, and how a
+ * plan tiles it). Node node0 + r (r < nodes) keeps the `degree` edges of its kNN row with the
+ * fewest detours. The kNN graph: `kin` ids a row, best first, PAD_ID after the last neighbour.
+ */
+export interface CagraPruneArgs<B = DeviceBuffer> {
+  /** The tile's own rows: node node0 + r's at words (a0 + r) * kin of `a`. */
+  a: B;
+  a0: number;
+  /** The rows of nodes d0 .. d0 + drows - 1 (node d0 + t's at words t * kin): the detour nodes' lists this call reads. */
+  d: B;
+  d0: number;
+  drows: number;
+  /**
+   * u32[nodes * kin], row r at r * kin: the detours of node node0 + r's entries, zeroed by the
+   * call with `first`, added to by every call; after the call with `last`, PAD_ID where an entry
+   * is not an edge (padding, the node itself, a repeated id).
+   */
+  detours: B;
+  /** With `last`: row out0 + r (`degree` ids, PAD_ID after the last edge) = node node0 + r's kept edges. */
+  out: B;
+  out0: number;
+  n: number;
+  kin: number;
+  degree: number;
+  node0: number;
+  nodes: number;
+  /** The tile's first call (over its first chunk of detour rows) and its last (which selects). */
+  first: boolean;
+  last: boolean;
+}
+
+/**
+ * The reverse edges of a pruned CAGRA graph (shaders/cagra-reverse.wgsl), sources node0 ..
+ * node0 + nodes - 1. Without `scatter`: counts[t] += 1 for every edge s -> t. With `scatter` (after
+ * cagra-offsets turned the finished counts into offsets): each edge s -> t, at rank k of s's row,
+ * is stored as the key k * n + s at a slot of [offsets[t], offsets[t + 1]) of `edges`, taken by
+ * counting counts[t] back down (all zero once every source is scattered). Which slot of its range
+ * an edge takes is not deterministic; cagra-merge reads each range as a set, in key order.
+ */
+export interface CagraReverseArgs<B = DeviceBuffer> {
+  /** The pruned graph, all of it: node s's `degree` ids at words s * degree (PAD_ID: none). */
+  graph: B;
+  /** u32[n]: zeroed (Device.clear) before the first tile is counted. */
+  counts: B;
+  /** u32[n + 1] (read by the scatter only). */
+  offsets: B;
+  /** u32[offsets[n]] (written by the scatter only; n * degree words always suffice). */
+  edges: B;
+  n: number;
+  degree: number;
+  node0: number;
+  nodes: number;
+  scatter: boolean;
+}
+
+/** Exclusive prefix sums (shaders/cagra-offsets.wgsl): offsets[i] = counts[0] + .. + counts[i - 1], i <= n. */
+export interface CagraOffsetsArgs<B = DeviceBuffer> {
+  /** u32[n]. */
+  counts: B;
+  /** u32[n + 1]. */
+  offsets: B;
+  n: number;
+}
+
+/**
+ * CAGRA's final rows (shaders/cagra-merge.wgsl: the rule): node node0 + r's pruned row merged with
+ * its reverse edges, into row out0 + r of `out` (`degree` ids, PAD_ID after the last).
+ */
+export interface CagraMergeArgs<B = DeviceBuffer> {
+  /** The pruned graph (read at the tile's rows). */
+  graph: B;
+  /** cagra-offsets of the in-degrees, and the scattered reverse edges (cagra-reverse). */
+  offsets: B;
+  edges: B;
+  out: B;
+  out0: number;
+  n: number;
+  degree: number;
+  node0: number;
+  nodes: number;
+}
+
+/**
  * Every kernel by name, with its argument record: the one list of kernels. Each device's registry
  * (src/cpu/twins.ts, src/gpu/kernels/registry.ts) is typed as a map over these names, so a kernel
  * added here does not compile until every device runs it.
@@ -555,6 +638,10 @@ export interface KernelArgs<B = DeviceBuffer> {
   'hamming-scores': HammingScoresArgs<B>;
   'kmeans-partial': KmeansPartialArgs<B>;
   'kmeans-reduce': KmeansReduceArgs<B>;
+  'cagra-prune': CagraPruneArgs<B>;
+  'cagra-reverse': CagraReverseArgs<B>;
+  'cagra-offsets': CagraOffsetsArgs<B>;
+  'cagra-merge': CagraMergeArgs<B>;
 }
 
 export type KernelName = keyof KernelArgs;

@@ -6,6 +6,10 @@
  */
 import type { DeviceBuffer, KernelArgs, KernelName } from '../device.js';
 import { PairList } from '../common/pairs.js';
+import { cagraMerge } from './cagra-merge.js';
+import { cagraOffsets } from './cagra-offsets.js';
+import { cagraPrune } from './cagra-prune.js';
+import { cagraReverse } from './cagra-reverse.js';
 import { gemmScores } from './gemm-scores.js';
 import { ivfScan } from './ivf-scan.js';
 import { graphSearch } from './graph-search.js';
@@ -105,6 +109,18 @@ export const TWINS: CpuTwins = {
   },
   'kmeans-reduce': (c, f, u) => {
     kmeansReduce(f(c.sums), u(c.counts), c.nc, c.dpad, c.nblocks, f(c.centroids), u(c.outCounts));
+  },
+  'cagra-prune': (c, _f, u) => {
+    cagraPrune(u(c.a), c.a0, u(c.d), c.d0, c.drows, c.n, c.kin, c.degree, c.node0, c.nodes, c.first, c.last, u(c.detours), u(c.out), c.out0);
+  },
+  'cagra-reverse': (c, _f, u) => {
+    cagraReverse(u(c.graph), c.n, c.degree, c.node0, c.nodes, c.scatter, u(c.counts), u(c.offsets), u(c.edges));
+  },
+  'cagra-offsets': (c, _f, u) => {
+    cagraOffsets(u(c.counts), c.n, u(c.offsets));
+  },
+  'cagra-merge': (c, _f, u) => {
+    cagraMerge(u(c.graph), u(c.offsets), u(c.edges), c.n, c.degree, c.node0, c.nodes, u(c.out), c.out0);
   },
 };
 

@@ -6,6 +6,10 @@
  * kernel files only through this module.
  */
 import type { DeviceBuffer, KernelArgs, KernelName } from '../../device.js';
+import { encodeCagraMerge } from './cagra-merge.js';
+import { encodeCagraOffsets } from './cagra-offsets.js';
+import { encodeCagraPrune } from './cagra-prune.js';
+import { encodeCagraReverse } from './cagra-reverse.js';
 import { encodeGemmScores } from './gemm-scores.js';
 import { encodeIvfScan } from './ivf-scan.js';
 import { encodeGraphSearch } from './graph-search.js';
@@ -80,6 +84,10 @@ export const ENCODERS: GpuEncoders = {
       counts: b(call.counts), obj: b(call.obj),
     }),
   'kmeans-reduce': (k, call, b) => encodeKmeansReduce(k, { ...call, sums: b(call.sums), counts: b(call.counts), centroids: b(call.centroids), outCounts: b(call.outCounts) }),
+  'cagra-prune': (k, call, b) => encodeCagraPrune(k, { ...call, a: b(call.a), d: b(call.d), detours: b(call.detours), out: b(call.out) }),
+  'cagra-reverse': (k, call, b) => encodeCagraReverse(k, { ...call, graph: b(call.graph), counts: b(call.counts), offsets: b(call.offsets), edges: b(call.edges) }),
+  'cagra-offsets': (k, call, b) => encodeCagraOffsets(k, { ...call, counts: b(call.counts), offsets: b(call.offsets) }),
+  'cagra-merge': (k, call, b) => encodeCagraMerge(k, { ...call, graph: b(call.graph), offsets: b(call.offsets), edges: b(call.edges), out: b(call.out) }),
 };
 
 /** Records one call with its kernel's encoder. */
