@@ -23,7 +23,10 @@ export type LoadedIndex = ReturnType<(typeof INDEX_KINDS)[number]['open']>;
 /** The kind of this name. */
 export function indexKind(name: IndexKindName): IndexKind {
   const kind = INDEX_KINDS.find((k) => k.name === name);
-  if (!kind) throw new InvalidArgumentError(`unknown index kind ${JSON.stringify(name)}; expected ${INDEX_KINDS.map((k) => k.name).join(' or ')}`);
+  if (!kind) {
+    const names = INDEX_KINDS.map((k) => k.name);
+    throw new InvalidArgumentError(`unknown index kind ${JSON.stringify(name)}; expected ${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`);
+  }
   return kind as IndexKind;
 }
 

@@ -94,32 +94,41 @@ describe('GraphIndex', () => {
     await index.dispose();
   });
 
-  it('filters and removal: the exact scan, never a disallowed or removed id; adds and compaction rebuild the graph', async () => {
+  it('filters and removal: a walk through the disallowed rows above half allowed, the exact scan below; never a disallowed or removed id; adds and compaction rebuild the graph', async () => {
     const d = 8;
-    const n = 600;
+    const n = 2000;
     const xb = randomSmallInts(n * d, 21);
-    const xq = randomSmallInts(20 * d, 22);
-    const index = new GraphIndex(cpu, { dim: d, degree: 8 });
+    const xq = randomSmallInts(40 * d, 22);
+    const index = new GraphIndex(cpu, { dim: d, degree: 16 });
     const flat = new FlatIndex(cpu, { dim: d });
     await index.add(xb);
     await flat.add(xb);
-    const allow = BigInt64Array.from({ length: n / 10 }, (_, i) => BigInt(i * 10));
-    const [g, f] = [await index.search(xq, 5, { filter: allow }), await flat.search(xq, 5, { filter: allow })];
+    const dist = (q: number, id: number): number => l2Exact(xq, q, xb, id, d);
+    /** Recall@10 of `labels` against the flat index's answer, ties counted as hits. */
+    const recallOf = (labels: Int32Array, truth: Int32Array): number => tieAwareRecall(labels, 10, truth, 10, 40, dist);
+    // A tenth allowed: the exact scan, equal to Flat's.
+    const tenth = BigInt64Array.from({ length: n / 10 }, (_, i) => BigInt(i * 10));
+    const [g, f] = [await index.search(xq, 10, { filter: tenth }), await flat.search(xq, 10, { filter: tenth })];
     expect(Array.from(g.labels)).toEqual(Array.from(f.labels));
-    for (const id of g.labels) expect(id % 10).toBe(0);
-    await index.search(xq, 5); // builds the graph
+    // Three quarters allowed: the walk, with the mask; only allowed ids, most of the true ones.
+    const most = BigInt64Array.from({ length: n }, (_, i) => BigInt(i)).filter((id) => id % 4n !== 0n);
+    const [gm, fm] = [await index.search(xq, 10, { filter: most }), await flat.search(xq, 10, { filter: most })];
+    for (const id of gm.labels) expect(id % 4).not.toBe(0);
+    expect(recallOf(gm.labels, fm.labels)).toBeGreaterThanOrEqual(0.9);
     const before = index.graphRows!;
-    const removed = BigInt64Array.from({ length: 50 }, (_, i) => BigInt(i));
+    // Removed rows: walked through, never returned.
+    const removed = BigInt64Array.from({ length: 100 }, (_, i) => BigInt(i));
     await index.removeIds(removed);
     await flat.removeIds(removed);
-    const [g2, f2] = [await index.search(xq, 5), await flat.search(xq, 5)];
-    expect(Array.from(g2.labels)).toEqual(Array.from(f2.labels));
-    for (const id of g2.labels) expect(id).toBeGreaterThanOrEqual(50);
+    const [g2, f2] = [await index.search(xq, 10), await flat.search(xq, 10)];
+    for (const id of g2.labels) expect(id).toBeGreaterThanOrEqual(100);
+    expect(recallOf(g2.labels, f2.labels)).toBeGreaterThanOrEqual(0.9);
+    expect(index.graphRows).toBe(before);
     await index.compact();
     await index.add(xb.subarray(0, 10 * d));
-    await index.search(xq, 5);
+    await index.search(xq, 10);
     expect(index.graphRows).not.toBe(before);
-    expect(index.graphRows!.length).toBe(index.degree * (n - 50 + 10));
+    expect(index.graphRows!.length).toBe(index.degree * (n - 100 + 10));
     await index.dispose();
     await flat.dispose();
   });

@@ -39,6 +39,12 @@ export interface GraphIndexOptions {
 
 /** The kernel's largest internal list (shaders/graph-search.wgsl MAX_ITOPK). */
 export const GRAPH_MAX_ITOPK = 256;
+/**
+ * A filter (with the removed rows) allowing at least this share of the rows is applied during the
+ * walk; below it the search is the exact pre-filtered scan, as a walk through mostly disallowed
+ * rows loses the allowed ones (measured: see the README, "A graph index: CAGRA").
+ */
+export const GRAPH_FILTER_MIN_SELECTIVITY = 0.5;
 /** Entry points a walk starts from: this many rows, or all of a smaller index. */
 const SEEDS = 64;
 /** The seed of the entry points' choice (a build is deterministic). */
@@ -94,19 +100,22 @@ export class GraphIndex extends FlatIndex {
   }
 
   protected override async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
-    const g = masks ? null : await this.graph();
-    // A filter, removed rows (masks), or an index too small for a graph: the exact scan.
+    // The share of rows a filter and the removals leave (1 without masks).
+    const allowed = masks ? countBits(masks[0], this.ids.nslots) / this.ids.nslots : 1;
+    const g = allowed >= GRAPH_FILTER_MIN_SELECTIVITY ? await this.graph() : null;
+    // Too few rows allowed for a walk to find them, or an index too small for a graph: the exact scan.
     if (!g) return super.candidates(xq, nq, kc, masks, params);
-    const itopk = Math.max(params.itopk ?? this.itopk, kc);
-    if (itopk > GRAPH_MAX_ITOPK) {
+    if (kc > GRAPH_MAX_ITOPK) {
       throw new InvalidArgumentError(
         `a CAGRA search of k results walks a list of at least ${kc} (k and the re-score's margin); the walk holds at most ${GRAPH_MAX_ITOPK}: ask for fewer results`,
       );
     }
+    // The walk passes through disallowed rows and keeps them in its list: widen it by their share (cuVS).
+    const itopk = Math.min(GRAPH_MAX_ITOPK, Math.max(Math.ceil((params.itopk ?? this.itopk) / allowed), kc));
     const searchWidth = params.searchWidth ?? 1;
     const maxIterations = params.maxIterations || Math.ceil(itopk / searchWidth) + 32;
     const walk = { itopk, searchWidth, maxIterations, hashBits: hashBitsFor(itopk, searchWidth, this.degree) };
-    return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings);
+    return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings, masks);
   }
 
   /** The graph of the rows as they are, built now if they changed since the last build; null for fewer than 2 rows. */
@@ -213,6 +222,19 @@ export class GraphIndex extends FlatIndex {
     await super.dispose();
     this.dropGraph();
   }
+}
+
+/** Set bits among the first `n` of `mask`. */
+function countBits(mask: Uint32Array, n: number): number {
+  let c = 0;
+  for (let w = 0; w < Math.ceil(n / 32); w++) {
+    let x = mask[w] >>> 0;
+    if (w === Math.floor(n / 32)) x &= (1 << (n % 32)) - 1;
+    x -= (x >>> 1) & 0x55555555;
+    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+    c += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+  }
+  return c;
 }
 
 function checkItopk(v: unknown, what: string): number {
