@@ -4,6 +4,11 @@
 //   v's neighbours: graph[v * degree .. + degree) (PAD_ID: none); seeds: seeds_iter[0 .. nseeds).
 //   score: METRIC 0 (l2) xnorm[v] - 2 q.x_v, METRIC 1 (ip) -q.x_v (dot products: vec4 lane sums,
 //   then (x + y) + (z + w)).
+//   HALF: xb holds the rows as float16 (two halves a word, low half first, 4 ceil(dpad / 8) words
+//   a row, zero-padded; src/stores/half-rows.ts), read eight dimensions a step (one vec4<u32>,
+//   unpack2x16float), and xnorm the norms of the rows as they decode: half the bytes (a base that
+//   fits one binding: Fashion-MNIST's 188 MB of floats do not on lavapipe's 128 MiB) and half the
+//   loads. The query stays float32. The scores only steer the walk; the caller re-scores.
 // Algorithm, per query (the CPU twin, src/cpu/graph-search.ts, does the very same steps):
 //   state: the internal list of itopk entries (score, id, expanded), sorted by (score, id), all
 //   (+inf, PAD_ID, no) at first; the visited hash of S = 2^hash_bits slots, all empty (PAD_ID).
@@ -57,6 +62,7 @@ const WG: u32 = 64u;
 const PER_LANE: u32 = (MAX_ITOPK + MAX_CAND + WG - 1u) / WG;
 override METRIC: u32 = 0u;
 override MASKED: bool = false;
+override HALF: bool = false;
 // +inf, read from a variable: a constant expression may not evaluate to inf.
 var<private> INF_BITS: u32 = 0x7f800000u;
 
@@ -77,7 +83,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> xb: array<vec4<f32>>;
+// The rows: float32 (bits, read through bitcast), or with HALF the rows as halves: one binding.
+@group(0) @binding(2) var<storage, read> xb: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> xnorm: array<f32>;
 @group(0) @binding(4) var<storage, read> graph: array<u32>;
 // The seeds, and (from iter0) the iterations: one binding, so that the kernel binds 8 storage
@@ -133,11 +140,26 @@ fn hash_insert(id: u32) -> bool {
   }
 }
 
+// Vec4s of a half row: ceil(dpad4 / 2). Where dpad4 is odd a row's last four halves are zeros, and
+// q[dpad4] is zero (main sets it).
+fn half_row_words4() -> u32 {
+  return (p.dpad4 + 1u) / 2u;
+}
+
 fn score(v: u32) -> f32 {
   var acc = vec4<f32>(0.0);
-  let x0 = v * p.dpad4;
-  for (var j = 0u; j < p.dpad4; j++) {
-    acc += q[j] * xb[x0 + j];
+  if (HALF) {
+    let w4 = half_row_words4();
+    let h0 = v * w4;
+    for (var j = 0u; j < w4; j++) {
+      let w = xb[h0 + j];
+      acc += q[2u * j] * vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)) + q[2u * j + 1u] * vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
+    }
+  } else {
+    let x0 = v * p.dpad4;
+    for (var j = 0u; j < p.dpad4; j++) {
+      acc += q[j] * bitcast<vec4<f32>>(xb[x0 + j]);
+    }
   }
   let dot_qx = (acc.x + acc.y) + (acc.z + acc.w);
   if (METRIC == 0u) {
@@ -242,6 +264,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let qb = (p.q0 + row) * p.dpad4;
   for (var j = lid; j < p.dpad4; j += WG) {
     q[j] = xq[qb + j];
+  }
+  if (HALF && lid == 0u && p.dpad4 % 2u == 1u) {
+    q[p.dpad4] = vec4<f32>(0.0); // a half row's last vec4 reads q[dpad4] (dpad4 < MAX_DPAD4: odd)
   }
   for (var i = lid; i < p.itopk; i += WG) {
     list_s[i] = inf;

@@ -240,9 +240,17 @@ export interface GraphSearchArgs<B = DeviceBuffer> {
   xq: B;
   q0: number;
   rows: number;
-  /** Base rows (dpad floats each, n rows, one binding) and their squared norms. */
+  /**
+   * Base rows (dpad floats each, n rows, one binding) and their squared norms (float32). With
+   * `half`, xb holds the rows as float16 instead (src/stores/half-rows.ts: `halfRowWords(dpad)` u32
+   * a row, two halves a word, low half first, zero-padded), and xnorm the squared norms of the
+   * half rows as they decode (the caller computes them: halfRowsWithNorms). The walk's distances
+   * then only approximate the float32 ones: they steer the traversal, and the caller re-scores.
+   */
   xb: B;
   xnorm: B;
+  /** The rows in xb are halves (half the bytes and loads); false or absent: float32. */
+  half?: boolean;
   /** Neighbour ids u32[n * degree]: row A holds A's neighbours (PAD_ID: none). */
   graph: B;
   degree: number;

@@ -1,6 +1,8 @@
 import type { KernelMetric } from '../kernel-facts.js';
 import { PAD_ID } from '../kernel-facts.js';
-import { checkGraphSearchArgs } from '../device.js';
+import { checkGraphSearchArgs, halfRowWords } from '../device.js';
+import { halfToFloat } from '../common/fp16.js';
+import { InvalidArgumentError } from '../errors.js';
 import { maskAllows } from './mask-scores.js';
 
 /** graph-search's arguments on host arrays (src/device.ts GraphSearchArgs, whose fields they are). */
@@ -9,8 +11,10 @@ export interface GraphSearchHost {
   xq: Float32Array;
   q0: number;
   rows: number;
-  xb: Float32Array;
+  /** Float32 rows (dpad a row), or with `half` the half rows' words (halfRowWords(dpad) a row). */
+  xb: Float32Array | Uint32Array;
   xnorm: Float32Array;
+  half?: boolean;
   graph: Uint32Array;
   degree: number;
   n: number;
@@ -102,7 +106,8 @@ function compare(a: Entry, b: Entry): number {
  *      holds more than half its slots, clear it and insert the ids of the list. The batch is the
  *      parents' neighbours (parent order, then neighbour order); then iterations += 1;
  *   a batch: each id other than PAD_ID that the hash does not hold yet is inserted and scored
- *   (float64 dot product, rounded once to float32); the list becomes the first itopk of the list
+ *   (float64 dot product, rounded once to float32; with `half` of the query with the row's halves
+ *   decoded exactly, halfToFloat); the list becomes the first itopk of the list
  *   followed by the new candidates (not expanded), stably sorted by (score, id);
  *   3. the first k entries of the list that hold an id the mask allows (every id without a mask)
  *      go to outS/outI[r * k ..], padded with (+Infinity, PAD_ID); iterations to outIterations[r].
@@ -112,11 +117,20 @@ export function graphSearch(a: GraphSearchHost): GraphSearchWork {
   const work: GraphSearchWork = { scored: 0, resets: 0 };
   const { dpad, degree, itopk, k } = a;
   const hash = new VisitedHash(a.hashBits);
+  const hw = halfRowWords(dpad);
+  const { xb } = a;
+  if (a.half ? !(xb instanceof Uint32Array) : !(xb instanceof Float32Array)) {
+    throw new InvalidArgumentError(`graph-search: xb must be ${a.half ? 'the half rows\' words (a Uint32Array)' : 'float32 rows (a Float32Array)'}`);
+  }
+  // Element j of row v: a float, or half j of the row's words (two a word, low half first).
+  const element = a.half
+    ? (v: number, j: number) => halfToFloat((xb[v * hw + (j >>> 1)] >>> (16 * (j & 1))) & 0xffff)
+    : (v: number, j: number) => xb[v * dpad + j];
   for (let r = 0; r < a.rows; r++) {
     const qb = (a.q0 + r) * dpad;
     const score = (v: number): number => {
       let dot = 0;
-      for (let j = 0; j < dpad; j++) dot += a.xq[qb + j] * a.xb[v * dpad + j];
+      for (let j = 0; j < dpad; j++) dot += a.xq[qb + j] * element(v, j);
       return Math.fround(a.metric === 'l2' ? a.xnorm[v] - 2 * dot : -dot);
     };
     let list: Entry[] = Array.from({ length: itopk }, () => ({ s: Infinity, id: PAD_ID, expanded: false }));

@@ -8,6 +8,8 @@ import {
   bruteForce, completeNeighbours, graphCase, graphRows, gridNeighbours, pathNeighbours, randomGraph, searchOnDevice,
 } from '../helpers/graph-search.js';
 import { CpuDevice } from '../../src/cpu/cpu-device.js';
+import { halfToFloat } from '../../src/common/fp16.js';
+import { toHalf } from '../../src/stores/half-rows.js';
 
 const PAD: [number, number] = [Infinity, PAD_ID];
 
@@ -210,6 +212,74 @@ describe('cpu graph-search: random graphs', () => {
         if (j > 0) expect(a.outS[q * a.k + j - 1] < a.outS[q * a.k + j] || (a.outS[q * a.k + j - 1] === a.outS[q * a.k + j] && ids[j - 1] < v)).toBe(true);
       });
     }
+  });
+});
+
+describe('cpu graph-search on half rows', () => {
+  it('walks as on the float rows where the halves are exact (small integers)', () => {
+    const n = 500;
+    for (const [d, metric, allow] of [[9, 'l2', undefined], [8, 'ip', undefined], [5, 'l2', 0.6], [13, 'ip', 0.4]] as const) {
+      const r = rng(40 + d);
+      const graph = randomGraph(n, 12, r);
+      const mask = allow === undefined ? null : maskOf(randomAllow(n, allow, r), 3, r);
+      const make = (half: boolean) => graphCase({
+        metric, x: randomSmallInts(n * d, d, 15), xq: randomSmallInts(9 * d, d + 1, 15), d, graph, degree: 12, seeds: [1, 2, 3, PAD_ID, 2], itopk: 32, k: 16,
+        searchWidth: 2, hashBits: 7, q0: 1, rows: 8, mask, maskBit0: 3, half,
+      });
+      const f = make(false);
+      const h = make(true);
+      expect(h.xb).toBeInstanceOf(Uint32Array);
+      expect(h.xb.length).toBe(n * 4 * Math.ceil(f.dpad / 8));
+      expect(Array.from(h.xnorm)).toEqual(Array.from(f.xnorm));
+      const wf = graphSearch(f);
+      const wh = graphSearch(h);
+      expect(wh).toEqual(wf);
+      expect(Array.from(h.outI)).toEqual(Array.from(f.outI));
+      expect(Array.from(h.outS)).toEqual(Array.from(f.outS));
+      expect(Array.from(h.outIterations!)).toEqual(Array.from(f.outIterations!));
+    }
+  });
+
+  it('scores the rows as their halves decode (rounded to nearest even), dimensions in order past a word', () => {
+    // Halves: 2049 -> 2048 and 2051 -> 2052 (ties to even, 2 apart there), 0.1 -> 0.0999755859375.
+    const h = halfToFloat(toHalf(0.1));
+    expect(h).toBe(0.0999755859375);
+    const x = Float32Array.of(1, 2049, 3, 0.1, 0, 0, 2051, 0, -1);
+    const xq = Float32Array.of(1, 10, 100);
+    const graph = graphRows(completeNeighbours(3), 2);
+    const ip = graphCase({ metric: 'ip', x, xq, d: 3, graph, degree: 2, seeds: [0], itopk: 3, k: 3, half: true });
+    graphSearch(ip);
+    // -(1 + 10 * 2048 + 100 * 3), -(2052 - 100), -h (float rows: -20791, -1951, -0.1).
+    expect(pairs(ip)).toEqual([[[-20781, 0], [-1952, 2], [-Math.fround(h), 1]]]);
+    const l2 = graphCase({ metric: 'l2', x, xq, d: 3, graph, degree: 2, seeds: [0], itopk: 3, k: 3, half: true });
+    // The norms of the halves: 1 + 2048^2 + 9, h^2, 2052^2 + 1.
+    expect(Array.from(l2.xnorm)).toEqual([4194314, Math.fround(h * h), 4210705]);
+    graphSearch(l2);
+    expect(pairs(l2)).toEqual([[[Math.fround(Math.fround(h * h) - 2 * h), 1], [4194314 - 2 * 20781, 0], [4210705 - 2 * 1952, 2]]]);
+  });
+
+  it('through the CPU device', async () => {
+    const n = 200;
+    const d = 7;
+    const r = rng(32);
+    const x = Float32Array.from({ length: n * d }, () => (r() - 0.5) * 20);
+    const a = graphCase({
+      metric: 'l2', x, xq: randomSmallInts(5 * d, 7), d, graph: randomGraph(n, 10, r), degree: 10, seeds: [4, 9], itopk: 24, k: 8,
+      searchWidth: 2, hashBits: 7, q0: 1, rows: 4, half: true,
+    });
+    const device = new CpuDevice();
+    const got = await searchOnDevice(device, a);
+    device.dispose();
+    graphSearch(a);
+    expect(Array.from(got.i)).toEqual(Array.from(a.outI));
+    expect(Array.from(got.s)).toEqual(Array.from(a.outS));
+  });
+
+  it('xb must match half', () => {
+    const a = graphCase({ metric: 'l2', x: line(8), xq: Float32Array.of(1), d: 1, graph: graphRows(pathNeighbours(8), 2), degree: 2, seeds: [0], itopk: 4, k: 2 });
+    expect(() => graphSearch({ ...a, half: true })).toThrow(/xb must be the half rows' words/);
+    const h = graphCase({ metric: 'l2', x: line(8), xq: Float32Array.of(1), d: 1, graph: graphRows(pathNeighbours(8), 2), degree: 2, seeds: [0], itopk: 4, k: 2, half: true });
+    expect(() => graphSearch({ ...h, half: false })).toThrow(/xb must be float32 rows/);
   });
 });
 

@@ -7,6 +7,7 @@ import { PAD_ID } from '../../src/kernel-facts.js';
 import type { GraphSearchHost } from '../../src/cpu/graph-search.js';
 import { norms } from '../../src/cpu/norms.js';
 import { type Device, padRows, paddedDim } from '../../src/device.js';
+import { halfRowsWithNorms } from '../../src/stores/half-rows.js';
 
 /** Neighbour lists (any lengths) as rows of `degree` ids, padded with PAD_ID. */
 export function graphRows(neighbours: number[][], degree: number): Uint32Array {
@@ -78,22 +79,30 @@ export interface GraphCaseInput {
   rows?: number;
   mask?: Uint32Array | null;
   maskBit0?: number;
+  /** The rows as halves (halfRowsWithNorms: the words, and the norms of the decoded halves). */
+  half?: boolean;
 }
 
-/** A twin call: rows padded to dpad, norms computed, output arrays poisoned (NaN, 0xdeadbeef). */
+/**
+ * A twin call: rows padded to dpad (with `half`, as half rows), norms computed, output arrays
+ * poisoned (NaN, 0xdeadbeef).
+ */
 export function graphCase(c: GraphCaseInput): GraphSearchHost {
   const n = c.x.length / c.d;
   const nq = c.xq.length / c.d;
   const dpad = paddedDim(c.d);
   const q0 = c.q0 ?? 0;
   const rows = c.rows ?? nq - q0;
+  const xb = padRows(c.x, n, c.d, dpad).slice();
+  const halves = c.half ? halfRowsWithNorms(xb, n, dpad) : null;
   return {
     metric: c.metric,
     xq: padRows(c.xq, nq, c.d, dpad).slice(),
     q0,
     rows,
-    xb: padRows(c.x, n, c.d, dpad).slice(),
-    xnorm: norms(c.x, n, c.d),
+    xb: halves ? halves.words : xb,
+    xnorm: halves ? halves.norms : norms(c.x, n, c.d),
+    half: !!halves,
     graph: c.graph,
     degree: c.degree,
     n,
@@ -118,6 +127,7 @@ export function graphCase(c: GraphCaseInput): GraphSearchHost {
  * scoring them all and sorting: what a search that reaches every such row must return.
  */
 export function bruteForce(a: GraphSearchHost, candidate: (v: number) => boolean = () => true): { s: number[]; i: number[] } {
+  if (a.half) throw new Error('bruteForce reads float rows');
   const s: number[] = [];
   const i: number[] = [];
   for (let r = 0; r < a.rows; r++) {

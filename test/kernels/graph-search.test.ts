@@ -61,10 +61,17 @@ const shapes: Shape[] = [
   { n: 600, d: 7, degree: 24, itopk: 48, searchWidth: 1, k: 8, nseeds: 5, hashBits: 8, nq: 5, allow: 0 },
 ];
 
-/** A random case on small integers (every score exact in float32): the twin's call. */
-function randomCase(s: Shape, metric: KernelMetric, seed: number): GraphSearchHost {
+/**
+ * A random case on small integers (every score exact in float32): the twin's call. With `half`
+ * the rows go as halves; `inexact`, they are floats of magnitude in [1, 16), not exact in float16,
+ * whose halves are multiples of 2^-10: products with the small-integer queries and their sums stay
+ * exact in float32, so the GPU's decode and the twin's agree element for element there too.
+ */
+function randomCase(s: Shape, metric: KernelMetric, seed: number, half: 'half' | 'inexact' | false = false): GraphSearchHost {
   const r = rng(seed);
-  const x = randomSmallInts(s.n * s.d, seed);
+  const x = half === 'inexact'
+    ? Float32Array.from({ length: s.n * s.d }, () => (r() < 0.5 ? -1 : 1) * (1 + 15 * r()))
+    : randomSmallInts(s.n * s.d, seed);
   const xq = randomSmallInts((s.nq + 1) * s.d, seed + 1);
   const seeds = Array.from({ length: s.nseeds }, (_, j) => (j % 7 === 6 ? PAD_ID : Math.floor(r() * s.n)));
   const maskBit0 = seed % 50;
@@ -72,7 +79,7 @@ function randomCase(s: Shape, metric: KernelMetric, seed: number): GraphSearchHo
   // Rows 1 ..: q0 = 1.
   return graphCase({
     metric, x, xq, d: s.d, graph: randomGraph(s.n, s.degree, r), degree: s.degree, seeds, itopk: s.itopk, k: s.k, searchWidth: s.searchWidth,
-    maxIterations: s.maxIterations ?? 1000, hashBits: s.hashBits, q0: 1, rows: s.nq, mask, maskBit0,
+    maxIterations: s.maxIterations ?? 1000, hashBits: s.hashBits, q0: 1, rows: s.nq, mask, maskBit0, half: !!half,
   });
 }
 
@@ -119,6 +126,39 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
       });
     }
   }
+
+  // HALF: every shape (odd d: dpad / 4 odd, a half row's last four halves zero), on small integers
+  // (halves exact) and on floats that are not.
+  for (const s of shapes) {
+    for (const [metric, half] of [['l2', 'half'], ['ip', 'inexact'], ['l2', 'inexact']] as [KernelMetric, 'half' | 'inexact'][]) {
+      const caseSeed = seed++;
+      const name = `HALF (${half === 'half' ? 'exact' : 'inexact'}) n=${s.n} d=${s.d} degree=${s.degree} itopk=${s.itopk} width=${s.searchWidth} k=${s.k}` +
+        `${s.allow !== undefined ? ` mask ${s.allow}` : ''} ${metric} (seed ${caseSeed})`;
+      it(name, async () => {
+        const h = new KernelHarness(gpu!);
+        try {
+          const a = randomCase(s, metric, caseSeed, half);
+          expect(a.half).toBe(true);
+          const out = encodeCase(h, a);
+          await h.run();
+          await expectTwin(h, a, out, name);
+          if (s.allow !== 0) expect(a.outI.filter((v) => v !== PAD_ID).length, 'results').toBeGreaterThan(a.rows * Math.min(a.k, s.n) * (s.allow ?? 1) * 0.5);
+        } finally {
+          h.dispose();
+        }
+      });
+    }
+  }
+
+  it('HALF through the GPU device\'s dispatch, and dpad at the cap', async () => {
+    for (const d of [GRAPH_SEARCH_MAX_DPAD, GRAPH_SEARCH_MAX_DPAD - 4]) {
+      const a = randomCase({ n: 40, d, degree: 8, itopk: 16, searchWidth: 2, k: 8, nseeds: 2, hashBits: 7, nq: 3, allow: 0.7 }, 'l2', 14 + d, 'inexact');
+      const got = await searchOnDevice(gpu!.device, a);
+      graphSearch(a);
+      expectIdentical({ distances: got.s, labels: got.i }, { distances: a.outS, labels: a.outI }, `device d=${d}`);
+      expect(Array.from(got.iterations)).toEqual(Array.from(a.outIterations!));
+    }
+  });
 
   it('without iteration counts (the seeds bound as they are), and two calls in one submit sharing the scratch', async () => {
     const h = new KernelHarness(gpu!);

@@ -45,9 +45,10 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
   }
   recorder.dispatch(
     'graph-search',
-    kernels.pipelines.get('graph-search', { WG, METRIC: a.metric === 'l2' ? 0 : 1, MASKED: a.mask ? 1 : 0 }),
+    kernels.pipelines.get('graph-search', { WG, METRIC: a.metric === 'l2' ? 0 : 1, MASKED: a.mask ? 1 : 0, HALF: a.half ? 1 : 0 }),
     [a.rows, a.q0, a.dpad / 4, a.degree, a.nseeds, a.itopk, a.searchWidth, a.maxIterations, a.hashBits, a.k, a.maskBit0, iter0],
-    // Unmasked, the shader reads nothing from the mask binding; any buffer satisfies the layout.
+    // With HALF xb holds the half rows. Unmasked, the shader reads nothing from the mask binding;
+    // any buffer satisfies the layout.
     [a.xq, a.xb, a.xnorm, a.graph, seedsIter, a.mask ?? a.graph, a.outS, a.outI],
     kernels.fold(a.rows * WG, WG),
   );
