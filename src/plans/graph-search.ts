@@ -1,9 +1,10 @@
 /**
  * Graph search (CAGRA, src/indexes/graph): for each batch of queries (each fits one binding), one
  * `graph-search` dispatch walks the graph from the seeds, a workgroup a query (shaders/graph-search.wgsl),
- * and leaves each query's k best (score, id) of its internal list; one readback a batch. The base
- * rows are one chunk of a float store (one binding): a graph too large for that is refused where it
- * is built. The CPU device runs the kernel's twin, step for step the same walk.
+ * and leaves each query's k best (score, id) of its internal list; one readback a batch. The walk
+ * reads the rows in one binding: the store's one chunk of float rows, or where the store needs more
+ * chunks, a copy of the rows as halves (the walk only steers; the index re-scores its best exactly).
+ * The CPU device runs the kernel's twin, step for step the same walk.
  */
 import type { BaseStore } from '../contracts.js';
 import type { Device, DeviceBuffer } from '../device.js';
@@ -18,6 +19,11 @@ export interface DeviceGraph {
   degree: number;
   seeds: DeviceBuffer;
   nseeds: number;
+  /**
+   * The rows the walk reads where the store's are not one binding: the rows as halves
+   * (src/stores/half-rows.ts) and the squared norms of the halves; null: the store's one chunk.
+   */
+  halfRows: { xb: DeviceBuffer; xnorm: DeviceBuffer } | null;
 }
 
 /** How the walk runs (see GraphSearchParams, src/indexes/graph/params.ts). */
@@ -45,7 +51,7 @@ export function searchGraph(
   timings?: SearchTimings,
   masks: Uint32Array[] | null = null,
 ): Promise<SlotResult> {
-  const chunk = base.chunks[0];
+  const walkRows = g.halfRows ?? base.chunks[0];
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
   return withMasks(device, masks, (maskBufs) =>
     searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) => {
@@ -56,8 +62,9 @@ export function searchGraph(
         xq: xqBuf,
         q0: 0,
         rows,
-        xb: chunk.xb,
-        xnorm: chunk.xnorm,
+        xb: walkRows.xb,
+        xnorm: walkRows.xnorm,
+        half: g.halfRows !== null,
         graph: g.graph,
         degree: g.degree,
         n: base.ntotal,

@@ -71,6 +71,23 @@ describe('GraphIndex', () => {
     expect(out[1].distances).toEqual(out[0].distances);
   });
 
+  it.skipIf(!gpu)('rows that span chunks: the walk reads them as halves, with the same labels as the float walk where halves are exact, on both devices', async () => {
+    const n = 3000;
+    const d = 12;
+    const xb = randomSmallInts(n * d, 51);
+    const xq = randomSmallInts(50 * d, 52);
+    const small = { maxBindingBytes: 100_000 }; // 2,083 float rows a chunk: two chunks; the graph (n x 8 ids) and the halves fit one binding
+    const results: number[][] = [];
+    for (const backend of [cpu, cpuBackend(small), gpu!, await gpuBackend(small)]) {
+      const index = new GraphIndex(backend!, { dim: d, degree: 8 });
+      await index.add(xb);
+      const r = await index.search(xq, 10, { itopk: 48 });
+      results.push(Array.from(r.labels));
+      await index.dispose();
+    }
+    for (const r of results.slice(1)) expect(r).toEqual(results[0]);
+  });
+
   it('the factory: CAGRA<degree>, float32 rows implied; what it cannot take is refused', () => {
     expect(describeIndexType(parseIndexType('CAGRA32'))).toBe('CAGRA32');
     expect(describeIndexType(parseIndexType('CAGRA16,Flat'))).toBe('CAGRA16');
@@ -105,7 +122,7 @@ describe('GraphIndex', () => {
     await flat.add(xb);
     const dist = (q: number, id: number): number => l2Exact(xq, q, xb, id, d);
     /** Recall@10 of `labels` against the flat index's answer, ties counted as hits. */
-    const recallOf = (labels: Int32Array, truth: Int32Array): number => tieAwareRecall(labels, 10, truth, 10, 40, dist);
+    const recallOf = (labels: ArrayLike<number>, truth: ArrayLike<number>): number => tieAwareRecall(labels, 10, Int32Array.from(truth), 10, 40, dist);
     // A tenth allowed: the exact scan, equal to Flat's.
     const tenth = BigInt64Array.from({ length: n / 10 }, (_, i) => BigInt(i * 10));
     const [g, f] = [await index.search(xq, 10, { filter: tenth }), await flat.search(xq, 10, { filter: tenth })];

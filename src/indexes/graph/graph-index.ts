@@ -22,6 +22,8 @@ import type { Metric, SlotResult } from '../../types.js';
 import { FlatIndex } from '../flat/flat-index.js';
 import type { SearchParams } from '../vector-index.js';
 import { PAD_ID } from '../../kernel-facts.js';
+import { type DeviceBuffer, halfRowWords } from '../../device.js';
+import { halfRowsWithNorms } from '../../stores/half-rows.js';
 
 export interface GraphIndexOptions {
   dim: number;
@@ -129,12 +131,7 @@ export class GraphIndex extends FlatIndex {
     const n = this.ids.nslots;
     if (n < 2) return null;
     const d = this.dim;
-    const used = this.store.chunks.filter((c) => c.rows > 0);
-    if (used.length > 1) {
-      throw new InvalidArgumentError(
-        `a CAGRA index walks rows held in one binding: ${n} rows of ${d} floats exceed this device's ${this.backend.maxBindingBytes} bytes (maxBindingBytes); at most ${this.store.chunkRows} rows`,
-      );
-    }
+    this.checkWalkRows(n);
     // 1. Each row's kin nearest other rows, by the exact flat search of the rows themselves.
     const kin = Math.min(this.intermediateDegree, n - 1);
     const knn = new Uint32Array(n * kin);
@@ -158,24 +155,59 @@ export class GraphIndex extends FlatIndex {
     const degree = Math.min(this.degree, kin);
     const graphRows = await buildGraphRows(this.backend.device, knn, n, kin, degree);
     const rows = degree === this.degree ? graphRows : widen(graphRows, n, degree, this.degree);
-    return (this.built = this.install(rows, n));
+    return (this.built = await this.install(rows, n));
   }
 
-  /** Puts a graph (`degree` ids a row of the store's `n` rows) and the seeds on the device. */
-  private install(rows: Uint32Array, n: number): BuiltGraph {
+  /** Whether the walk reads a copy of the rows as halves: where the store's rows span chunks. */
+  private walksHalves(): boolean {
+    return this.store.chunks.filter((c) => c.rows > 0).length > 1;
+  }
+
+  /** Refuses rows the walk cannot bind: more than one binding even as halves. */
+  private checkWalkRows(n: number): void {
+    if (!this.walksHalves()) return;
+    const bytes = n * halfRowWords(this.store.dpad) * 4;
+    if (bytes > this.backend.maxBindingBytes) {
+      throw new InvalidArgumentError(
+        `a CAGRA walk reads its rows in one binding: ${n} rows of ${this.dim} dimensions take ${bytes} bytes as halves; this device binds at most ${this.backend.maxBindingBytes} bytes (maxBindingBytes)`,
+      );
+    }
+  }
+
+  /** Puts a graph (`degree` ids a row of the store's `n` rows), the seeds and where needed the rows as halves on the device. */
+  private async install(rows: Uint32Array, n: number): Promise<BuiltGraph> {
     const device = this.backend.device;
+    const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
     const graph = device.buffer('graph', rows.byteLength);
     device.upload(graph, 0, rows);
     const seedIds = chooseSeeds(n);
     const seeds = device.buffer('graph_seeds', seedIds.byteLength);
     device.upload(seeds, 0, seedIds);
-    return { rows, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length } };
+    return { rows, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length, halfRows } };
+  }
+
+  /** The store's `n` rows as halves, with the squared norms of the halves, on the device. */
+  private async uploadHalfRows(n: number): Promise<{ xb: DeviceBuffer; xnorm: DeviceBuffer }> {
+    const dpad = this.store.dpad;
+    const padded = new Float32Array(n * dpad);
+    let at = 0;
+    for await (const block of this.store.readRows(true)) {
+      padded.set(block, at);
+      at += block.length;
+    }
+    const { words, norms } = halfRowsWithNorms(padded, n, dpad);
+    const device = this.backend.device;
+    const xb = device.buffer('graph_half_rows', words.byteLength);
+    device.upload(xb, 0, words);
+    const xnorm = device.buffer('graph_half_norms', norms.byteLength);
+    device.upload(xnorm, 0, norms);
+    return { xb, xnorm };
   }
 
   private dropGraph(): void {
     if (!this.built) return;
-    this.backend.device.release(this.built.device.graph);
-    this.backend.device.release(this.built.device.seeds);
+    const { graph, seeds, halfRows } = this.built.device;
+    for (const b of [graph, seeds, halfRows?.xb, halfRows?.xnorm]) if (b) this.backend.device.release(b);
     this.built = null;
   }
 
@@ -193,7 +225,10 @@ export class GraphIndex extends FlatIndex {
         if (id !== PAD_ID && id >= n) throw new InvalidArgumentError(`${what}: graph[${p}] (row ${Math.floor(p / this.degree)}) is ${id}; expected a row in [0, ${n - 1}] or 0xffffffff (none)`);
       }
       this.dropGraph();
-      if (n >= 2) this.built = this.install(rows, n);
+      if (n >= 2) {
+        this.checkWalkRows(n);
+        this.built = await this.install(rows, n);
+      }
     });
   }
 
