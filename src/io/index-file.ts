@@ -39,7 +39,7 @@
  *                (cosine: unit norm or zero), [refine rows], ids section. In bytes:
  *                40 + 4 T + 4 ntotal p [+ 4 ntotal dim (RFlat)] + 8 (ntotal + 1) + 32, T = p + p dim
  *                for PCA and PCAR, 0 for Prefix.
- *   graphs       type 13 CAGRA (src/indexes/graph): nlist is the degree (1 .. 1024), nprobe 0,
+ *   graphs       type 13 CAGRA (src/indexes/graph): nlist is the degree (1 .. 256), nprobe 0,
  *                codec word 0. Arrays: xb f32[ntotal * dim] (cosine: unit norm or zero), graph
  *                u32[ntotal * degree] (row r's out-edges, each a row below ntotal or 0xffffffff
  *                for none), ids section. In bytes: 40 + 4 ntotal (dim + degree) + 8 (ntotal + 1) + 32.
@@ -72,6 +72,7 @@ import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { type CodecSpec, badCodeRow, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
+import { CAGRA_MAX_DEGREE } from '../kernel-facts.js';
 import { type RefineKind, refineWords } from '../codecs/refine.js';
 import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
@@ -218,7 +219,7 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   if (metricCode > 2) throw bad('metric', metricCode, '0 (l2), 1 (ip) or 2 (cosine)');
   if (dim < 1 || dim > MAX_DIM) throw bad('dim', dim, `an integer in [1, ${MAX_DIM}]`);
   const graph = name === GRAPH_FILE_TYPE;
-  if (graph && (nlist < 1 || nlist > 1024)) throw bad('nlist', nlist, 'the degree, an integer in [1, 1024], for a CAGRA type');
+  if (graph && (nlist < 1 || nlist > CAGRA_MAX_DEGREE)) throw bad('nlist', nlist, `the degree, an integer in [1, ${CAGRA_MAX_DEGREE}], for a CAGRA type`);
   if (!ivf && !graph && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat type');
   if (!ivf && nprobe !== 0) throw bad('nprobe', nprobe, '0 for a Flat type');
   if (ivf && nlist < 1) throw bad('nlist', nlist, 'an integer >= 1 for an IVF type');

@@ -93,11 +93,11 @@ describe('GraphIndex', () => {
     expect(describeIndexType(parseIndexType('CAGRA16,Flat'))).toBe('CAGRA16');
     expect(parseIndexType('CAGRA8')).toMatchObject({ type: 'CAGRA', degree: 8, codec: null });
     expect(indexFactory(cpu, 8, 'CAGRA4')).toBeInstanceOf(GraphIndex);
-    expect(() => parseIndexType('CAGRA0')).toThrow('unknown index description "CAGRA0" (CAGRA<degree>: a degree in [1, 1024])');
+    expect(() => parseIndexType('CAGRA0')).toThrow('unknown index description "CAGRA0" (CAGRA<degree>: a degree in [1, 256])');
     expect(() => parseIndexType('CAGRA16,SQ8')).toThrow('(a CAGRA graph walks float32 rows: CAGRA<degree> takes no codec or refine for now)');
     expect(() => parseIndexType('PCA8,CAGRA16')).toThrow(/a transform \(PCA8\) is followed by Flat only for now/);
-    expect(() => new GraphIndex(cpu, { dim: 8, degree: 0 })).toThrow('degree must be an integer in [1, 1024]; got 0');
-    expect(() => new GraphIndex(cpu, { dim: 8, degree: 8, intermediateDegree: 4 })).toThrow('intermediateDegree must be an integer in [degree = 8, 1024]; got 4');
+    expect(() => new GraphIndex(cpu, { dim: 8, degree: 0 })).toThrow('degree must be an integer in [1, 256]; got 0');
+    expect(() => new GraphIndex(cpu, { dim: 8, degree: 8, intermediateDegree: 4 })).toThrow('intermediateDegree must be an integer in [degree = 8, 256]; got 4');
   });
 
   it("search parameters are checked; k beyond the walk's list is refused with the bound", async () => {

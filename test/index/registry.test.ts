@@ -24,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const SPELLINGS: Record<string, string[]> = {
   Flat: ['Flat', 'SQ8', 'SQ4,RFlat', 'SQfp16', 'PQ4', 'PQ4x6,Refine(SQfp16)', 'LSHrt,RFlat', 'PCAR4,Flat,RFlat', 'Prefix4,Flat'],
   IVF: ['IVF4,Flat', 'IVF1,SQ8', 'IVF16,PQ4,RFlat', 'IVF4294967295,SQfp16'],
-  CAGRA: ['CAGRA32', 'CAGRA1', 'CAGRA1024'],
+  CAGRA: ['CAGRA32', 'CAGRA1', 'CAGRA256'],
 };
 
 describe('index kinds', () => {

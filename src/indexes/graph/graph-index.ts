@@ -21,7 +21,7 @@ import { type DeviceGraph, searchGraph } from '../../plans/graph-search.js';
 import type { Metric, SlotResult } from '../../types.js';
 import { FlatIndex } from '../flat/flat-index.js';
 import type { SearchParams } from '../vector-index.js';
-import { PAD_ID } from '../../kernel-facts.js';
+import { CAGRA_MAX_DEGREE, CAGRA_MAX_KIN, PAD_ID } from '../../kernel-facts.js';
 import { type DeviceBuffer, halfRowWords } from '../../device.js';
 import { halfRowsWithNorms } from '../../stores/half-rows.js';
 
@@ -29,9 +29,9 @@ export interface GraphIndexOptions {
   dim: number;
   /** Default `l2`. */
   metric?: Metric;
-  /** Out-edges a row (default 32): `CAGRA32`. */
+  /** Out-edges a row (default 32, at most 256): `CAGRA32`. */
   degree?: number;
-  /** Neighbours a row in the intermediate graph that pruning starts from (default 2 x degree, as cuVS). */
+  /** Neighbours a row in the intermediate graph that pruning starts from (default 2 x degree, as cuVS; at most 256). */
   intermediateDegree?: number;
   /** As FlatIndexOptions.hostCopy. */
   hostCopy?: boolean;
@@ -70,12 +70,12 @@ export class GraphIndex extends FlatIndex {
   constructor(backend: Backend, options: GraphIndexOptions) {
     super(backend, { dim: options?.dim, metric: options?.metric, hostCopy: options?.hostCopy }, 'GraphIndex');
     this.degree = options.degree ?? 32;
-    if (!Number.isInteger(this.degree) || this.degree < 1 || this.degree > 1024) {
-      throw new InvalidArgumentError(`degree must be an integer in [1, 1024]; got ${String(options.degree)}`);
+    if (!Number.isInteger(this.degree) || this.degree < 1 || this.degree > CAGRA_MAX_DEGREE) {
+      throw new InvalidArgumentError(`degree must be an integer in [1, ${CAGRA_MAX_DEGREE}]; got ${String(options.degree)}`);
     }
-    this.intermediateDegree = options.intermediateDegree ?? 2 * this.degree;
-    if (!Number.isInteger(this.intermediateDegree) || this.intermediateDegree < this.degree || this.intermediateDegree > 1024) {
-      throw new InvalidArgumentError(`intermediateDegree must be an integer in [degree = ${this.degree}, 1024]; got ${String(options.intermediateDegree)}`);
+    this.intermediateDegree = options.intermediateDegree ?? Math.min(CAGRA_MAX_KIN, 2 * this.degree);
+    if (!Number.isInteger(this.intermediateDegree) || this.intermediateDegree < this.degree || this.intermediateDegree > CAGRA_MAX_KIN) {
+      throw new InvalidArgumentError(`intermediateDegree must be an integer in [degree = ${this.degree}, ${CAGRA_MAX_KIN}]; got ${String(options.intermediateDegree)}`);
     }
     this.itopk = checkItopk(options.itopk ?? 64, 'itopk');
   }

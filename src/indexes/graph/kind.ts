@@ -5,6 +5,7 @@
  * maxIterations (src/indexes/graph/params.ts).
  */
 import { GRAPH_FILE_TYPE } from '../../io/index-format.js';
+import { CAGRA_MAX_DEGREE } from '../../kernel-facts.js';
 import type { IndexKind } from '../kind.js';
 import { GRAPH_MAX_ITOPK, GraphIndex } from './graph-index.js';
 
@@ -14,7 +15,7 @@ export const GRAPH_KIND: IndexKind<GraphIndex> = {
     const m = /^CAGRA(\d+)$/.exec(part);
     if (!m) return null;
     const degree = Number(m[1]);
-    if (!(degree >= 1 && degree <= 1024)) throw bad(' (CAGRA<degree>: a degree in [1, 1024])');
+    if (!(degree >= 1 && degree <= CAGRA_MAX_DEGREE)) throw bad(` (CAGRA<degree>: a degree in [1, ${CAGRA_MAX_DEGREE}])`);
     return { degree };
   },
   stage: (type) => `CAGRA${type.degree}`,
