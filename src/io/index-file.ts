@@ -221,7 +221,7 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   const graph = name === GRAPH_FILE_TYPE;
   if (graph && (nlist < 1 || nlist > CAGRA_MAX_DEGREE)) throw bad('nlist', nlist, `the degree, an integer in [1, ${CAGRA_MAX_DEGREE}], for a CAGRA type`);
   if (!ivf && !graph && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat type');
-  if (!ivf && nprobe !== 0) throw bad('nprobe', nprobe, '0 for a Flat type');
+  if (!ivf && nprobe !== 0) throw bad('nprobe', nprobe, graph ? '0 for a CAGRA type' : '0 for a Flat type');
   if (ivf && nlist < 1) throw bad('nlist', nlist, 'an integer >= 1 for an IVF type');
   if (ivf && (nprobe < 1 || nprobe > nlist)) throw bad('nprobe', nprobe, `an integer in [1, ${nlist}] (nlist)`);
   const kind = name.replace('IVF,', '');
