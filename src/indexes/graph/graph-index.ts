@@ -53,6 +53,20 @@ const SEEDS = 64;
 /** The seed of the entry points' choice (a build is deterministic). */
 const SEED = 1234;
 
+/** An index's graph as a file holds it (GraphIndex.exportGraph): row r is the r-th live row. */
+export interface GraphParts {
+  n: number;
+  dim: number;
+  degree: number;
+  metric: Metric;
+  /** The rows in blocks, as stored (unit norm or zero for cosine); each call reads them again. */
+  rows: () => AsyncIterable<Float32Array>;
+  /** `degree` out-edges a row, each a row below n, PAD_ID (0xffffffff) after a row's last. */
+  graph: Uint32Array;
+  /** Row r's id. */
+  ids: Float64Array;
+}
+
 interface BuiltGraph {
   device: DeviceGraph;
   /** The graph on the host (what save writes): `degree` ids a row, PAD_ID where a row has fewer. */
@@ -240,18 +254,34 @@ export class GraphIndex extends FlatIndex {
   override async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
     this.queue.checkOpen('save');
     return this.queue.search(async () => {
-      const built = await this.graph();
-      const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
-      const rows = this.liveRows();
-      const graph = savedGraph(built?.rows ?? null, this.ids.nslots, this.degree, (slot) => this.ids.isDead(slot));
+      const { rows, graph, ids } = await this.savedParts();
+      const live = { ids, nextId: this.ids.savedNextId };
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
-        yield* rows;
+        yield* rows();
         yield graph;
         yield* idSection(live);
       }
       const header: IndexFileHeader = { type: 'CAGRA', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.degree, nprobe: 0, codec: null, refine: null, transform: null };
       await platform.writeIndexFile(path, header, parts(), options.onProgress);
     });
+  }
+
+  /**
+   * Hands `write` what save writes, for a file of another format (the CLI's `export --format
+   * hnswlib`): the live rows, the graph over them and each row's id (see GraphParts). The graph
+   * is built first if the rows changed. `write` runs as a search does: the index does not change
+   * until it returns.
+   */
+  async exportGraph<T>(write: (parts: GraphParts) => Promise<T>): Promise<T> {
+    this.queue.checkOpen('exportGraph');
+    return this.queue.search(async () => write(await this.savedParts()));
+  }
+
+  /** The live rows, the graph renumbered over them and their ids (save's arrays; in a search of the queue). */
+  private async savedParts(): Promise<GraphParts> {
+    const built = await this.graph();
+    const graph = savedGraph(built?.rows ?? null, this.ids.nslots, this.degree, (slot) => this.ids.isDead(slot));
+    return { n: this.ntotal, dim: this.dim, degree: this.degree, metric: this.metric, rows: () => this.liveRows(), graph, ids: this.ids.liveIds() };
   }
 
   override async dispose(): Promise<void> {
