@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { randomSmallInts } from '../../src/common/random.js';
+import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { describeIndexType, indexFactory, parseIndexType } from '../../src/indexes/factory.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { GRAPH_MAX_ITOPK, GraphIndex } from '../../src/indexes/graph/graph-index.js';
@@ -107,7 +107,11 @@ describe('GraphIndex', () => {
     const q = randomSmallInts(2 * d, 4);
     await expect(index.search(q, 5, { itopk: 0 })).rejects.toThrow(`itopk must be an integer in [1, ${GRAPH_MAX_ITOPK}]; got 0`);
     await expect(index.search(q, 5, { searchWidth: 0 })).rejects.toThrow('searchWidth must be an integer in [1, 32]; got 0');
-    await expect(index.search(q, 300)).rejects.toThrow(`the walk holds at most ${GRAPH_MAX_ITOPK}: ask for fewer results`);
+    await expect(index.search(q, 241)).rejects.toThrow(`k = 241: a CAGRA search walks a list of at least 512 (k and the re-score's margin, to a power of two); the walk holds at most ${GRAPH_MAX_ITOPK}: ask for at most 240 results`);
+    expect((await index.search(q, 240)).labels.length).toBe(2 * 240);
+    const wide = new GraphIndex(cpu, { dim: d, degree: 32 });
+    await expect(wide.search(q, 5, { searchWidth: 17 })).rejects.toThrow('searchWidth must be an integer in [1, 16] (the walk scores at most 512 neighbours an iteration: 16 rows of degree 32); got 17');
+    await wide.dispose();
     await index.dispose();
   });
 
@@ -147,6 +151,40 @@ describe('GraphIndex', () => {
     expect(index.graphRows).not.toBe(before);
     expect(index.graphRows!.length).toBe(index.degree * (n - 100 + 10));
     await index.dispose();
+    await flat.dispose();
+  });
+
+  it('removed rows and filters over rows in several chunks; near-full lists stay full (the walk widened by the allowed share, else the exact scan)', async () => {
+    const d = 16;
+    const backend = cpuBackend({ maxBindingBytes: 100 * d * 4 }); // chunks of 100 rows
+    const xb = randomFloats(150 * d, 7);
+    const index = new GraphIndex(backend, { dim: d, degree: 8 });
+    await index.add(xb);
+    const q = xb.slice(120 * d, 121 * d);
+    expect((await index.search(q, 3)).labels[0]).toBe(120);
+    await index.removeIds(BigInt64Array.from([5n]));
+    expect((await index.search(q, 3)).labels[0]).toBe(120); // row 120 lives in the second chunk
+    const allButZero = BigInt64Array.from({ length: 149 }, (_, i) => BigInt(i + 1));
+    expect((await index.search(q, 3, { filter: allButZero, filterMode: 'pre' })).labels[0]).toBe(120);
+    await index.dispose();
+    // 20% removed, k near the walk's list: full lists; a post-filter's many candidates: the exact scan.
+    const n = 2000;
+    const big = new GraphIndex(cpu, { dim: 8, degree: 16 });
+    const flat = new FlatIndex(cpu, { dim: 8 });
+    const x = randomFloats(n * 8, 8);
+    await big.add(x);
+    await flat.add(x);
+    const removed = BigInt64Array.from({ length: 400 }, (_, i) => BigInt(5 * i));
+    await big.removeIds(removed);
+    await flat.removeIds(removed);
+    const xq = randomFloats(10 * 8, 9);
+    const r = await big.search(xq, 112);
+    expect(Array.from(r.labels).filter((id) => id < 0)).toEqual([]);
+    for (const id of r.labels) expect(id % 5).not.toBe(0);
+    const tenth = BigInt64Array.from({ length: n / 10 }, (_, i) => BigInt(10 * i + 1));
+    const [p, fp] = [await big.search(xq, 10, { filter: tenth, filterMode: 'post' }), await flat.search(xq, 10, { filter: tenth, filterMode: 'post' })];
+    expect(Array.from(p.labels)).toEqual(Array.from(fp.labels));
+    await big.dispose();
     await flat.dispose();
   });
 

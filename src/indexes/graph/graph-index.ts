@@ -7,9 +7,11 @@
  * A search walks the graph from seeded entry points (graph-search, one workgroup a query) and
  * hands the walk's best `candidates` to the exact re-score, as every index does. The graph is
  * built when a search (or save) first needs it after the rows changed, so an add costs nothing
- * until then and a build takes the whole index at once; searches with a filter, or while removed
- * rows await compaction, run the exact pre-filtered scan of FlatIndex (exact, never a disallowed
- * id). Everything runs on either backend; the CPU walks the graph with the kernels' twins.
+ * until then and a build takes the whole index at once. A filter, or removed rows awaiting
+ * compaction, are read by the walk (it passes through the rows they disallow and never returns
+ * them) where at least GRAPH_FILTER_MIN_SELECTIVITY of the rows are allowed; below that, and where
+ * the walk could not hold the candidates, the search is the exact pre-filtered scan of FlatIndex.
+ * Everything runs on either backend; the CPU walks the graph with the kernels' twins.
  */
 import type { Backend } from '../../backend/backend.js';
 import { rng } from '../../common/random.js';
@@ -18,11 +20,12 @@ import { type IndexFileHeader, idSection } from '../../io/index-format.js';
 import { platform } from '../../platform/platform.js';
 import { buildGraphRows } from '../../plans/graph-build.js';
 import { type DeviceGraph, searchGraph } from '../../plans/graph-search.js';
-import type { Metric, SlotResult } from '../../types.js';
+import type { Metric, SearchResult, SlotResult } from '../../types.js';
+import { RESCORE_MARGIN, candidatesFor } from '../rescore.js';
 import { FlatIndex } from '../flat/flat-index.js';
 import type { SearchParams } from '../vector-index.js';
 import { CAGRA_MAX_DEGREE, CAGRA_MAX_KIN, PAD_ID } from '../../kernel-facts.js';
-import { type DeviceBuffer, halfRowWords } from '../../device.js';
+import { type DeviceBuffer, GRAPH_SEARCH_MAX_CANDIDATES, halfRowWords } from '../../device.js';
 import { halfRowsWithNorms } from '../../stores/half-rows.js';
 
 export interface GraphIndexOptions {
@@ -41,6 +44,8 @@ export interface GraphIndexOptions {
 
 /** The kernel's largest internal list (shaders/graph-search.wgsl MAX_ITOPK). */
 export const GRAPH_MAX_ITOPK = 256;
+/** The most results a search may ask for: its candidates (k and the re-score's margin, to a power of two) within GRAPH_MAX_ITOPK. */
+export const GRAPH_MAX_K = GRAPH_MAX_ITOPK - RESCORE_MARGIN;
 /**
  * A filter (with the removed rows) allowing at least this share of the rows is applied during the
  * walk; below it the search is the exact pre-filtered scan, as a walk through mostly disallowed
@@ -107,8 +112,10 @@ export class GraphIndex extends FlatIndex {
   protected override checkParams(params: SearchParams): SearchParams {
     const p = super.checkParams(params);
     if (p.itopk !== undefined) checkItopk(p.itopk, 'itopk');
-    if (p.searchWidth !== undefined && !(Number.isInteger(p.searchWidth) && p.searchWidth >= 1 && p.searchWidth <= 32)) {
-      throw new InvalidArgumentError(`searchWidth must be an integer in [1, 32]; got ${String(p.searchWidth)}`);
+    const widest = Math.min(32, Math.floor(GRAPH_SEARCH_MAX_CANDIDATES / this.degree));
+    if (p.searchWidth !== undefined && !(Number.isInteger(p.searchWidth) && p.searchWidth >= 1 && p.searchWidth <= widest)) {
+      const why = widest < 32 ? ` (the walk scores at most ${GRAPH_SEARCH_MAX_CANDIDATES} neighbours an iteration: ${widest} rows of degree ${this.degree})` : '';
+      throw new InvalidArgumentError(`searchWidth must be an integer in [1, ${widest}]${why}; got ${String(p.searchWidth)}`);
     }
     if (p.maxIterations !== undefined && !(Number.isInteger(p.maxIterations) && p.maxIterations >= 0)) {
       throw new InvalidArgumentError(`maxIterations must be an integer >= 0 (0: automatic); got ${String(p.maxIterations)}`);
@@ -116,23 +123,36 @@ export class GraphIndex extends FlatIndex {
     return p;
   }
 
-  protected override async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
-    // The share of rows a filter and the removals leave (1 without masks).
-    const allowed = masks ? countBits(masks[0], this.ids.nslots) / this.ids.nslots : 1;
-    const g = allowed >= GRAPH_FILTER_MIN_SELECTIVITY ? await this.graph() : null;
-    // Too few rows allowed for a walk to find them, or an index too small for a graph: the exact scan.
-    if (!g) return super.candidates(xq, nq, kc, masks, params);
-    if (kc > GRAPH_MAX_ITOPK) {
-      throw new InvalidArgumentError(
-        `a CAGRA search of k results walks a list of at least ${kc} (k and the re-score's margin); the walk holds at most ${GRAPH_MAX_ITOPK}: ask for fewer results`,
-      );
+  /** Refuses, before anything runs, a k whose candidates the walk cannot hold (at most GRAPH_MAX_K). */
+  override search(xq: Float32Array, k: number, params: SearchParams = {}): Promise<SearchResult> {
+    if (Number.isInteger(k) && k >= 1) {
+      const kc = candidatesFor(k, this.backend.maxK);
+      if (kc > GRAPH_MAX_ITOPK) {
+        return Promise.reject(
+          new InvalidArgumentError(
+            `k = ${k}: a CAGRA search walks a list of at least ${kc} (k and the re-score's margin, to a power of two); the walk holds at most ${GRAPH_MAX_ITOPK}: ask for at most ${GRAPH_MAX_K} results`,
+          ),
+        );
+      }
     }
+    return super.search(xq, k, params);
+  }
+
+  protected override async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
+    const n = this.ids.nslots;
+    // The rows a filter and the removals allow, as one mask over every row the walk may reach.
+    const mask = masks ? joinMasks(masks, this.store.chunkRows, n) : null;
+    const allowed = mask ? countBits(mask, n) / Math.max(1, n) : 1;
     // The walk passes through disallowed rows and keeps them in its list: widen it by their share (cuVS).
-    const itopk = Math.min(GRAPH_MAX_ITOPK, Math.max(Math.ceil((params.itopk ?? this.itopk) / allowed), kc));
+    const itopk = allowed > 0 ? Math.max(Math.ceil((params.itopk ?? this.itopk) / allowed), Math.ceil(kc / allowed)) : Infinity;
+    const g = allowed >= GRAPH_FILTER_MIN_SELECTIVITY && itopk <= GRAPH_MAX_ITOPK ? await this.graph() : null;
+    // Too few rows allowed for a walk to find them, more candidates than the walk holds (a
+    // post-filter's), or an index too small for a graph: the exact scan.
+    if (!g) return super.candidates(xq, nq, kc, masks, params);
     const searchWidth = params.searchWidth ?? 1;
     const maxIterations = params.maxIterations || Math.ceil(itopk / searchWidth) + 32;
     const walk = { itopk, searchWidth, maxIterations, hashBits: hashBitsFor(itopk, searchWidth, this.degree) };
-    return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings, masks);
+    return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings, mask ? [mask] : null);
   }
 
   /** The graph of the rows as they are, built now if they changed since the last build; null for fewer than 2 rows. */
@@ -288,6 +308,18 @@ export class GraphIndex extends FlatIndex {
     await super.dispose();
     this.dropGraph();
   }
+}
+
+/** Per-chunk masks (bit r of chunk c: row c * chunkRows + r) as one mask over the first `n` rows. */
+function joinMasks(masks: Uint32Array[], chunkRows: number, n: number): Uint32Array {
+  if (masks.length === 1) return masks[0];
+  const out = new Uint32Array(Math.ceil(n / 32));
+  for (let row = 0; row < n; row++) {
+    const c = Math.floor(row / chunkRows);
+    const r = row - c * chunkRows;
+    if ((masks[c][r >>> 5] >>> (r & 31)) & 1) out[row >>> 5] |= 1 << (row & 31);
+  }
+  return out;
 }
 
 /** Set bits among the first `n` of `mask`. */
