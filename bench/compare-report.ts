@@ -32,9 +32,9 @@ export interface CompareRecord extends CompareData {
   device: string;
   /** CPU threads the engine uses; null on the GPU. */
   threads: number | null;
-  /** 'Flat', 'IVF<nlist>,Flat', 'HNSW<M>', or a factory string given with --index ('SQ8', 'IVF64,PQ16,RFlat'). */
+  /** 'Flat', 'IVF<nlist>,Flat', 'HNSW<M>', or a factory string given with --index ('SQ8', 'IVF64,PQ16,RFlat', 'CAGRA32'). */
   index: string;
-  /** The search parameters: '-', 'nprobe=P', 'ef=E', 'kFactor=F' or 'nprobe=P,kFactor=F'. */
+  /** The search parameters: '-', 'nprobe=P', 'ef=E', 'kFactor=F', 'nprobe=P,kFactor=F' or 'itopk=L'. */
   param: string;
   /** The plot line this configuration belongs to: engine, backend and index kind. */
   series: string;

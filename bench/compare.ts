@@ -1,8 +1,9 @@
 /**
  * `bench compare`: every index configuration (by default Flat and IVF-Flat over an nprobe sweep;
- * with --index, the factory strings given, IVF ones over the sweep, ,RFlat ones over kFactor) on
- * every backend (webgpu, cpu), and the installed peers (Faiss with the same configurations;
- * hnswlib-node and usearch HNSW at a few ef), on one data set, measured the same way
+ * with --index, the factory strings given, IVF ones over the sweep, ,RFlat ones over kFactor,
+ * CAGRA ones over itopk) on every backend (webgpu, cpu), and the installed peers (Faiss with the
+ * same configurations, HNSW<degree/2> for a CAGRA string; hnswlib-node and usearch HNSW at a few
+ * ef), on one data set, measured the same way
  * (bench/measure.ts: everything built first, then the passes of all configurations interleaved)
  * and scored the same way (bench/exact.ts: tie-aware recall by ids against exact float64
  * distances). Writes JSON lines, a Markdown report and SVG plots (compare-report.ts).
@@ -11,11 +12,11 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, Metric } from 'webgpu-knn';
-import { FlatIndex, InvalidArgumentError, IvfFlatIndex, createBackend, indexFactory } from 'webgpu-knn';
+import { FlatIndex, GraphIndex, InvalidArgumentError, IvfFlatIndex, createBackend, indexFactory } from 'webgpu-knn';
 import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { benchReference, tieAwareRecall } from './exact.js';
-import { FACTORY_KMEANS_NITER, type IndexString, searchGrid, searchParams } from './index-strings.js';
+import { FACTORY_KMEANS_NITER, FAISS_HNSW_EF_CONSTRUCTION, type IndexString, faissString, searchGrid, searchParams } from './index-strings.js';
 import { type BatchSearch, type Measured, type MeasureOptions, type PassRunner, SETTLE_MS, measureInterleaved, percentile, serializedBytes, timePass } from './measure.js';
 import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, startFaiss } from './peers.js';
 import { summarize, table } from './stats.js';
@@ -30,10 +31,12 @@ export interface CompareOptions extends MeasureOptions {
   /**
    * Factory strings to run, ours (indexFactory) and Faiss's (index_factory), instead of the
    * default Flat and IVF<nlist>,Flat (empty: the default). IVF ones run each of `nprobes` up to
-   * their nlist; ,RFlat ones each of `kFactors`.
+   * their nlist; ,RFlat ones each of `kFactors`; CAGRA ones each of `itopks` (Faiss: HNSW<degree/2>
+   * at each of `hnsw.efSearch`).
    */
   indexes: IndexString[];
   kFactors: number[];
+  itopks: number[];
   seed: number;
   hnsw: HnswSettings;
   backends: ('webgpu' | 'cpu')[];
@@ -150,13 +153,15 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       // with each of its configurations.
       for (const s of o.indexes) {
         await guarded(`webgpu-knn ${name} ${s.description}`, async () => {
-          const grid = searchGrid(s, o.nprobes, o.kFactors);
+          const grid = searchGrid(s, o.nprobes, o.kFactors, o.itopks);
           if (!grid.length) throw new InvalidArgumentError(`no --nprobe value is at most its nlist = ${s.nlist}`);
           const t = performance.now();
           const index = indexFactory(be, data.d, s.description, metric);
           cleanups.push(() => index.dispose());
           await index.train(data.xb, { onProgress: (p) => o.log(`${name}: ${s.description} k-means iteration ${p.iteration}/${p.niter}, ${p.seconds.toFixed(1)} s`) });
           await index.add(data.xb);
+          // A graph is built when a search first needs it: one search of one query is part of its build.
+          if (index instanceof GraphIndex) await index.search(data.xq.subarray(0, data.d), k);
           const build = (performance.now() - t) / 1000;
           o.log(`${name}: ${s.description} trained and added in ${build.toFixed(2)} s`);
           const bytes = await serializedBytes((p) => index.save(p));
@@ -208,11 +213,12 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     }
 
     if (runs('faiss')) {
-      o.log(o.indexes.length ? `faiss: ${o.indexes.map((s) => s.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
       try {
         const factory = o.indexes.length
-          ? o.indexes.map((s) => ({ description: s.description, niter: FACTORY_KMEANS_NITER, seed: o.seed, configs: searchGrid(s, o.nprobes, o.kFactors) })).filter((f) => f.configs.length)
+          ? o.indexes.map((s) => ({ ...faissString(s, o.nprobes, o.kFactors, o.hnsw.efSearch), niter: FACTORY_KMEANS_NITER, seed: o.seed }))
+            .filter((f, i, all) => f.configs.length && all.findIndex((g) => g.description === f.description) === i) // CAGRA32 and CAGRA33: one HNSW16
           : null;
+        o.log(factory ? `faiss: ${factory.map((f) => f.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
         const session = await startFaiss(peers.find((p) => p.name === 'faiss')!.python!, data.xb, data.xq, data.n, data.nq, data.d, {
           metric, k, batch: o.batch,
           ivf: !factory && nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
@@ -311,6 +317,10 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
             `IVF strings: nprobe ${o.nprobes.join(', ')} (values above a string's nlist dropped); k-means ${FACTORY_KMEANS_NITER} iterations ` +
               `(webgpu-knn: its factory's default, seed 1234; Faiss: seed ${o.seed})`,
             ...(o.indexes.some((s) => s.refine) ? [`,RFlat strings: kFactor ${o.kFactors.join(', ')} (k * kFactor candidates re-ranked exactly)`] : []),
+            ...(o.indexes.some((s) => s.degree !== null)
+              ? [`CAGRA strings: itopk ${o.itopks.join(', ')} (searchWidth 1, iterations automatic; the graph built by the first search, in the build time); ` +
+                `Faiss runs HNSW<degree/2> instead (IndexHNSWFlat, efConstruction ${FAISS_HNSW_EF_CONSTRUCTION}) at ef ${o.hnsw.efSearch.join(', ')}`]
+              : []),
           ]
           : [`IVF: nlist = ${o.nlist}, k-means ${o.niter} iterations (seed ${o.seed}), nprobe ${nprobes.join(', ') || 'none (nlist too small)'}`]),
         `HNSW: M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction}, ef ${o.hnsw.efSearch.join(', ')}`,

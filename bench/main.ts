@@ -4,12 +4,12 @@
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
-import { readVectors } from 'webgpu-knn';
+import { GRAPH_MAX_ITOPK, readVectors } from 'webgpu-knn';
 import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
 import { readCompareRun, writeCompareReport } from './compare-report.js';
 import { asSelfQueries, DATA_SETS, DEBIAN_FASHION_MNIST, type DataSet, loadBenchData, loadFileData, loadMiniLm, loadSelfData, plantedDuplicates } from './data.js';
-import { FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, type IndexString, parseIndexString } from './index-strings.js';
+import { DEFAULT_ITOPKS, FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, type IndexString, parseIndexString } from './index-strings.js';
 import { runDedupBench } from './dedup.js';
 import { runClusteredDedupBench } from './clustered-dedup.js';
 import { runFlatBench } from './flat.js';
@@ -154,11 +154,11 @@ options:
 One run that compares, on one data set: Flat and IVF-Flat (an nprobe sweep) on each backend, or
 the factory strings given with --index, and the peers that are installed: Faiss (Debian
 python3-faiss: IndexFlat, IndexIVFFlat on the same nlist/nprobe grid, or faiss.index_factory with
-each --index string), hnswlib-node and usearch (npm; HNSW at a few ef). Per configuration:
-recall@1, @10 and @100 (tie-aware, against the published ground truth or an exact float64 brute
-force), queries/s, latency p50/p95/p99 per batch, build time, serialised index size and bytes per
-vector. Peers are optional: scripts/install-peers.sh installs them; the report says which ran and
-their versions.
+each --index string, HNSW<degree/2> for CAGRA<degree>), hnswlib-node and usearch (npm; HNSW at a
+few ef). Per configuration: recall@1, @10 and @100 (tie-aware, against the published ground truth
+or an exact float64 brute force), queries/s, latency p50/p95/p99 per batch, build time, serialised
+index size and bytes per vector. Peers are optional: scripts/install-peers.sh installs them; the
+report says which ran and their versions.
 
 data (one of):
   --data SET       ${DATA_SETS.join(' | ')}
@@ -178,16 +178,22 @@ search and index settings:
                    each trained on the base; repeat it for more (--index SQ8 --index IVF64,PQ16
                    --index IVF64,PQ16,RFlat). Forms: Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits>,
                    LSH, LSHr, LSHt, LSHrt, optionally after IVF<nlist> or Prefix<p> / PCA<p> /
-                   PCAR<p>, optionally followed by ,RFlat. A string webgpu-knn cannot build is
-                   listed as not measured; Faiss still runs it (and one Faiss cannot build, such
-                   as Prefix<p>, is listed as not measured for Faiss)
+                   PCAR<p>, optionally followed by ,RFlat; or CAGRA<degree>, our graph index (Faiss
+                   runs HNSW<degree/2> beside it: IndexHNSWFlat, efConstruction 40, at each --ef).
+                   A string webgpu-knn cannot build is listed as not measured; Faiss still runs it
+                   (and one Faiss cannot build, such as Prefix<p>, is listed as not measured for
+                   Faiss)
   --nlist L        IVF lists of the default run (default round(sqrt(8 n)), the sqrt rule for
                    nprobe 8); with --index the lists are in the string
   --nprobe P[,P..] the nprobe sweep (default 1,2,4,8,16,32,64; values above nlist are dropped)
   --kfactor F[,F..]  ,RFlat strings: re-rank k * F candidates exactly (default 4)
+  --itopk L[,L..]  CAGRA strings: the walk's internal list lengths, one row each, in [1, 256]
+                   (default 32,64,128; one below the search's candidates, 32 for k = 10, walks a
+                   list of the candidates' length)
   --niter I        k-means iterations of the default run, ours and Faiss's (default 10; --index
                    strings train with indexFactory's 10)
-  --ef E[,E..]     HNSW ef for the peers (default k, 2k, 4k)
+  --ef E[,E..]     HNSW ef for the peers (default k, 2k, 4k; with a CAGRA string, the --itopk
+                   values, and Faiss's HNSW runs them too)
   --hnsw-m M       HNSW M / usearch connectivity (default 16)
   --ef-construction E  HNSW efConstruction / usearch expansion_add (default 200)
 
@@ -312,6 +318,9 @@ function indexStrings(given: string[], v: Record<string, string | undefined>): I
   if (v.kfactor !== undefined && !strings.some((s) => s.refine)) {
     throw new UsageError(`--kfactor ${v.kfactor} needs an --index string ending in ,RFlat (for example IVF64,PQ16,RFlat); got ${strings.length ? strings.map((s) => s.description).join(', ') : 'no --index'}`);
   }
+  if (v.itopk !== undefined && !strings.some((s) => s.degree !== null)) {
+    throw new UsageError(`--itopk ${v.itopk} needs a CAGRA<degree> --index string (for example CAGRA32); got ${strings.length ? strings.map((s) => s.description).join(', ') : 'no --index'}`);
+  }
   return strings;
 }
 
@@ -336,6 +345,10 @@ async function compareOptions(
     }
   }
   const kFactors = intList('kfactor', v.kfactor, [4]);
+  const itopks = intList('itopk', v.itopk, DEFAULT_ITOPKS);
+  const bad = itopks.find((l) => l > GRAPH_MAX_ITOPK);
+  if (bad !== undefined) throw new UsageError(`--itopk must be at most ${GRAPH_MAX_ITOPK} (the walk's longest list); got ${bad}`);
+  const graphs = indexes.some((s) => s.degree !== null);
   const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
   const data = v.base !== undefined
     ? await loadFileData(v.base, v.query, v.gt, nq)
@@ -359,11 +372,12 @@ async function compareOptions(
     niter: positiveInt('niter', v.niter, 10),
     indexes,
     kFactors,
+    itopks,
     seed,
     hnsw: {
       m: positiveInt('hnsw-m', v['hnsw-m'], 16),
       efConstruction: positiveInt('ef-construction', v['ef-construction'], 200),
-      efSearch: intList('ef', v.ef, [k, 2 * k, 4 * k]),
+      efSearch: intList('ef', v.ef, graphs ? itopks : [k, 2 * k, 4 * k]),
       seed,
     },
     batch: positiveInt('batch', v.batch, 100),

@@ -19,7 +19,7 @@ import { createInterface } from 'node:readline';
 import type { Metric } from 'webgpu-knn';
 import { normalizeRows } from 'webgpu-knn';
 import { PROJECT_ROOT } from './data.js';
-import type { SearchConfig } from './index-strings.js';
+import type { FaissSearchConfig } from './index-strings.js';
 import { type BatchSearch, inScratchDir, type Pass, type PassRunner, serializedBytes } from './measure.js';
 
 export const PEERS = ['faiss', 'hnswlib-node', 'usearch'] as const;
@@ -270,7 +270,10 @@ export interface FaissFactoryJob {
   /** k-means iterations and seed of an IVF string's coarse quantiser. */
   niter: number;
   seed: number;
-  configs: SearchConfig[];
+  /** An HNSW string's efConstruction (absent: Faiss's default). */
+  efConstruction?: number;
+  /** Each search: nprobe and kFactor, or an HNSW's efSearch. */
+  configs: FaissSearchConfig[];
 }
 
 export interface FaissJob {

@@ -3,7 +3,8 @@
 
 argv[1]: a job JSON written by bench/peers.ts: n, nq, d, metric ('l2' or 'ip'; cosine arrives as
 'ip' on normalised rows), k, batch, ivf (null or nlist, niter, seed, nprobes), factory (null, or a
-list of description, niter, seed, configs: each param, nprobe, kFactor), and dir, which holds
+list of description, niter, seed, optionally efConstruction (an HNSW string's), configs: each
+param, nprobe, kFactor, optionally efSearch (an HNSW string's)), and dir, which holds
 base.f32 (n * d float32) and query.f32 (nq * d).
 
 Without factory: builds IndexFlat, and IndexIVFFlat (its quantizer an IndexFlat of the metric, so
@@ -13,7 +14,7 @@ each string through faiss.index_factory, trained on the base (an IVF's coarse k-
 given niter and seed; where the entry gives `spherical`, cp.spherical, and when it is false for
 inner product an L2 clustering index, so that the centroids are plain L2 k-means), then searched
 with each config: nprobe on the IVF inside (faiss.extract_index_ivf, unwrapping an ,RFlat
-IndexRefine first), k_factor on an IndexRefine. A factory entry may instead carry `codes` (a PQ string, with or without
+IndexRefine first), k_factor on an IndexRefine, efSearch on an HNSW's graph. A factory entry may instead carry `codes` (a PQ string, with or without
 ,RFlat): the paths of a trained codebook (float32, M * 2^nbits * d / M, Faiss's layout) and of
 the n codes (code_size bytes each); the IndexPQ then holds exactly those, untrained by Faiss, and
 an IndexRefineFlat the base rows, so that both engines search the same codes.
@@ -117,6 +118,10 @@ def build_factory(configs, f, xb, metric):
             # by its inner-product quantizer while training.
             ivf.clustering_index = faiss.IndexFlatL2(d)
             KEEP.append(ivf.clustering_index)
+    if f.get("efConstruction") is not None:
+        if not hasattr(index, "hnsw"):
+            raise RuntimeError("efConstruction given but %s is no HNSW" % f["description"])
+        index.hnsw.efConstruction = f["efConstruction"]
     if f.get("codes"):
         given_codes(index, f["codes"], xb)
     else:
@@ -131,6 +136,8 @@ def build_factory(configs, f, xb, metric):
             raise RuntimeError("nprobe given but %s has no IVF inside" % f["description"])
         if c["kFactor"] is not None and not hasattr(index, "k_factor"):
             raise RuntimeError("kFactor given but %s is no IndexRefine" % f["description"])
+        if c.get("efSearch") is not None and not hasattr(index, "hnsw"):
+            raise RuntimeError("efSearch given but %s is no HNSW" % f["description"])
 
     for c in f["configs"]:
         def apply(c=c):
@@ -138,6 +145,8 @@ def build_factory(configs, f, xb, metric):
                 ivf.nprobe = c["nprobe"]
             if c["kFactor"] is not None:
                 index.k_factor = c["kFactor"]
+            if c.get("efSearch") is not None:
+                index.hnsw.efSearch = c["efSearch"]
         configs.add(f["description"], index, c["param"], build, size, apply)
 
 

@@ -225,6 +225,113 @@ export interface IvfScanArgs<B = DeviceBuffer> {
   q0: number;
 }
 
+/**
+ * A CAGRA-style graph search, one query at a time (shaders/graph-search.wgsl, whose header states the
+ * algorithm step by step; CPU twin src/cpu/graph-search.ts): from the seeds, expand the best
+ * not-yet-expanded entries of an internal list of `itopk` (score, id), `searchWidth` parents an
+ * iteration, scoring their graph neighbours not yet visited, until no parent is left or after
+ * `maxIterations`; then write the k best allowed entries of the list.
+ * Scores as the other kernels: l2 `xnorm[v] - 2 q.x_v`, ip `-q.x_v`; (score, id) ascending.
+ * Ids in `graph` and `seeds` are rows below `n`, or PAD_ID (none).
+ */
+export interface GraphSearchArgs<B = DeviceBuffer> {
+  metric: KernelMetric;
+  /** Queries: rows of dpad floats; rows [q0, q0 + rows) are searched. */
+  xq: B;
+  q0: number;
+  rows: number;
+  /**
+   * Base rows (dpad floats each, n rows, one binding) and their squared norms (float32). With
+   * `half`, xb holds the rows as float16 instead (src/stores/half-rows.ts: `halfRowWords(dpad)` u32
+   * a row, two halves a word, low half first, zero-padded), and xnorm the squared norms of the
+   * half rows as they decode (the caller computes them: halfRowsWithNorms). The walk's distances
+   * then only approximate the float32 ones: they steer the traversal, and the caller re-scores.
+   */
+  xb: B;
+  xnorm: B;
+  /** The rows in xb are halves (half the bytes and loads); false or absent: float32. */
+  half?: boolean;
+  /** Neighbour ids u32[n * degree]: row A holds A's neighbours (PAD_ID: none). */
+  graph: B;
+  degree: number;
+  n: number;
+  /** Entry-point ids u32[nseeds], the same for every query (PAD_ID entries are skipped). */
+  seeds: B;
+  nseeds: number;
+  /**
+   * Which rows may be results, or null: every row may. Row v is allowed when bit `maskBit0 + v` is
+   * set (as ivf-scan's); a disallowed row is still walked through, never written out.
+   */
+  mask: B | null;
+  maskBit0: number;
+  dpad: number;
+  /** Internal list length (k <= itopk <= GRAPH_SEARCH_MAX_ITOPK). */
+  itopk: number;
+  /** Parents expanded per iteration. */
+  searchWidth: number;
+  /** Most iterations (expansions) a query runs; 0: the seeds only. */
+  maxIterations: number;
+  /** The visited hash holds 2^hashBits ids (see checkGraphSearchArgs for what it must hold). */
+  hashBits: number;
+  /** Results per query. */
+  k: number;
+  /** f32 / u32 [rows * k]: query r's (score, id) best first at r * k, padded with (+Infinity, PAD_ID). */
+  outS: B;
+  outI: B;
+  /** u32[rows], or null: the iterations each query ran. */
+  outIterations?: B | null;
+}
+
+/** graph-search's caps (shaders/graph-search.wgsl sizes its workgroup memory by them). */
+export const GRAPH_SEARCH_MAX_ITOPK = 256;
+/** Most ids scored in one batch: the seeds, or searchWidth * degree neighbours. */
+export const GRAPH_SEARCH_MAX_CANDIDATES = 512;
+export const GRAPH_SEARCH_MAX_WIDTH = 32;
+export const GRAPH_SEARCH_MAX_HASH_BITS = 10;
+export const GRAPH_SEARCH_MAX_DPAD = 1024;
+
+/**
+ * Throws InvalidArgumentError unless a graph-search call is within the caps and its visited hash
+ * can never fill (both devices check the same). The hash of S = 2^hashBits slots takes the
+ * nseeds seeds into an empty table, then each iteration up to searchWidth * degree new ids into a
+ * table at most half full (else it is reset to the list's <= itopk ids first), so it needs
+ * nseeds <= S, searchWidth * degree <= S / 2 and itopk + searchWidth * degree <= S.
+ */
+export function checkGraphSearchArgs(a: {
+  itopk: number; k: number; searchWidth: number; degree: number; nseeds: number; hashBits: number;
+  maxIterations: number; dpad: number; n: number; rows: number; q0: number; maskBit0: number;
+}): void {
+  const bad = (what: string) => {
+    throw new InvalidArgumentError(`graph-search: ${what}`);
+  };
+  const int = (v: number) => Number.isInteger(v);
+  const range = (name: string, v: number, lo: number, hi: number, cap = '') => {
+    if (!(int(v) && v >= lo && v <= hi)) bad(`${name} must be an integer in [${lo}, ${hi}]${cap}; got ${String(v)}`);
+  };
+  range('itopk', a.itopk, 1, GRAPH_SEARCH_MAX_ITOPK, ' (GRAPH_SEARCH_MAX_ITOPK)');
+  range('k', a.k, 1, a.itopk, ' (k <= itopk)');
+  range('searchWidth', a.searchWidth, 1, GRAPH_SEARCH_MAX_WIDTH, ' (GRAPH_SEARCH_MAX_WIDTH)');
+  range('degree', a.degree, 1, GRAPH_SEARCH_MAX_CANDIDATES, ' (GRAPH_SEARCH_MAX_CANDIDATES)');
+  if (a.searchWidth * a.degree > GRAPH_SEARCH_MAX_CANDIDATES) {
+    bad(`searchWidth * degree must be at most ${GRAPH_SEARCH_MAX_CANDIDATES} (GRAPH_SEARCH_MAX_CANDIDATES); got ${a.searchWidth} * ${a.degree} = ${a.searchWidth * a.degree}`);
+  }
+  range('nseeds', a.nseeds, 0, GRAPH_SEARCH_MAX_CANDIDATES, ' (GRAPH_SEARCH_MAX_CANDIDATES)');
+  range('hashBits', a.hashBits, 1, GRAPH_SEARCH_MAX_HASH_BITS, ' (GRAPH_SEARCH_MAX_HASH_BITS)');
+  const slots = 2 ** a.hashBits;
+  const batch = a.searchWidth * a.degree;
+  if (a.nseeds > slots || 2 * batch > slots || a.itopk + batch > slots) {
+    bad(`hashBits ${a.hashBits} (${slots} slots) is too small: it needs nseeds <= ${slots}, 2 * searchWidth * degree <= ${slots} and itopk + searchWidth * degree <= ${slots}; got nseeds ${a.nseeds}, searchWidth * degree ${batch}, itopk ${a.itopk}`);
+  }
+  range('maxIterations', a.maxIterations, 0, 0xffffffff);
+  if (!(int(a.dpad) && a.dpad >= 4 && a.dpad % 4 === 0 && a.dpad <= GRAPH_SEARCH_MAX_DPAD)) {
+    bad(`dpad must be a multiple of 4 in [4, ${GRAPH_SEARCH_MAX_DPAD}] (GRAPH_SEARCH_MAX_DPAD); got ${String(a.dpad)}`);
+  }
+  range('n', a.n, 0, 0xfffffffe); // ids are u32 below PAD_ID
+  range('rows', a.rows, 0, 0xffffffff);
+  range('q0', a.q0, 0, 0xffffffff);
+  range('maskBit0', a.maskBit0, 0, 0xffffffff);
+}
+
 export interface PairsThresholdArgs<B = DeviceBuffer> {
   metric: KernelMetric;
   /**
@@ -435,6 +542,89 @@ export interface KmeansReduceArgs<B = DeviceBuffer> {
 }
 
 /**
+ * CAGRA's rank-based pruning of a tile of nodes (shaders/cagra-prune.wgsl: the rules, and how a
+ * plan tiles it). Node node0 + r (r < nodes) keeps the `degree` edges of its kNN row with the
+ * fewest detours. The kNN graph: `kin` ids a row, best first, PAD_ID after the last neighbour.
+ */
+export interface CagraPruneArgs<B = DeviceBuffer> {
+  /** The tile's own rows: node node0 + r's at words (a0 + r) * kin of `a`. */
+  a: B;
+  a0: number;
+  /** The rows of nodes d0 .. d0 + drows - 1 (node d0 + t's at words t * kin): the detour nodes' lists this call reads. */
+  d: B;
+  d0: number;
+  drows: number;
+  /**
+   * u32[nodes * kin], row r at r * kin: the detours of node node0 + r's entries, zeroed by the
+   * call with `first`, added to by every call; after the call with `last`, PAD_ID where an entry
+   * is not an edge (padding, the node itself, a repeated id).
+   */
+  detours: B;
+  /** With `last`: row out0 + r (`degree` ids, PAD_ID after the last edge) = node node0 + r's kept edges. */
+  out: B;
+  out0: number;
+  n: number;
+  kin: number;
+  degree: number;
+  node0: number;
+  nodes: number;
+  /** The tile's first call (over its first chunk of detour rows) and its last (which selects). */
+  first: boolean;
+  last: boolean;
+}
+
+/**
+ * The reverse edges of a pruned CAGRA graph (shaders/cagra-reverse.wgsl), sources node0 ..
+ * node0 + nodes - 1. Without `scatter`: counts[t] += 1 for every edge s -> t. With `scatter` (after
+ * cagra-offsets turned the finished counts into offsets): each edge s -> t, at rank k of s's row,
+ * is stored as the key k * n + s at a slot of [offsets[t], offsets[t + 1]) of `edges`, taken by
+ * counting counts[t] back down (all zero once every source is scattered). Which slot of its range
+ * an edge takes is not deterministic; cagra-merge reads each range as a set, in key order.
+ */
+export interface CagraReverseArgs<B = DeviceBuffer> {
+  /** The pruned graph, all of it: node s's `degree` ids at words s * degree (PAD_ID: none). */
+  graph: B;
+  /** u32[n]: zeroed (Device.clear) before the first tile is counted. */
+  counts: B;
+  /** u32[n + 1] (read by the scatter only). */
+  offsets: B;
+  /** u32[offsets[n]] (written by the scatter only; n * degree words always suffice). */
+  edges: B;
+  n: number;
+  degree: number;
+  node0: number;
+  nodes: number;
+  scatter: boolean;
+}
+
+/** Exclusive prefix sums (shaders/cagra-offsets.wgsl): offsets[i] = counts[0] + .. + counts[i - 1], i <= n. */
+export interface CagraOffsetsArgs<B = DeviceBuffer> {
+  /** u32[n]. */
+  counts: B;
+  /** u32[n + 1]. */
+  offsets: B;
+  n: number;
+}
+
+/**
+ * CAGRA's final rows (shaders/cagra-merge.wgsl: the rule): node node0 + r's pruned row merged with
+ * its reverse edges, into row out0 + r of `out` (`degree` ids, PAD_ID after the last).
+ */
+export interface CagraMergeArgs<B = DeviceBuffer> {
+  /** The pruned graph (read at the tile's rows). */
+  graph: B;
+  /** cagra-offsets of the in-degrees, and the scattered reverse edges (cagra-reverse). */
+  offsets: B;
+  edges: B;
+  out: B;
+  out0: number;
+  n: number;
+  degree: number;
+  node0: number;
+  nodes: number;
+}
+
+/**
  * Every kernel by name, with its argument record: the one list of kernels. Each device's registry
  * (src/cpu/twins.ts, src/gpu/kernels/registry.ts) is typed as a map over these names, so a kernel
  * added here does not compile until every device runs it.
@@ -446,6 +636,7 @@ export interface KernelArgs<B = DeviceBuffer> {
   'topk-merge': TopkMergeArgs<B>;
   'select-radix': SelectRadixArgs<B>;
   'ivf-scan': IvfScanArgs<B>;
+  'graph-search': GraphSearchArgs<B>;
   'pairs-threshold': PairsThresholdArgs<B>;
   'mask-scores': MaskScoresArgs<B>;
   'gather-rows': GatherRowsArgs<B>;
@@ -455,6 +646,10 @@ export interface KernelArgs<B = DeviceBuffer> {
   'hamming-scores': HammingScoresArgs<B>;
   'kmeans-partial': KmeansPartialArgs<B>;
   'kmeans-reduce': KmeansReduceArgs<B>;
+  'cagra-prune': CagraPruneArgs<B>;
+  'cagra-reverse': CagraReverseArgs<B>;
+  'cagra-offsets': CagraOffsetsArgs<B>;
+  'cagra-merge': CagraMergeArgs<B>;
 }
 
 export type KernelName = keyof KernelArgs;

@@ -30,3 +30,11 @@ export const TOPK_MAX_K = 1024;
  * hundreds of entries spills out of registers, may want less: measure there.
  */
 export const HEAP_MAX_K = TOPK_MAX_K;
+
+/**
+ * Longest kNN row cagra-prune takes (its workgroup holds the row, a hash of it and its detour
+ * counts: KIN_CAP, the next power of two >= kin, at most this), and the largest degree cagra-merge
+ * takes (DEG_CAP). A plan checks them on every device, so the CPU refuses what the GPU would.
+ */
+export const CAGRA_MAX_KIN = 256;
+export const CAGRA_MAX_DEGREE = 256;

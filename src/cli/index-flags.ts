@@ -82,11 +82,12 @@ export function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings
   return { type, metric: metricOf(v), nprobe: nprobeOf(v, indexKind(type.type).searchParams(type).nprobe, defaultNprobe), trainSample: trainSampleOf(v, type) };
 }
 
-/** --nprobe (where the index's kind takes it, IVF: in [1, nlist]; ignored for Flat), --kfactor (search) and --filter-ids, as a search's params. */
+/** --nprobe and --itopk (where the index's kind takes them: IVF in [1, nlist], CAGRA in [1, 256]; ignored elsewhere), --kfactor (search) and --filter-ids, as a search's params. */
 export async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
   const params: SearchParams = {};
-  const nprobe = kindOfFileType(header.type).searchParams(header).nprobe;
-  if (nprobe && v.nprobe !== undefined) params.nprobe = nprobeOf(v, nprobe, 1);
+  const own = kindOfFileType(header.type).searchParams(header);
+  if (own.nprobe && v.nprobe !== undefined) params.nprobe = nprobeOf(v, own.nprobe, 1);
+  if (own.itopk && v.itopk !== undefined) params.itopk = intFlag('itopk', text(v, 'itopk'), own.itopk.min, own.itopk.max);
   const kFactor = text(v, 'kfactor');
   if (kFactor !== undefined) {
     params.kFactor = Number(kFactor);

@@ -10,6 +10,7 @@ import { benchCommand } from './commands/bench.js';
 import { buildCommand } from './commands/build.js';
 import { dedupCommand } from './commands/dedup.js';
 import { demoCommand } from './commands/demo.js';
+import { exportCommand } from './commands/export.js';
 import { infoCommand } from './commands/info.js';
 import { knnGraphCommand } from './commands/knn-graph.js';
 import { rangeSearchCommand } from './commands/range-search.js';
@@ -30,6 +31,7 @@ const COMMANDS: Command[] = [
   dedupCommand,
   workerCommand,
   knnGraphCommand,
+  exportCommand,
   infoCommand,
   benchCommand,
 ];

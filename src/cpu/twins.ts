@@ -6,8 +6,13 @@
  */
 import type { DeviceBuffer, KernelArgs, KernelName } from '../device.js';
 import { PairList } from '../common/pairs.js';
+import { cagraMerge } from './cagra-merge.js';
+import { cagraOffsets } from './cagra-offsets.js';
+import { cagraPrune } from './cagra-prune.js';
+import { cagraReverse } from './cagra-reverse.js';
 import { gemmScores } from './gemm-scores.js';
 import { ivfScan } from './ivf-scan.js';
+import { graphSearch } from './graph-search.js';
 import { kmeansPartial, kmeansReduce } from './kmeans-update.js';
 import { maskScores } from './mask-scores.js';
 import { norms } from './norms.js';
@@ -63,6 +68,12 @@ export const TWINS: CpuTwins = {
     ivfScan(c.metric, f(c.xq), c.q0, c.rows, u(c.lists), c.probe0, c.nprobe, c.nseg, f(c.xb), c.xh ? u(c.xh) : null, f(c.xnorm), u(c.ids),
       c.mask ? u(c.mask) : null, c.maskBit0, c.dpad, c.k, f(c.outS), u(c.outI));
   },
+  'graph-search': (c, f, u) => {
+    graphSearch({
+      ...c, xq: f(c.xq), xb: c.half ? u(c.xb) : f(c.xb), xnorm: f(c.xnorm), graph: u(c.graph), seeds: u(c.seeds), mask: c.mask ? u(c.mask) : null,
+      outS: f(c.outS), outI: u(c.outI), outIterations: c.outIterations ? u(c.outIterations) : null,
+    });
+  },
   'pairs-threshold': (c, f, u) => {
     const found = new PairList();
     pairsThreshold(c.metric, c.allPairs, f(c.scores), c.ldc, c.rows, c.cols, c.q0, c.id0, f(c.xnormQ).subarray(c.qn0), f(c.xnormB).subarray(c.cn0),
@@ -98,6 +109,18 @@ export const TWINS: CpuTwins = {
   },
   'kmeans-reduce': (c, f, u) => {
     kmeansReduce(f(c.sums), u(c.counts), c.nc, c.dpad, c.nblocks, f(c.centroids), u(c.outCounts));
+  },
+  'cagra-prune': (c, _f, u) => {
+    cagraPrune(u(c.a), c.a0, u(c.d), c.d0, c.drows, c.n, c.kin, c.degree, c.node0, c.nodes, c.first, c.last, u(c.detours), u(c.out), c.out0);
+  },
+  'cagra-reverse': (c, _f, u) => {
+    cagraReverse(u(c.graph), c.n, c.degree, c.node0, c.nodes, c.scatter, u(c.counts), u(c.offsets), u(c.edges));
+  },
+  'cagra-offsets': (c, _f, u) => {
+    cagraOffsets(u(c.counts), c.n, u(c.offsets));
+  },
+  'cagra-merge': (c, _f, u) => {
+    cagraMerge(u(c.graph), u(c.offsets), u(c.edges), c.n, c.degree, c.node0, c.nodes, u(c.out), c.out0);
   },
 };
 

@@ -23,7 +23,7 @@ import { DEFAULT_KIND, INDEX_KINDS, indexKind } from './registry.js';
 import { InvalidArgumentError } from '../errors.js';
 
 export const FACTORY_FORMS =
-  '"[IVF<nlist>,]STORAGE[,RFlat | ,Refine(SQfp16)]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits> (nbits 4..8) or (without IVF) LSH, LSHr, LSHt, LSHrt; or "T,Flat[,RFlat]" with a transform T Prefix<p>, PCA<p> or PCAR<p> (p <= d); for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat", "LSHrt,RFlat", "PCAR64,Flat,RFlat"';
+  '"[IVF<nlist>,]STORAGE[,RFlat | ,Refine(SQfp16)]" with STORAGE Flat, SQ8, SQ4, SQfp16, PQ<M>, PQ<M>x<nbits> (nbits 4..8) or (without IVF) LSH, LSHr, LSHt, LSHrt; or "T,Flat[,RFlat]" with a transform T Prefix<p>, PCA<p> or PCAR<p> (p <= d); or "CAGRA<degree>", a graph of float32 rows; for example "Flat", "IVF1024,Flat", "SQ8", "PQ16", "IVF1024,PQ16,RFlat", "LSHrt,RFlat", "PCAR64,Flat,RFlat", "CAGRA32"';
 
 export function parseIndexType(description: string): IndexType {
   const text = typeof description === 'string' ? description.trim() : '';

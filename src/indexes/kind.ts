@@ -16,7 +16,7 @@ import { type IndexCore } from './index-core.js';
 import { type InvalidArgumentError } from '../errors.js';
 
 /** The kinds' names (one per entry of INDEX_KINDS, src/indexes/registry.ts). */
-export type IndexKindName = 'Flat' | 'IVF';
+export type IndexKindName = 'Flat' | 'IVF' | 'CAGRA';
 
 /** What a factory string describes, checked without creating anything (dim is checked on creation: PQ's M must divide it). */
 export interface IndexType {
@@ -24,6 +24,8 @@ export interface IndexType {
   type: IndexKindName;
   /** IVF: the number of lists; 0 for Flat. */
   nlist: number;
+  /** CAGRA: the graph's out-degree; absent for the other kinds. */
+  degree?: number;
   /** The codes stored, or null for float32 rows. */
   codec: CodecSpec | null;
   /** `,RFlat` (Flat) or `,Refine(SQfp16)` (SQfp16): copies the codes' (or transformed rows') candidates are re-ranked against; else null. */

@@ -8,10 +8,11 @@ import type { IndexFileType } from '../io/index-format.js';
 import type { IndexKind, IndexKindName } from './kind.js';
 import { FLAT_KIND } from './flat/kind.js';
 import { IVF_KIND } from './ivf/kind.js';
+import { GRAPH_KIND } from './graph/kind.js';
 import { InvalidArgumentError } from '../errors.js';
 
 /** Every kind; the factory tries their stage components in this order. */
-export const INDEX_KINDS = [FLAT_KIND, IVF_KIND] as const;
+export const INDEX_KINDS = [FLAT_KIND, IVF_KIND, GRAPH_KIND] as const;
 
 /** The kind of a factory string that no kind's stage component claims ("Flat", "SQ8", "PCAR64,Flat"). */
 export const DEFAULT_KIND: IndexKind = FLAT_KIND;
@@ -22,7 +23,10 @@ export type LoadedIndex = ReturnType<(typeof INDEX_KINDS)[number]['open']>;
 /** The kind of this name. */
 export function indexKind(name: IndexKindName): IndexKind {
   const kind = INDEX_KINDS.find((k) => k.name === name);
-  if (!kind) throw new InvalidArgumentError(`unknown index kind ${JSON.stringify(name)}; expected ${INDEX_KINDS.map((k) => k.name).join(' or ')}`);
+  if (!kind) {
+    const names = INDEX_KINDS.map((k) => k.name);
+    throw new InvalidArgumentError(`unknown index kind ${JSON.stringify(name)}; expected ${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`);
+  }
   return kind as IndexKind;
 }
 

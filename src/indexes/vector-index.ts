@@ -10,13 +10,14 @@ import { type RowProgress, type VectorSource } from '../common/vector-source.js'
 import type { KMeansProgress } from '../codecs/kmeans.js';
 
 import type { IvfSearchParams } from './ivf/params.js';
+import type { GraphSearchParams } from './graph/params.js';
 
 /**
  * A search's parameters: the common ones, and each kind's own (Faiss's SearchParametersIVF:
  * nprobe is IVF's), which the other kinds ignore. A new kind with parameters of its own adds its
  * interface here.
  */
-export type SearchParams = CommonSearchParams & IvfSearchParams;
+export type SearchParams = CommonSearchParams & IvfSearchParams & GraphSearchParams;
 
 /** The parameters every kind takes. */
 export interface CommonSearchParams {

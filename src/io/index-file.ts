@@ -39,6 +39,10 @@
  *                (cosine: unit norm or zero), [refine rows], ids section. In bytes:
  *                40 + 4 T + 4 ntotal p [+ 4 ntotal dim (RFlat)] + 8 (ntotal + 1) + 32, T = p + p dim
  *                for PCA and PCAR, 0 for Prefix.
+ *   graphs       type 13 CAGRA (src/indexes/graph): nlist is the degree (1 .. 256), nprobe 0,
+ *                codec word 0. Arrays: xb f32[ntotal * dim] (cosine: unit norm or zero), graph
+ *                u32[ntotal * degree] (row r's out-edges, each a row below ntotal or 0xffffffff
+ *                for none), ids section. In bytes: 40 + 4 ntotal (dim + degree) + 8 (ntotal + 1) + 32.
  *   32 bytes     SHA-256 of everything before it
  * Version 1 files (types 1 and 2, no ids section: sequential ids 0 .. ntotal - 1) still load.
  * Vectors are stored as the index holds them (normalised for cosine: each row has unit norm, or is
@@ -68,12 +72,13 @@ import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { type CodecSpec, badCodeRow, codecRowWords, codecTableFloats } from '../codecs/codec.js';
 import { PQ_MAX_NBITS, PQ_MIN_NBITS } from '../device.js';
+import { CAGRA_MAX_DEGREE } from '../kernel-facts.js';
 import { type RefineKind, refineWords } from '../codecs/refine.js';
 import { TRANSFORM_KINDS, type TransformSpec, transformTableFloats } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
 import { MAX_SQUARED_NORM, MAX_SQUARED_NORM_TEXT } from '../types.js';
 import { fileError, openForReading } from './file-error.js';
-import { type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, TYPE_CODES } from './index-format.js';
+import { GRAPH_FILE_TYPE, type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, TYPE_CODES } from './index-format.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
 
 export { type IndexFileHeader, type IndexFileType, TRANSFORM_FILE_TYPE, checkLists, codecFileType, idSection } from './index-format.js';
@@ -125,7 +130,7 @@ export function isIvfType(type: IndexFileType): boolean {
 /** Bytes of the whole file the header describes (header, arrays, checksum). */
 export function indexFileBytes(h: IndexFileHeader): number {
   const ivf = isIvfType(h.type);
-  const lists = ivf ? h.nlist * h.dim + h.nlist + 1 + h.ntotal : 0;
+  const lists = ivf ? h.nlist * h.dim + h.nlist + 1 + h.ntotal : h.type === GRAPH_FILE_TYPE ? h.ntotal * h.nlist : 0;
   const refine = h.refine ? h.ntotal * refineWords(h.refine, h.dim) : 0;
   const words = h.codec
     ? lists + codecTableFloats(h.codec, h.dim) + h.ntotal * codecRowWords(h.codec, h.dim) + refine
@@ -213,8 +218,10 @@ function parseHeader(path: string, buf: Uint8Array): IndexFileHeader {
   const ivf = isIvfType(name);
   if (metricCode > 2) throw bad('metric', metricCode, '0 (l2), 1 (ip) or 2 (cosine)');
   if (dim < 1 || dim > MAX_DIM) throw bad('dim', dim, `an integer in [1, ${MAX_DIM}]`);
-  if (!ivf && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat type');
-  if (!ivf && nprobe !== 0) throw bad('nprobe', nprobe, '0 for a Flat type');
+  const graph = name === GRAPH_FILE_TYPE;
+  if (graph && (nlist < 1 || nlist > CAGRA_MAX_DEGREE)) throw bad('nlist', nlist, `the degree, an integer in [1, ${CAGRA_MAX_DEGREE}], for a CAGRA type`);
+  if (!ivf && !graph && nlist !== 0) throw bad('nlist', nlist, '0 for a Flat type');
+  if (!ivf && nprobe !== 0) throw bad('nprobe', nprobe, graph ? '0 for a CAGRA type' : '0 for a Flat type');
   if (ivf && nlist < 1) throw bad('nlist', nlist, 'an integer >= 1 for an IVF type');
   if (ivf && (nprobe < 1 || nprobe > nlist)) throw bad('nprobe', nprobe, `an integer in [1, ${nlist}] (nlist)`);
   const kind = name.replace('IVF,', '');

@@ -16,7 +16,11 @@ export const STORAGE_TYPE_CODES = ['Flat', 'IVF', 'SQ8', 'SQ4', 'SQfp16', 'PQ', 
 export const TRANSFORM_FILE_TYPE = 'Transform,Flat';
 export const TRANSFORM_TYPE_CODES = [TRANSFORM_FILE_TYPE] as const;
 
-export const TYPE_CODES = [...STORAGE_TYPE_CODES, ...TRANSFORM_TYPE_CODES] as const;
+/** The file type of a graph index (CAGRA: float32 rows and `degree` out-edges a row; its nlist field is the degree). */
+export const GRAPH_FILE_TYPE = 'CAGRA';
+export const GRAPH_TYPE_CODES = [GRAPH_FILE_TYPE] as const;
+
+export const TYPE_CODES = [...STORAGE_TYPE_CODES, ...TRANSFORM_TYPE_CODES, ...GRAPH_TYPE_CODES] as const;
 export type IndexFileType = (typeof TYPE_CODES)[number];
 
 export interface IndexFileHeader {

@@ -146,3 +146,26 @@ export function uncertified(
   }
   return out;
 }
+
+/**
+ * `n` rows of `dpad` floats as half rows (encodeHalfRows) with the squared norms of the rows as
+ * they decode (float64 sums, rounded once to float32): what graph-search reads with `half`
+ * (src/device.ts GraphSearchArgs), whose l2 scores are then ||x'||^2 - 2 q.x' for the halves x'.
+ */
+export function halfRowsWithNorms(rows: Float32Array, n: number, dpad: number): { words: Uint32Array; norms: Float32Array } {
+  const { words } = encodeHalfRows(rows, n, dpad);
+  const w = halfRowWords(dpad);
+  const value = halfValueTable();
+  const norms = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let j = i * w; j < (i + 1) * w; j++) {
+      const lo = value[words[j] & 0xffff];
+      const hi = value[words[j] >>> 16];
+      s += lo * lo;
+      s += hi * hi;
+    }
+    norms[i] = s;
+  }
+  return { words, norms };
+}

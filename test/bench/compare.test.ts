@@ -261,6 +261,42 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
     expect(r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as CompareRecord).index)).toEqual(['SQ4']);
   });
 
+  it('runs a CAGRA string through indexFactory over the --itopk sweep, with the peers absent', () => {
+    const r = bench(['--data', 'clustered', '--n', String(n), '--d', '8', '--nq', '20', '--k', '10', '--index', 'CAGRA16', '--index', 'Flat', '--itopk', '32,128',
+      '--batch', '10', '--warmup', '0', '--repeats', '1', '--backend', 'cpu', '--out', 'cagra'], absent);
+    expect(r.code, r.err).toBe(0);
+    const rows = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
+    expect(rows.map((x) => `${x.engine} ${x.backend} ${x.index} ${x.param}`)).toEqual([
+      'webgpu-knn cpu CAGRA16 itopk=32', 'webgpu-knn cpu CAGRA16 itopk=128', 'webgpu-knn cpu Flat -',
+    ]);
+    const [narrow, wide] = rows;
+    expect(narrow.series).toBe('webgpu-knn cpu CAGRA16');
+    // One build, the graph in it, searched at each itopk; a walk of 128 over 1500 rows finds nearly all.
+    expect(wide.buildSeconds).toBe(narrow.buildSeconds);
+    expect(narrow.recall10).toBeGreaterThan(0.5);
+    expect(wide.recall10).toBeGreaterThanOrEqual(0.95);
+    expect(wide.recall10).toBeGreaterThanOrEqual(narrow.recall10!);
+    expect(narrow.indexBytes).toBeGreaterThan(n * (8 * 4 + 16 * 4));
+    const md = readFileSync(join(work, 'cagra', REPORT_FILES.report), 'utf8');
+    expect(md).toMatch(/CAGRA strings: itopk 32, 128 .*Faiss runs HNSW<degree\/2> instead \(IndexHNSWFlat, efConstruction 40\) at ef 32, 128/);
+    expect(md).toMatch(/HNSW: M = 16, efConstruction = 200, ef 32, 128/);
+    expect(markdownRows(md, ['engine', 'status', 'version', 'where / why']).map((e) => e.slice(0, 2))).toEqual([['webgpu-knn', 'ran'], ...PEERS.map((p) => [p, 'not installed'])]);
+  });
+
+  it('fails clearly on a bad --itopk', () => {
+    const fails = (args: string[], message: RegExp): void => {
+      const r = bench(args);
+      expect(r.code, r.err).toBe(2);
+      expect(r.err).toMatch(message);
+    };
+    fails(['--index', 'SQ8', '--itopk', '64'], /--itopk 64 needs a CAGRA<degree> --index string \(for example CAGRA32\); got SQ8/);
+    fails(['--itopk', '64'], /--itopk 64 needs a CAGRA<degree> --index string .*; got no --index/);
+    fails(['--index', 'CAGRA32', '--itopk', '64,300'], /--itopk must be at most 256 \(the walk's longest list\); got 300/);
+    fails(['--index', 'CAGRA32', '--itopk', '0'], /--itopk must be a positive integer; got 0/);
+    fails(['--index', 'CAGRA0'], /--index "CAGRA0" is not a factory string bench compare runs/);
+    expect(bench(['--help']).out).toMatch(/--kfactor F\[,F\.\.\][\s\S]*--itopk L\[,L\.\.\]  CAGRA strings: the walk's internal list lengths/);
+  });
+
   it('fails clearly on a bad --index, --kfactor or a flag of the default run', () => {
     const fails = (args: string[], message: RegExp): void => {
       const r = bench(args);
@@ -489,6 +525,17 @@ describe('peer detection', () => {
     expect([...markers(readFileSync(join(work, 'with-faiss', REPORT_FILES.bytesPlot), 'utf8')).keys()]).toEqual([
       'webgpu-knn cpu SQ8', 'webgpu-knn cpu IVF8,Flat', 'faiss SQ8', 'faiss IVF8,Flat',
     ]);
+  });
+
+  it.skipIf(!found.get('faiss'))('bench compare --index CAGRA32 runs Faiss\'s HNSW16 beside it, at ef = the --itopk values', () => {
+    const r = bench(['--data', 'clustered', '--n', '1000', '--d', '8', '--nq', '10', '--k', '10', '--index', 'CAGRA32', '--itopk', '32,64',
+      '--backend', 'cpu', '--peers', 'faiss', '--warmup', '0', '--repeats', '1', '--out', 'cagra-faiss']);
+    expect(r.code, r.err).toBe(0);
+    const records = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
+    expect(records.map((x) => `${x.series} ${x.index} ${x.param}`)).toEqual([
+      'webgpu-knn cpu CAGRA32 CAGRA32 itopk=32', 'webgpu-knn cpu CAGRA32 CAGRA32 itopk=64', 'faiss HNSW16 HNSW16 ef=32', 'faiss HNSW16 HNSW16 ef=64',
+    ]);
+    for (const x of records) expect(x.recall10).toBeGreaterThanOrEqual(0.9);
   });
 
   // HNSW is approximate even at a wide ef (usearch's threaded build is not deterministic, and

@@ -12,6 +12,7 @@ import { randomFloats } from '../../src/common/random.js';
 import { createIndex, describeIndexType, parseIndexType } from '../../src/indexes/factory.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
+import { GraphIndex } from '../../src/indexes/graph/graph-index.js';
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { INDEX_KINDS, indexKind, kindOfFileType } from '../../src/indexes/registry.js';
 import { TYPE_CODES } from '../../src/io/index-format.js';
@@ -23,6 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const SPELLINGS: Record<string, string[]> = {
   Flat: ['Flat', 'SQ8', 'SQ4,RFlat', 'SQfp16', 'PQ4', 'PQ4x6,Refine(SQfp16)', 'LSHrt,RFlat', 'PCAR4,Flat,RFlat', 'Prefix4,Flat'],
   IVF: ['IVF4,Flat', 'IVF1,SQ8', 'IVF16,PQ4,RFlat', 'IVF4294967295,SQfp16'],
+  CAGRA: ['CAGRA32', 'CAGRA1', 'CAGRA256'],
 };
 
 describe('index kinds', () => {
@@ -43,7 +45,7 @@ describe('index kinds', () => {
       expect(indexKind(kind.name)).toBe(kind);
       expect(SPELLINGS[kind.name], `add ${kind.name}'s factory strings to SPELLINGS`).toBeDefined();
     }
-    expect(() => indexKind('HNSW' as never)).toThrow('unknown index kind "HNSW"; expected Flat or IVF');
+    expect(() => indexKind('HNSW' as never)).toThrow('unknown index kind "HNSW"; expected Flat, IVF or CAGRA');
   });
 
   it("a kind's factory strings parse to it and spell back the same; no other kind claims its stage", () => {
@@ -73,7 +75,7 @@ describe('index kinds', () => {
     try {
       const d = 8;
       const x = randomFloats(64 * d, 7);
-      for (const [s, cls] of [['Flat', FlatIndex], ['SQ8', FlatIndex], ['IVF4,Flat', IvfFlatIndex], ['IVF4,SQ8', IvfFlatIndex]] as const) {
+      for (const [s, cls] of [['Flat', FlatIndex], ['SQ8', FlatIndex], ['IVF4,Flat', IvfFlatIndex], ['IVF4,SQ8', IvfFlatIndex], ['CAGRA8', GraphIndex]] as const) {
         const index = createIndex(backend, d, parseIndexType(s), 'l2', { nprobe: 2 });
         expect(index, s).toBeInstanceOf(cls);
         await index.train(x);

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cpuBackend } from '../helpers/cpu.js';
+import { GraphIndex } from '../../src/indexes/graph/graph-index.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { readIndexHeader } from '../../src/io/index-file.js';
@@ -35,6 +36,11 @@ const pcar = new FlatIndex(cpu, { dim: d, metric: 'cosine', transform: 'PCAR2', 
 await pcar.train(x);
 await pcar.add(x);
 await pcar.save(join(dir, 'pcar.idx'));
+// A graph index (type 13): rows, then the graph (degree 3 ids a row: nlist is the degree).
+const cagra = new GraphIndex(cpu, { dim: d, degree: 3 });
+await cagra.add(x);
+await cagra.save(join(dir, 'cagra.idx'));
+const CAGRA_GRAPH = HEADER + n * d * 4;
 const PCAR_ROWS = HEADER + 4 * (2 + 2 * d);
 /** PCAR2 with refine rows: p = 2, kind 3 (bits 24-25), refine (bit 31). */
 const PCAR_WORD = (2 | (3 << 24) | 0x80000000) >>> 0;
@@ -69,7 +75,7 @@ describe('index files are checked beyond the checksum', () => {
   });
 
   const cases: [string, string, (v: DataView) => void, RegExp][] = [
-    ['type', 'flat.idx', u32(FIELD.type, 13), /bad header: type is 13; expected an integer in \[1, 12\] \(1 Flat, 2 IVF, 3 SQ8, 4 SQ4, 5 SQfp16, 6 PQ, 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ, 11 LSH, 12 Transform,Flat\)/],
+    ['type', 'flat.idx', u32(FIELD.type, 14), /bad header: type is 14; expected an integer in \[1, 13\] \(1 Flat, 2 IVF, 3 SQ8, 4 SQ4, 5 SQfp16, 6 PQ, 7 IVF,SQ8, 8 IVF,SQ4, 9 IVF,SQfp16, 10 IVF,PQ, 11 LSH, 12 Transform,Flat, 13 CAGRA\)/],
     ['metric', 'flat.idx', u32(FIELD.metric, 9), /bad header: metric is 9; expected 0 \(l2\), 1 \(ip\) or 2 \(cosine\)/],
     ['dim 0', 'flat.idx', u32(FIELD.dim, 0), /bad header: dim is 0; expected an integer in \[1, 65536\]/],
     ['dim huge', 'flat.idx', u32(FIELD.dim, 1 << 30), /bad header: dim is 1073741824/],
@@ -91,6 +97,10 @@ describe('index files are checked beyond the checksum', () => {
     ['a NaN vector', 'ivf.idx', f32(XB + 12, NaN), /xb row 0 column 3 is NaN; expected a finite value/],
     ['an infinite centroid', 'ivf.idx', f32(CENTROIDS + 4 * (d + 1), Infinity), /centroids row 1 column 1 is Infinity; expected a finite value/],
     ['a cosine row that is not unit norm', 'flat.idx', f32(HEADER + 4 * d * 7, 3), /xb row 7 has norm [\d.]+; a cosine index stores unit-norm \(or zero\) rows/],
+    // The graph (type 13): its degree in nlist, its edges rows of the index.
+    ['CAGRA degree 0', 'cagra.idx', u32(FIELD.nlist, 0), /bad header: nlist is 0; expected the degree, an integer in \[1, 256\], for a CAGRA type/],
+    ['CAGRA with an nprobe', 'cagra.idx', u32(FIELD.nprobe, 1), /bad header: nprobe is 1; expected 0 for a CAGRA type/],
+    ['a CAGRA edge past the rows', 'cagra.idx', u32(CAGRA_GRAPH + 4 * 4, n), /graph: graph\[4\] \(row 1\) is 50; expected a row in \[0, 49\] or 0xffffffff \(none\)/],
     // Transformed Flat (type 11): the transform word, its tables, its p-dim rows.
     ['a transform word with p 0', 'pcar.idx', u32(FIELD.reserved, PCAR_WORD & ~2), /bad header: transform word is 2197815296; expected p \(bits 0-16\) in \[1, 4\] \(dim\), kind \(bits 24-25\) 1 Prefix, 2 PCA or 3 PCAR, refine \(bits 30-31\), every other bit 0/],
     ['a transform word with p > dim', 'pcar.idx', u32(FIELD.reserved, (PCAR_WORD & ~2) | 5), /bad header: transform word is \d+; expected p \(bits 0-16\) in \[1, 4\]/],

@@ -12,7 +12,7 @@ import { padRows, paddedDim } from '../../src/device.js';
 import { encodeIvfScan } from '../../src/gpu/kernels/ivf-scan.js';
 import type { KernelMetric } from '../../src/kernel-facts.js';
 import { randomFloats, randomSmallInts } from '../../src/common/random.js';
-import { encodeHalfRows, halfScanError, toHalf, uncertified } from '../../src/stores/half-rows.js';
+import { encodeHalfRows, halfRowsWithNorms, halfScanError, toHalf, uncertified } from '../../src/stores/half-rows.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 import { KernelHarness, POISON } from '../kernels/harness.js';
 import { halfRowWords } from '../../src/device.js';
@@ -165,6 +165,25 @@ const cases: [string, (n: number, d: number) => Float32Array][] = [
   ['near the half limit, some past it (clamped)', (n, d) => randomFloats(n * d, 6).map((v) => (v - 0.5) * 140000)],
   ['bytes', (n, d) => randomSmallInts(n * d, 7).map((v) => Math.abs(v) * 30)],
 ];
+
+describe('halfRowsWithNorms', () => {
+  it('gives encodeHalfRows\' words and the squared norms of the rows as they decode', () => {
+    // dpad 12: two vec4s of halves a row, the last four halves zero.
+    const dpad = 12;
+    const n = 3;
+    const rows = Float32Array.from(randomFloats(n * dpad, 5), (v) => 300 * v);
+    rows[0] = 2049; // -> 2048
+    const { words, norms: got } = halfRowsWithNorms(rows, n, dpad);
+    expect(Array.from(words)).toEqual(Array.from(encodeHalfRows(rows, n, dpad).words));
+    expect(words.length).toBe(n * halfRowWords(dpad));
+    for (let i = 0; i < n; i++) {
+      let s = 0;
+      for (let j = 0; j < dpad; j++) s += halfToFloat(toHalf(rows[i * dpad + j])) ** 2;
+      expect(got[i]).toBe(Math.fround(s));
+      expect(got[i]).not.toBe(norms(rows, n, dpad)[i]);
+    }
+  });
+});
 
 describe('halfScanError bounds the scan on half rows', () => {
   const [n, d] = [120, 37];

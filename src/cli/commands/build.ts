@@ -100,7 +100,7 @@ async function run(argv: string[]): Promise<void> {
 
 export const buildCommand: Command = {
   name: 'build',
-  summary: 'vectors (and optionally their ids) -> index file (Flat or IVF<nlist>,Flat)',
+  summary: 'vectors (and optionally their ids) -> index file (Flat, IVF<nlist>,Flat, CAGRA<degree>, ...)',
   usage: USAGE,
   run,
 };

@@ -6,8 +6,13 @@
  * kernel files only through this module.
  */
 import type { DeviceBuffer, KernelArgs, KernelName } from '../../device.js';
+import { encodeCagraMerge } from './cagra-merge.js';
+import { encodeCagraOffsets } from './cagra-offsets.js';
+import { encodeCagraPrune } from './cagra-prune.js';
+import { encodeCagraReverse } from './cagra-reverse.js';
 import { encodeGemmScores } from './gemm-scores.js';
 import { encodeIvfScan } from './ivf-scan.js';
+import { encodeGraphSearch } from './graph-search.js';
 import type { Kernels } from './kernels.js';
 import { encodeKmeansPartial, encodeKmeansReduce } from './kmeans-update.js';
 import { encodeMaskScores } from './mask-scores.js';
@@ -59,6 +64,11 @@ export const ENCODERS: GpuEncoders = {
       ...call, xq: b(call.xq), lists: b(call.lists), xb: b(call.xb), xnorm: b(call.xnorm),
       ids: b(call.ids), outS: b(call.outS), outI: b(call.outI), mask: call.mask ? b(call.mask) : null, xh: call.xh ? b(call.xh) : null,
     }),
+  'graph-search': (k, call, b) =>
+    encodeGraphSearch(k, {
+      ...call, xq: b(call.xq), xb: b(call.xb), xnorm: b(call.xnorm), graph: b(call.graph), seeds: b(call.seeds), mask: call.mask ? b(call.mask) : null,
+      outS: b(call.outS), outI: b(call.outI), outIterations: call.outIterations ? b(call.outIterations) : null,
+    }),
   'pairs-threshold': (k, call, b) =>
     encodePairsThreshold(k, {
       ...call, scores: b(call.scores), xnormQ: b(call.xnormQ), xnormB: b(call.xnormB), count: b(call.count), pairs: b(call.pairs),
@@ -74,6 +84,10 @@ export const ENCODERS: GpuEncoders = {
       counts: b(call.counts), obj: b(call.obj),
     }),
   'kmeans-reduce': (k, call, b) => encodeKmeansReduce(k, { ...call, sums: b(call.sums), counts: b(call.counts), centroids: b(call.centroids), outCounts: b(call.outCounts) }),
+  'cagra-prune': (k, call, b) => encodeCagraPrune(k, { ...call, a: b(call.a), d: b(call.d), detours: b(call.detours), out: b(call.out) }),
+  'cagra-reverse': (k, call, b) => encodeCagraReverse(k, { ...call, graph: b(call.graph), counts: b(call.counts), offsets: b(call.offsets), edges: b(call.edges) }),
+  'cagra-offsets': (k, call, b) => encodeCagraOffsets(k, { ...call, counts: b(call.counts), offsets: b(call.offsets) }),
+  'cagra-merge': (k, call, b) => encodeCagraMerge(k, { ...call, graph: b(call.graph), offsets: b(call.offsets), edges: b(call.edges), out: b(call.out) }),
 };
 
 /** Records one call with its kernel's encoder. */

@@ -59,7 +59,7 @@ export interface FlatIndexOptions {
 }
 
 export class FlatIndex extends IndexCore {
-  private store: BaseStore;
+  protected store: BaseStore;
   private readonly hostCopy: boolean | undefined;
   /** The trained codec of a coded index (null for float32 rows, and before training). */
   private codec: Codec | null = null;
@@ -70,8 +70,8 @@ export class FlatIndex extends IndexCore {
   /** Transformed queries by the prepared queries' array: a search transforms them once for its candidates and its re-score. */
   private readonly transformed = new WeakMap<Float32Array, Float32Array>();
 
-  constructor(backend: Backend, options: FlatIndexOptions) {
-    super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), 'FlatIndex', options);
+  constructor(backend: Backend, options: FlatIndexOptions, name = 'FlatIndex') {
+    super(backend, checkDim(options?.dim), checkMetric(options?.metric ?? 'l2'), name, options);
     this.hostCopy = options.hostCopy;
     this.storeDim = this.transformSpec?.p ?? this.dim;
     this.store = backend.createBaseStore(this.storeDim, { hostCopy: options.hostCopy });
@@ -187,6 +187,7 @@ export class FlatIndex extends IndexCore {
       if (this.codec) await this.store.addStored(words, n);
       else await this.store.add(words, n);
       this.ids.append(ids, 'sequential');
+      this.rowsChanged();
     });
   }
 
@@ -239,6 +240,7 @@ export class FlatIndex extends IndexCore {
         throw err;
       }
       this.ids.append(ids, given ? 'caller' : 'sequential');
+      this.rowsChanged();
     });
   }
 
@@ -262,7 +264,15 @@ export class FlatIndex extends IndexCore {
       if (refineMark) this.refineRows!.rollback(refineMark);
       throw err;
     }
+    this.rowsChanged();
   }
+
+  /**
+   * Called whenever the stored rows change (an add, a compaction, a reset), inside the operation
+   * that changed them: a subclass that keeps something built from the rows (GraphIndex's graph)
+   * drops it here.
+   */
+  protected rowsChanged(): void {}
 
   /** Appends `n` prepared rows: float32 rows, or their codes (and with refine the rows too). */
   private async storeBlock(x: Float32Array, n: number): Promise<void> {
@@ -306,6 +316,7 @@ export class FlatIndex extends IndexCore {
     }
     this.store.dispose();
     this.store = store;
+    this.rowsChanged();
     return keep;
   }
 
@@ -313,7 +324,7 @@ export class FlatIndex extends IndexCore {
    * The live rows in slot order, in blocks (views valid until the next block is asked for): `d`
    * floats a row (p with a transform), or with `stored`, as stored (`rowWords` words: codes stay coded).
    */
-  private liveRows(stored = false): AsyncGenerator<Float32Array> {
+  protected liveRows(stored = false): AsyncGenerator<Float32Array> {
     return this.ids.liveRows(this.store.readRows(stored), stored ? this.store.rowWords : this.storeDim, (row) => row);
   }
 
@@ -351,6 +362,7 @@ export class FlatIndex extends IndexCore {
       this.store.reset();
       this.refineRows?.reset();
       this.ids.reset();
+      this.rowsChanged();
     });
   }
 

@@ -1,0 +1,366 @@
+// graph-search.wgsl: a CAGRA-style search of a fixed-degree graph, one query per workgroup (after
+// cuVS's "single-CTA" search): the k best (score, id) a greedy walk from the seeds finds.
+//   query r: xq row q0 + r (dpad4 vec4s); base row v: xb[v * dpad4 ..], squared norm xnorm[v];
+//   v's neighbours: graph[v * degree .. + degree) (PAD_ID: none); seeds: seeds_iter[0 .. nseeds).
+//   score: METRIC 0 (l2) xnorm[v] - 2 q.x_v, METRIC 1 (ip) -q.x_v (dot products: vec4 lane sums,
+//   then (x + y) + (z + w)).
+//   HALF: xb holds the rows as float16 (two halves a word, low half first, 4 ceil(dpad / 8) words
+//   a row, zero-padded; src/stores/half-rows.ts), read eight dimensions a step (one vec4<u32>,
+//   unpack2x16float), and xnorm the norms of the rows as they decode: half the bytes (a base that
+//   fits one binding: Fashion-MNIST's 188 MB of floats do not on lavapipe's 128 MiB) and half the
+//   loads. The query stays float32. The scores only steer the walk; the caller re-scores.
+// Algorithm, per query (the CPU twin, src/cpu/graph-search.ts, does the very same steps):
+//   state: the internal list of itopk entries (score, id, expanded), sorted by (score, id), all
+//   (+inf, PAD_ID, no) at first; the visited hash of S = 2^hash_bits slots, all empty (PAD_ID).
+//   batch B (a sequence of ids): each id other than PAD_ID that the hash does not hold is inserted
+//   and scored (a candidate); the list becomes the first itopk of [list, candidates] in (score, id)
+//   order (ties: only empty entries, kept in that order). Candidates are not expanded.
+//   1. The seeds are the first batch. iterations = 0.
+//   2. While iterations < max_iterations: the parents are the first search_width entries of the
+//      list, in list order, that hold an id and are not expanded; they are marked expanded. None:
+//      stop. If the hash holds more than S / 2 ids, it is emptied and the ids of the list are
+//      inserted again (so an id in the list is always in the hash, and never twice in the list;
+//      an id dropped from the list may be scored again after a reset). The next batch is the
+//      parents' neighbours, parent order then neighbour order. iterations += 1.
+//   3. Output: the first k entries of the list that hold an id allowed by the mask (MASKED: bit
+//      mask_bit0 + v of mask, as ivf-scan.wgsl; a disallowed id is walked through like any other,
+//      only never written out), to out_s/out_i[r * k ..], padded with (+inf, PAD_ID); with iter0 !=
+//      PAD_ID, iterations to seeds_iter[iter0 + r]. itopk > n simply leaves empty entries.
+//   Hash: open addressing, linear probing; id starts at slot (id * HASH_MUL mod 2^32) >> (32 -
+//   hash_bits). The encoder checks (src/device.ts checkGraphSearchArgs) that nseeds <= S,
+//   2 * search_width * degree <= S and itopk + search_width * degree <= S, so no batch fills it:
+//   every probe ends. The lanes insert a batch at once (atomicCompareExchangeWeak): which lane
+//   takes an id seen twice in one batch, and where ids land, depend on timing, but the set of ids
+//   held (and so every result) does not; the twin inserts in batch order.
+// Order: (score, id) ascending, equal scores break on the smaller id; -0 and +0 are equal scores.
+// Merge: an id not better than the list's last entry is dropped as soon as it is scored (the
+// merge would cut it); the others take candidate slots in arrival order (a workgroup atomic
+// counter), an order that does not matter: each entry of [list, candidates] counts the entries
+// before it in (score, id) order (ids are distinct; its rank, a permutation), and the entries of
+// rank < itopk are written there: up to itopk + MAX_CAND entries, PER_LANE per invocation held in
+// registers across the barrier. Dropping early made the search 1.8x faster on lavapipe.
+// Dispatch: one workgroup of WG invocations per query row, folded into (x, y):
+//   row = workgroup_id.x + workgroup_id.y * num_workgroups.x.
+// Distances: one invocation per id of a batch (simple; they are about half the time on lavapipe).
+// Faster, where search_width * degree < WG and on real GPUs: a team of lanes per candidate, vec4
+// loads across its row and a subgroup reduction; a merge by binary search (merge path) where
+// many candidates survive.
+// Workgroup memory (caps below): query 4 KiB, list 3 KiB, candidates 4 KiB, hash 4 KiB, parents and
+// counters 140 B: 15,500 bytes, under WebGPU's 16 KiB default maxComputeWorkgroupStorageSize.
+
+const PAD_ID: u32 = 0xffffffffu;
+// Fibonacci hashing: 2^32 / golden ratio (odd). src/cpu/graph-search.ts GRAPH_HASH_MUL.
+const HASH_MUL: u32 = 0x9e3779b1u;
+// Caps: src/device.ts GRAPH_SEARCH_MAX_* (MAX_HASH = 2^GRAPH_SEARCH_MAX_HASH_BITS, MAX_DPAD4 = MAX_DPAD / 4).
+const MAX_ITOPK: u32 = 256u;
+const MAX_CAND: u32 = 512u;
+const MAX_WIDTH: u32 = 32u;
+const MAX_HASH: u32 = 1024u;
+const MAX_DPAD4: u32 = 256u;
+// Invocations per workgroup (a const: it sizes the merge's registers).
+const WG: u32 = 64u;
+const PER_LANE: u32 = (MAX_ITOPK + MAX_CAND + WG - 1u) / WG;
+override METRIC: u32 = 0u;
+override MASKED: bool = false;
+override HALF: bool = false;
+// +inf, read from a variable: a constant expression may not evaluate to inf.
+var<private> INF_BITS: u32 = 0x7f800000u;
+
+struct Params {
+  rows: u32,
+  q0: u32,
+  dpad4: u32,           // row length in vec4s
+  degree: u32,
+  nseeds: u32,
+  itopk: u32,
+  search_width: u32,
+  max_iterations: u32,
+  hash_bits: u32,
+  k: u32,
+  mask_bit0: u32,
+  iter0: u32,           // where the iterations go in seeds_iter, or PAD_ID: nowhere
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
+// The rows: float32 (bits, read through bitcast), or with HALF the rows as halves: one binding.
+@group(0) @binding(2) var<storage, read> xb: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> xnorm: array<f32>;
+@group(0) @binding(4) var<storage, read> graph: array<u32>;
+// The seeds, and (from iter0) the iterations: one binding, so that the kernel binds 8 storage
+// buffers, the most every WebGPU device allows (the encoder copies them in and out).
+@group(0) @binding(5) var<storage, read_write> seeds_iter: array<u32>;
+@group(0) @binding(6) var<storage, read> mask: array<u32>;
+@group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
+@group(0) @binding(8) var<storage, read_write> out_i: array<u32>;
+
+var<workgroup> q: array<vec4<f32>, MAX_DPAD4>;
+var<workgroup> list_s: array<f32, MAX_ITOPK>;
+var<workgroup> list_i: array<u32, MAX_ITOPK>;
+var<workgroup> list_x: array<u32, MAX_ITOPK>;   // 1: expanded
+var<workgroup> cand_s: array<f32, MAX_CAND>;
+var<workgroup> cand_i: array<u32, MAX_CAND>;
+var<workgroup> cand_n: atomic<u32>;             // candidates in cand_s/cand_i
+var<workgroup> hash: array<atomic<u32>, MAX_HASH>;
+var<workgroup> hash_n: atomic<u32>;             // ids the hash holds
+var<workgroup> parents: array<u32, MAX_WIDTH>;
+// Lane 0's word, read back uniformly: parents picked | 0x80000000 when the hash is reset; then
+// the candidates kept.
+var<workgroup> ctl: u32;
+
+fn better(s1: f32, i1: u32, s2: f32, i2: u32) -> bool {
+  return s1 < s2 || (s1 == s2 && i1 < i2);
+}
+
+fn allowed(v: u32) -> bool {
+  if (!MASKED) {
+    return true;
+  }
+  let b = p.mask_bit0 + v;
+  return ((mask[b >> 5u] >> (b & 31u)) & 1u) != 0u;
+}
+
+// Adds id to the visited hash; true when it was not there yet.
+fn hash_insert(id: u32) -> bool {
+  let last = (1u << p.hash_bits) - 1u;
+  var s = (id * HASH_MUL) >> (32u - p.hash_bits);
+  loop {
+    let r = atomicCompareExchangeWeak(&hash[s], PAD_ID, id);
+    if (r.exchanged) {
+      atomicAdd(&hash_n, 1u);
+      return true;
+    }
+    if (r.old_value == id) {
+      return false;
+    }
+    if (r.old_value != PAD_ID) {
+      s = (s + 1u) & last;
+    }
+    // else a spurious failure of the weak exchange: the same slot again
+  }
+}
+
+// Vec4s of a half row: ceil(dpad4 / 2). Where dpad4 is odd a row's last four halves are zeros, and
+// q[dpad4] is zero (main sets it).
+fn half_row_words4() -> u32 {
+  return (p.dpad4 + 1u) / 2u;
+}
+
+fn score(v: u32) -> f32 {
+  var acc = vec4<f32>(0.0);
+  if (HALF) {
+    let w4 = half_row_words4();
+    let h0 = v * w4;
+    for (var j = 0u; j < w4; j++) {
+      let w = xb[h0 + j];
+      acc += q[2u * j] * vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)) + q[2u * j + 1u] * vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
+    }
+  } else {
+    let x0 = v * p.dpad4;
+    for (var j = 0u; j < p.dpad4; j++) {
+      acc += q[j] * bitcast<vec4<f32>>(xb[x0 + j]);
+    }
+  }
+  let dot_qx = (acc.x + acc.y) + (acc.z + acc.w);
+  if (METRIC == 0u) {
+    return xnorm[v] - 2.0 * dot_qx;
+  }
+  return -dot_qx;
+}
+
+// Batch id v: if the hash did not hold it yet, it is scored, and kept as a candidate when it would
+// enter the list (better than the list's last entry: any other would be cut by the merge anyway),
+// in the next slot of an atomic counter (see the header: the order does not matter).
+fn take(v: u32) {
+  if (v == PAD_ID || !hash_insert(v)) {
+    return;
+  }
+  let s = score(v);
+  let last = p.itopk - 1u;
+  if (better(s, v, list_s[last], list_i[last])) {
+    let j = atomicAdd(&cand_n, 1u);
+    cand_s[j] = s;
+    cand_i[j] = v;
+  }
+}
+
+// The candidates a batch kept, once every invocation has taken its ids (read through ctl: a
+// uniform value for the merge's barriers).
+fn candidates(lid: u32) -> u32 {
+  workgroupBarrier();
+  if (lid == 0u) {
+    ctl = atomicLoad(&cand_n);
+  }
+  return workgroupUniformLoad(&ctl);
+}
+
+// The list becomes the first itopk of [list, candidates 0 .. nc) in (score, id) order. Every id
+// is distinct; the only equal entries are the list's empty ones, which keep their order. Called
+// by every invocation, in uniform control flow.
+fn merge(lid: u32, nc: u32) {
+  let itopk = p.itopk;
+  var ms: array<f32, PER_LANE>;
+  var mi: array<u32, PER_LANE>;
+  var mx: array<u32, PER_LANE>;
+  var mr: array<u32, PER_LANE>;
+  var m = 0u;
+  for (var e = lid; e < itopk + nc; e += WG) {
+    var s: f32;
+    var id: u32;
+    var x = 0u;
+    var rank = 0u;
+    if (e < itopk) {
+      // The list is in order: e entries of it come first, and the candidates strictly better.
+      s = list_s[e];
+      id = list_i[e];
+      x = list_x[e];
+      rank = e;
+      for (var c = 0u; c < nc; c++) {
+        if (better(cand_s[c], cand_i[c], s, id)) {
+          rank++;
+        }
+      }
+    } else {
+      // A candidate: the list entries better (none is equal: the ids differ), and the candidates.
+      s = cand_s[e - itopk];
+      id = cand_i[e - itopk];
+      for (var j = 0u; j < itopk; j++) {
+        if (better(list_s[j], list_i[j], s, id)) {
+          rank++;
+        }
+      }
+      for (var c = 0u; c < nc; c++) {
+        if (better(cand_s[c], cand_i[c], s, id)) {
+          rank++;
+        }
+      }
+    }
+    ms[m] = s;
+    mi[m] = id;
+    mx[m] = x;
+    mr[m] = rank;
+    m++;
+  }
+  workgroupBarrier();
+  for (var t = 0u; t < m; t++) {
+    let at = mr[t];
+    if (at < itopk) {
+      list_s[at] = ms[t];
+      list_i[at] = mi[t];
+      list_x[at] = mx[t];
+    }
+  }
+  workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= p.rows) {
+    return;
+  }
+  let inf = bitcast<f32>(INF_BITS);
+  let slots = 1u << p.hash_bits;
+  let qb = (p.q0 + row) * p.dpad4;
+  for (var j = lid; j < p.dpad4; j += WG) {
+    q[j] = xq[qb + j];
+  }
+  if (HALF && lid == 0u && p.dpad4 % 2u == 1u) {
+    q[p.dpad4] = vec4<f32>(0.0); // a half row's last vec4 reads q[dpad4] (dpad4 < MAX_DPAD4: odd)
+  }
+  for (var i = lid; i < p.itopk; i += WG) {
+    list_s[i] = inf;
+    list_i[i] = PAD_ID;
+    list_x[i] = 0u;
+  }
+  for (var s = lid; s < slots; s += WG) {
+    atomicStore(&hash[s], PAD_ID);
+  }
+  if (lid == 0u) {
+    atomicStore(&hash_n, 0u);
+    atomicStore(&cand_n, 0u);
+  }
+  workgroupBarrier();
+
+  // 1. The seeds.
+  for (var j = lid; j < p.nseeds; j += WG) {
+    take(seeds_iter[j]);
+  }
+  merge(lid, candidates(lid));
+
+  // 2. Expansions.
+  var iterations = 0u;
+  loop {
+    if (iterations >= p.max_iterations) {
+      break;
+    }
+    if (lid == 0u) {
+      var np = 0u;
+      for (var i = 0u; i < p.itopk && np < p.search_width; i++) {
+        if (list_i[i] != PAD_ID && list_x[i] == 0u) {
+          list_x[i] = 1u;
+          parents[np] = list_i[i];
+          np++;
+        }
+      }
+      let reset = np > 0u && atomicLoad(&hash_n) > slots / 2u;
+      ctl = np | select(0u, 0x80000000u, reset);
+      atomicStore(&cand_n, 0u);
+    }
+    let c = workgroupUniformLoad(&ctl);
+    let np = c & 0x7fffffffu;
+    if (np == 0u) {
+      break;
+    }
+    if ((c & 0x80000000u) != 0u) {
+      for (var s = lid; s < slots; s += WG) {
+        atomicStore(&hash[s], PAD_ID);
+      }
+      if (lid == 0u) {
+        atomicStore(&hash_n, 0u);
+      }
+      workgroupBarrier();
+      for (var i = lid; i < p.itopk; i += WG) {
+        let v = list_i[i];
+        if (v != PAD_ID) {
+          _ = hash_insert(v);
+        }
+      }
+      workgroupBarrier();
+    }
+    let nb = np * p.degree;
+    for (var j = lid; j < nb; j += WG) {
+      let parent = parents[j / p.degree];
+      take(graph[parent * p.degree + j % p.degree]);
+    }
+    merge(lid, candidates(lid));
+    iterations++;
+  }
+
+  // 3. Output.
+  let o = row * p.k;
+  if (!MASKED) {
+    // Empty entries are (+inf, PAD_ID) already, and come last.
+    for (var j = lid; j < p.k; j += WG) {
+      out_s[o + j] = list_s[j];
+      out_i[o + j] = list_i[j];
+    }
+  } else if (lid == 0u) {
+    var m = 0u;
+    for (var i = 0u; i < p.itopk && m < p.k; i++) {
+      let v = list_i[i];
+      if (v != PAD_ID && allowed(v)) {
+        out_s[o + m] = list_s[i];
+        out_i[o + m] = v;
+        m++;
+      }
+    }
+    for (; m < p.k; m++) {
+      out_s[o + m] = inf;
+      out_i[o + m] = PAD_ID;
+    }
+  }
+  if (lid == 0u && p.iter0 != PAD_ID) {
+    seeds_iter[p.iter0 + row] = iterations;
+  }
+}

@@ -1,0 +1,56 @@
+/** Dispatch of shaders/graph-search.wgsl (CPU twin: src/cpu/graph-search.ts). */
+import { type GraphSearchArgs, checkGraphSearchArgs } from '../../device.js';
+import { WebGpuUnavailableError } from '../../errors.js';
+import { PAD_ID } from '../../kernel-facts.js';
+import { STORAGE, createBuffer } from '../recorder.js';
+import type { Kernels } from './kernels.js';
+
+/** Invocations per workgroup (one workgroup per query). */
+const WG = 64;
+
+/** Bytes of workgroup memory the shader declares (its header itemises them). */
+export const GRAPH_SEARCH_WORKGROUP_BYTES = 15_500;
+
+/**
+ * Where the seeds and iteration counts meet when iterations are asked for (the shader reads both
+ * through one binding): one buffer per device, grown as needed. Calls in one submit reuse it in
+ * turn: each copies its seeds in and its counts out around its own dispatch, in recording order.
+ */
+const scratch = new WeakMap<GPUDevice, GPUBuffer>();
+
+function scratchBuffer(device: GPUDevice, bytes: number): GPUBuffer {
+  const had = scratch.get(device);
+  if (had && had.size >= bytes) return had;
+  // The old one may still be named by calls recorded before this one; it is freed once unreferenced.
+  const b = createBuffer(device, 'graph-search scratch', Math.max(bytes, 2 * (had?.size ?? 0)), STORAGE());
+  scratch.set(device, b);
+  return b;
+}
+
+export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer>): void {
+  checkGraphSearchArgs(a);
+  const limit = kernels.ctx.limits.maxComputeWorkgroupStorageSize;
+  if (GRAPH_SEARCH_WORKGROUP_BYTES > limit) {
+    throw new WebGpuUnavailableError(`graph-search needs ${GRAPH_SEARCH_WORKGROUP_BYTES} bytes of workgroup memory; this device allows ${limit}`);
+  }
+  if (a.rows === 0) return;
+  const { recorder } = kernels;
+  let seedsIter = a.seeds;
+  let iter0 = PAD_ID;
+  if (a.outIterations) {
+    // Seeds at [0, nseeds), the counts after them.
+    seedsIter = scratchBuffer(kernels.ctx.device, 4 * (a.nseeds + a.rows));
+    iter0 = a.nseeds;
+    recorder.copy(a.seeds, 0, seedsIter, 0, 4 * a.nseeds);
+  }
+  recorder.dispatch(
+    'graph-search',
+    kernels.pipelines.get('graph-search', { WG, METRIC: a.metric === 'l2' ? 0 : 1, MASKED: a.mask ? 1 : 0, HALF: a.half ? 1 : 0 }),
+    [a.rows, a.q0, a.dpad / 4, a.degree, a.nseeds, a.itopk, a.searchWidth, a.maxIterations, a.hashBits, a.k, a.maskBit0, iter0],
+    // With HALF xb holds the half rows. Unmasked, the shader reads nothing from the mask binding;
+    // any buffer satisfies the layout.
+    [a.xq, a.xb, a.xnorm, a.graph, seedsIter, a.mask ?? a.graph, a.outS, a.outI],
+    kernels.fold(a.rows * WG, WG),
+  );
+  if (a.outIterations) recorder.copy(seedsIter, 4 * a.nseeds, a.outIterations, 0, 4 * a.rows);
+}

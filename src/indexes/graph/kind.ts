@@ -1,0 +1,38 @@
+/**
+ * The CAGRA kind (src/indexes/kind.ts): a graph of float32 rows (src/indexes/graph/graph-index.ts).
+ * Its factory stage is `CAGRA<degree>` ("CAGRA32"; the storage, float32 rows, is implied); its file
+ * type is CAGRA (src/io/index-format.ts); its own search parameters are itopk, searchWidth and
+ * maxIterations (src/indexes/graph/params.ts).
+ */
+import { GRAPH_FILE_TYPE } from '../../io/index-format.js';
+import { CAGRA_MAX_DEGREE } from '../../kernel-facts.js';
+import type { IndexKind } from '../kind.js';
+import { GRAPH_MAX_ITOPK, GraphIndex } from './graph-index.js';
+
+export const GRAPH_KIND: IndexKind<GraphIndex> = {
+  name: 'CAGRA',
+  parseStage(part, bad) {
+    const m = /^CAGRA(\d+)$/.exec(part);
+    if (!m) return null;
+    const degree = Number(m[1]);
+    if (!(degree >= 1 && degree <= CAGRA_MAX_DEGREE)) throw bad(` (CAGRA<degree>: a degree in [1, ${CAGRA_MAX_DEGREE}])`);
+    return { degree };
+  },
+  stage: (type) => `CAGRA${type.degree}`,
+  implicitStorage: true,
+  transforms: false,
+  checkType(type, bad) {
+    if (type.codec || type.refine) throw bad(' (a CAGRA graph walks float32 rows: CAGRA<degree> takes no codec or refine for now)');
+  },
+  create: (backend, dim, type, metric, { hostCopy }) => new GraphIndex(backend, { dim, metric, degree: type.degree, hostCopy }),
+  fileTypes: [GRAPH_FILE_TYPE],
+  open: (backend, h, { hostCopy }) => new GraphIndex(backend, { dim: h.dim, metric: h.metric, degree: h.nlist, hostCopy }),
+  async read(index, file) {
+    const { ntotal, nlist, metric } = file.header;
+    await index.reserve(ntotal);
+    for await (const block of file.vectorBlocks('xb', ntotal, metric === 'cosine')) await index.addPrepared(block);
+    await index.restoreGraph(await file.uints(ntotal * nlist), `${file.path}: graph`);
+  },
+  training: () => null,
+  searchParams: () => ({ itopk: { min: 1, max: GRAPH_MAX_ITOPK, expected: `an integer in [1, ${GRAPH_MAX_ITOPK}]` } }),
+};

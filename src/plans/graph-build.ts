@@ -1,0 +1,101 @@
+/**
+ * A CAGRA graph from an intermediate kNN graph (src/indexes/graph builds that by exact search),
+ * written once for every device:
+ *
+ *   for each tile of nodes, for each chunk of kNN rows (each chunk one binding):
+ *     cagra-prune   -> the tile's detour counts; after the last chunk, each node's `degree`
+ *                      edges with the fewest detours (the pruned graph)
+ *   cagra-reverse   -> in-degrees of the pruned graph (every tile), then
+ *   cagra-offsets   -> their exclusive prefix sums, then
+ *   cagra-reverse   -> every reverse edge scattered into its target's range (every tile)
+ *   cagra-merge     -> each node's row: pruned edges merged with reverse ones (every tile)
+ *   one readback of the final rows
+ *
+ * The rules are the kernels' (shaders/cagra-*.wgsl); the CPU runs their twins, so both devices
+ * build the same graph. The pruned graph and the reverse edges are each one binding
+ * (n * degree ids); the kNN graph may span several.
+ */
+import type { Device, DeviceBuffer } from '../device.js';
+import { InvalidArgumentError } from '../errors.js';
+import { rowsPerBinding } from '../stores/chunking.js';
+
+/** The final graph rows (`degree` ids a row, PAD_ID after a row's last edge) of `n` nodes from their kNN rows (`knn`: `kin` ids a row, best first, PAD_ID after the last). */
+export async function buildGraphRows(device: Device, knn: Uint32Array, n: number, kin: number, degree: number): Promise<Uint32Array> {
+  if (knn.length !== n * kin) throw new InvalidArgumentError(`buildGraphRows: ${knn.length} kNN entries for ${n} rows of ${kin}`);
+  const graphBytes = n * degree * 4;
+  if (graphBytes > device.limits.maxBindingBytes) {
+    throw new InvalidArgumentError(
+      `a CAGRA graph of ${n} rows of degree ${degree} takes ${graphBytes} bytes; this device binds at most ${device.limits.maxBindingBytes} bytes at once (maxBindingBytes)`,
+    );
+  }
+  const held: DeviceBuffer[] = [];
+  const buffer = (label: string, bytes: number): DeviceBuffer => {
+    const b = device.buffer(label, Math.max(4, bytes));
+    held.push(b);
+    return b;
+  };
+  try {
+    // The kNN rows in chunks of whole rows, each one binding.
+    const chunkRows = rowsPerBinding(device, kin * 4, `kNN row (${kin} ids)`);
+    const chunks: { buf: DeviceBuffer; row0: number; rows: number }[] = [];
+    for (let row0 = 0; row0 < n; row0 += chunkRows) {
+      const rows = Math.min(chunkRows, n - row0);
+      const buf = buffer('cagra_knn', rows * kin * 4);
+      device.upload(buf, 0, knn.subarray(row0 * kin, (row0 + rows) * kin));
+      chunks.push({ buf, row0, rows });
+    }
+    // Node tiles: within one kNN chunk, their detour counts one binding.
+    const tileRows = Math.min(chunkRows, rowsPerBinding(device, kin * 4, `node's ${kin} detour counts`));
+    const tiles: { node0: number; nodes: number; chunk: (typeof chunks)[number] }[] = [];
+    for (const c of chunks) {
+      for (let r = 0; r < c.rows; r += tileRows) tiles.push({ node0: c.row0 + r, nodes: Math.min(tileRows, c.rows - r), chunk: c });
+    }
+    const pruned = buffer('cagra_pruned', graphBytes);
+    const detours = buffer('cagra_detours', tileRows * kin * 4);
+    for (const t of tiles) {
+      chunks.forEach((dc, i) => {
+        device.dispatch({
+          kernel: 'cagra-prune',
+          a: t.chunk.buf,
+          a0: t.node0 - t.chunk.row0,
+          d: dc.buf,
+          d0: dc.row0,
+          drows: dc.rows,
+          detours,
+          out: pruned,
+          out0: t.node0,
+          n,
+          kin,
+          degree,
+          node0: t.node0,
+          nodes: t.nodes,
+          first: i === 0,
+          last: i === chunks.length - 1,
+        });
+      });
+    }
+    const counts = buffer('cagra_counts', n * 4);
+    const offsets = buffer('cagra_offsets', (n + 1) * 4);
+    const edges = buffer('cagra_edges', graphBytes);
+    device.clear(counts);
+    const reverse = (scatter: boolean): void => {
+      for (let node0 = 0; node0 < n; node0 += tileRows) {
+        device.dispatch({ kernel: 'cagra-reverse', graph: pruned, counts, offsets, edges, n, degree, node0, nodes: Math.min(tileRows, n - node0), scatter });
+      }
+    };
+    reverse(false);
+    device.dispatch({ kernel: 'cagra-offsets', counts, offsets, n });
+    reverse(true);
+    const out = buffer('cagra_graph', graphBytes);
+    for (let node0 = 0; node0 < n; node0 += tileRows) {
+      device.dispatch({ kernel: 'cagra-merge', graph: pruned, offsets, edges, out, out0: node0, n, degree, node0, nodes: Math.min(tileRows, n - node0) });
+    }
+    const [rows] = await device.read([{ buffer: out, offset: 0, bytes: graphBytes }]);
+    return new Uint32Array(rows);
+  } catch (err) {
+    device.discard();
+    throw err;
+  } finally {
+    for (const b of held.reverse()) device.release(b);
+  }
+}
