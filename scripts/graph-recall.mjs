@@ -62,6 +62,7 @@ const graph = new GraphIndex(backend, { dim: data.d, degree: Number(v.degree) })
 await graph.add(data.xb);
 await graph.search(data.xq.subarray(0, data.d), 1); // builds the graph
 const graphBuild = seconds(t0);
+log({ index: `CAGRA${v.degree}`, param: 'graph', buildSeconds: graphBuild, unreachableRows: graph.unreachableRows });
 for (const itopk of v.itopk.split(',').map(Number)) {
   for (const searchWidth of v.width.split(',').map(Number)) {
     const r = await timedSearch(graph, { itopk, searchWidth });

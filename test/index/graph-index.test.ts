@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { describeIndexType, indexFactory, parseIndexType } from '../../src/indexes/factory.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
-import { GRAPH_MAX_ITOPK, GraphIndex } from '../../src/indexes/graph/graph-index.js';
+import { GRAPH_FILTER_MIN_SELECTIVITY, GRAPH_MAX_ITOPK, GraphIndex } from '../../src/indexes/graph/graph-index.js';
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { PAD_ID } from '../../src/kernel-facts.js';
 import { cpuBackend } from '../helpers/cpu.js';
@@ -49,6 +49,7 @@ describe('GraphIndex', () => {
         expect(edges.includes(row), `row ${row}`).toBe(false);
         expect(new Set(edges).size).toBe(32);
       }
+      expect(index.unreachableRows).toBe(0);
       await index.dispose();
     });
   }
@@ -187,6 +188,35 @@ describe('GraphIndex', () => {
     await big.dispose();
     await flat.dispose();
   });
+
+  for (const [name, backend] of backends) {
+    it.skipIf(!backend)(`${name}: filters allowing 50%, 10%, 1% and 0.1% against a float64 brute force over the allowed rows: the walk above the floor at 50%, exact below`, async () => {
+      const n = 5000;
+      const d = 16;
+      const xb = randomFloats(n * d, 61);
+      const nq = 30;
+      const xq = randomFloats(nq * d, 62);
+      const index = new GraphIndex(backend!, { dim: d, degree: 16 });
+      await index.add(xb);
+      for (const share of [0.5, 0.1, 0.01, 0.001]) {
+        const step = Math.round(1 / share);
+        const allowedIds = Array.from({ length: Math.floor(n / step) }, (_, i) => i * step + 3);
+        const k = Math.min(10, allowedIds.length);
+        const r = await index.search(xq, k, { filter: BigInt64Array.from(allowedIds, BigInt) });
+        // The truth: every allowed row by exact float64 distance, ties by id.
+        const truth = new Int32Array(nq * k);
+        for (let q = 0; q < nq; q++) {
+          const order = allowedIds.map((id) => [l2Exact(xq, q, xb, id, d), id]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+          for (let j = 0; j < k; j++) truth[q * k + j] = order[j][1];
+        }
+        for (const id of r.labels) expect(allowedIds.includes(id), `${share}: id ${id}`).toBe(true);
+        const recall = tieAwareRecall(r.labels, k, truth, k, nq, (q, id) => l2Exact(xq, q, xb, id, d));
+        if (share >= GRAPH_FILTER_MIN_SELECTIVITY) expect(recall, `${share}`).toBeGreaterThanOrEqual(0.95);
+        else expect(recall, `${share}`).toBe(1);
+      }
+      await index.dispose();
+    });
+  }
 
   for (const [name, backend] of backends) {
     it.skipIf(!backend)(`${name}: save and load: the same graph and labels, on the other backend too`, async () => {

@@ -100,6 +100,31 @@ export class GraphIndex extends FlatIndex {
     this.itopk = checkItopk(options.itopk ?? 64, 'itopk');
   }
 
+  /**
+   * Rows no walk can reach: not among the seeds and not linked from any row a seed reaches (a
+   * breadth-first search of the built graph; 0 before the first build). CAGRA's build does not
+   * guarantee connectivity (cuVS's default); this measures it.
+   */
+  get unreachableRows(): number {
+    const g = this.built?.rows;
+    if (!g) return 0;
+    const n = g.length / this.degree;
+    const seen = new Uint8Array(n);
+    const queue = Array.from(chooseSeeds(n));
+    for (const s of queue) seen[s] = 1;
+    for (let head = 0; head < queue.length; head++) {
+      const row = queue[head];
+      for (let e = row * this.degree; e < (row + 1) * this.degree; e++) {
+        const to = g[e];
+        if (to !== PAD_ID && !seen[to]) {
+          seen[to] = 1;
+          queue.push(to);
+        }
+      }
+    }
+    return n - queue.length;
+  }
+
   /** The graph's rows as built (`degree` ids a row, PAD_ID where a row has fewer), or null before the first build. */
   get graphRows(): Uint32Array | null {
     return this.built?.rows ?? null;
