@@ -79,3 +79,25 @@ function orderZerosById(bits: Uint32Array, ids: Uint32Array, from: number, to: n
     bits[a + j] = b;
   });
 }
+
+/**
+ * Rows [start, start + rows) searched for k + 1 neighbours of the index's own vectors (row i has id
+ * start + i): each row's k neighbours without its own id, or, where ties pushed it out of the
+ * k + 1, without the last. The kNN graph job (src/jobs/knn-graph.ts), the sharded kNN graph
+ * (src/cli/cluster/shard-search.ts) and a CAGRA index's intermediate graph drop them with this.
+ */
+export function dropSelf(labelsIn: ArrayLike<number>, distancesIn: Float32Array, rows: number, k: number, start: number): { labels: Float64Array; distances: Float32Array } {
+  const kk = k + 1;
+  const labels = new Float64Array(rows * k);
+  const distances = new Float32Array(rows * k);
+  for (let i = 0; i < rows; i++) {
+    let o = 0;
+    for (let j = 0; j < kk && o < k; j++) {
+      if (labelsIn[i * kk + j] === start + i) continue;
+      labels[i * k + o] = labelsIn[i * kk + j];
+      distances[i * k + o] = distancesIn[i * kk + j];
+      o++;
+    }
+  }
+  return { labels, distances };
+}

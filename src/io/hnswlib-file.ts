@@ -28,11 +28,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from '../errors.js';
+import { PAD_ID } from '../kernel-facts.js';
 import { fileError } from './file-error.js';
 import { AtomicFile, commitOutputs } from './stream-writer.js';
 
-/** A graph's link slot that holds no edge (PAD_ID in src/kernel-facts.ts). */
-const NO_EDGE = 0xffffffff;
+/** A graph's link slot that holds no edge. */
+const NO_EDGE = PAD_ID;
 export const HNSWLIB_HEADER_BYTES = 96;
 /** hnswlib's link count is an unsigned short (getListCount). */
 const MAX_LINKS = 0xffff;

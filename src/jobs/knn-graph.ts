@@ -8,6 +8,7 @@
 import type { SearchParams, VectorIndex } from '../indexes/vector-index.js';
 import { type VectorSource, arraySource, checkSource, checkedBlocks } from '../common/vector-source.js';
 import { InvalidArgumentError } from '../errors.js';
+import { dropSelf } from '../common/results.js';
 
 export interface KnnGraphOptions {
   k: number;
@@ -57,23 +58,3 @@ export async function knnGraph(index: VectorIndex, options: KnnGraphOptions): Pr
   }
 }
 
-/**
- * Rows [start, start + rows) searched for k + 1 neighbours of the index's own vectors (row i has id
- * start + i): each row's k neighbours without its own id, or, where ties pushed it out of the
- * k + 1, without the last. The sharded kNN graph (src/cli/cluster/shard-search.ts) drops them the same way.
- */
-export function dropSelf(labelsIn: ArrayLike<number>, distancesIn: Float32Array, rows: number, k: number, start: number): { labels: Float64Array; distances: Float32Array } {
-  const kk = k + 1;
-  const labels = new Float64Array(rows * k);
-  const distances = new Float32Array(rows * k);
-  for (let i = 0; i < rows; i++) {
-    let o = 0;
-    for (let j = 0; j < kk && o < k; j++) {
-      if (labelsIn[i * kk + j] === start + i) continue;
-      labels[i * k + o] = labelsIn[i * kk + j];
-      distances[i * k + o] = distancesIn[i * kk + j];
-      o++;
-    }
-  }
-  return { labels, distances };
-}

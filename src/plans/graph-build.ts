@@ -18,6 +18,7 @@
 import type { Device, DeviceBuffer } from '../device.js';
 import { InvalidArgumentError } from '../errors.js';
 import { rowsPerBinding } from '../stores/chunking.js';
+import { Scratch } from './kit/scratch.js';
 
 /** The final graph rows (`degree` ids a row, PAD_ID after a row's last edge) of `n` nodes from their kNN rows (`knn`: `kin` ids a row, best first, PAD_ID after the last). */
 export async function buildGraphRows(device: Device, knn: Uint32Array, n: number, kin: number, degree: number): Promise<Uint32Array> {
@@ -28,12 +29,8 @@ export async function buildGraphRows(device: Device, knn: Uint32Array, n: number
       `a CAGRA graph of ${n} rows of degree ${degree} takes ${graphBytes} bytes; this device binds at most ${device.limits.maxBindingBytes} bytes at once (maxBindingBytes)`,
     );
   }
-  const held: DeviceBuffer[] = [];
-  const buffer = (label: string, bytes: number): DeviceBuffer => {
-    const b = device.buffer(label, Math.max(4, bytes));
-    held.push(b);
-    return b;
-  };
+  const scratch = new Scratch(device);
+  const buffer = (label: string, bytes: number): DeviceBuffer => scratch.buffer(label, Math.max(4, bytes));
   try {
     // The kNN rows in chunks of whole rows, each one binding.
     const chunkRows = rowsPerBinding(device, kin * 4, `kNN row (${kin} ids)`);
@@ -96,6 +93,6 @@ export async function buildGraphRows(device: Device, knn: Uint32Array, n: number
     device.discard();
     throw err;
   } finally {
-    for (const b of held.reverse()) device.release(b);
+    scratch.release();
   }
 }

@@ -10,7 +10,7 @@ import { readIdFile } from '../../io/id-file.js';
 import { loadIndex } from '../../indexes/load-index.js';
 import { VectorStreamWriter, commitOutputs } from '../../io/stream-writer.js';
 import { type VectorReader, openVectors } from '../../io/vector-reader.js';
-import { dropSelf } from '../../jobs/knn-graph.js';
+
 import { type ShardResult, mergeTopK } from '../../indexes/shards.js';
 import type { VectorIndex } from '../../indexes/vector-index.js';
 import { type FlowJob, runFlow } from './flow.js';
@@ -21,6 +21,7 @@ import { type ShardRef, checkShardFile, readManifest } from './shard-files.js';
 
 import { Progress } from '../progress.js';
 import { UsageError } from '../../errors.js';
+import { dropSelf } from '../../common/results.js';
 
 /** Query rows per search-shard job (--query-rows). */
 export const DEFAULT_QUERY_ROWS = 65536;

@@ -25,7 +25,16 @@ import { RESCORE_MARGIN, candidatesFor } from '../rescore.js';
 import { FlatIndex } from '../flat/flat-index.js';
 import type { SearchParams } from '../vector-index.js';
 import { CAGRA_MAX_DEGREE, CAGRA_MAX_KIN, PAD_ID } from '../../kernel-facts.js';
-import { type DeviceBuffer, GRAPH_SEARCH_MAX_CANDIDATES, halfRowWords } from '../../device.js';
+import {
+  type DeviceBuffer,
+  GRAPH_SEARCH_MAX_CANDIDATES,
+  GRAPH_SEARCH_MAX_HASH_BITS,
+  GRAPH_SEARCH_MAX_ITOPK,
+  GRAPH_SEARCH_MAX_WIDTH,
+  halfRowWords,
+} from '../../device.js';
+import { popcount } from '../../cpu/hamming-scores.js';
+import { dropSelf } from '../../common/results.js';
 import { halfRowsWithNorms } from '../../stores/half-rows.js';
 
 export interface GraphIndexOptions {
@@ -43,7 +52,7 @@ export interface GraphIndexOptions {
 }
 
 /** The kernel's largest internal list (shaders/graph-search.wgsl MAX_ITOPK). */
-export const GRAPH_MAX_ITOPK = 256;
+export const GRAPH_MAX_ITOPK = GRAPH_SEARCH_MAX_ITOPK;
 /** The most results a search may ask for: its candidates (k and the re-score's margin, to a power of two) within GRAPH_MAX_ITOPK. */
 export const GRAPH_MAX_K = GRAPH_MAX_ITOPK - RESCORE_MARGIN;
 /**
@@ -76,6 +85,8 @@ interface BuiltGraph {
   device: DeviceGraph;
   /** The graph on the host (what save writes): `degree` ids a row, PAD_ID where a row has fewer. */
   rows: Uint32Array;
+  /** The walk's entry points (chooseSeeds), as on the device. */
+  seeds: Uint32Array;
 }
 
 export class GraphIndex extends FlatIndex {
@@ -86,6 +97,8 @@ export class GraphIndex extends FlatIndex {
   private built: BuiltGraph | null = null;
   /** The build in progress: searches that need the graph at once share it. */
   private building: Promise<BuiltGraph | null> | null = null;
+  /** walkMask's results, by the masks IndexCore made. */
+  private readonly walkMasks = new WeakMap<Uint32Array[], { mask: Uint32Array; allowed: number }>();
 
   constructor(backend: Backend, options: GraphIndexOptions) {
     super(backend, { dim: options?.dim, metric: options?.metric, hostCopy: options?.hostCopy }, 'GraphIndex');
@@ -106,11 +119,11 @@ export class GraphIndex extends FlatIndex {
    * guarantee connectivity (cuVS's default); this measures it.
    */
   get unreachableRows(): number {
-    const g = this.built?.rows;
-    if (!g) return 0;
+    if (!this.built) return 0;
+    const g = this.built.rows;
     const n = g.length / this.degree;
     const seen = new Uint8Array(n);
-    const queue = Array.from(chooseSeeds(n));
+    const queue = Array.from(this.built.seeds);
     for (const s of queue) seen[s] = 1;
     for (let head = 0; head < queue.length; head++) {
       const row = queue[head];
@@ -137,9 +150,9 @@ export class GraphIndex extends FlatIndex {
   protected override checkParams(params: SearchParams): SearchParams {
     const p = super.checkParams(params);
     if (p.itopk !== undefined) checkItopk(p.itopk, 'itopk');
-    const widest = Math.min(32, Math.floor(GRAPH_SEARCH_MAX_CANDIDATES / this.degree));
+    const widest = Math.min(GRAPH_SEARCH_MAX_WIDTH, Math.floor(GRAPH_SEARCH_MAX_CANDIDATES / this.degree));
     if (p.searchWidth !== undefined && !(Number.isInteger(p.searchWidth) && p.searchWidth >= 1 && p.searchWidth <= widest)) {
-      const why = widest < 32 ? ` (the walk scores at most ${GRAPH_SEARCH_MAX_CANDIDATES} neighbours an iteration: ${widest} rows of degree ${this.degree})` : '';
+      const why = widest < GRAPH_SEARCH_MAX_WIDTH ? ` (the walk scores at most ${GRAPH_SEARCH_MAX_CANDIDATES} neighbours an iteration: ${widest} rows of degree ${this.degree})` : '';
       throw new InvalidArgumentError(`searchWidth must be an integer in [1, ${widest}]${why}; got ${String(p.searchWidth)}`);
     }
     if (p.maxIterations !== undefined && !(Number.isInteger(p.maxIterations) && p.maxIterations >= 0)) {
@@ -164,10 +177,8 @@ export class GraphIndex extends FlatIndex {
   }
 
   protected override async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
-    const n = this.ids.nslots;
     // The rows a filter and the removals allow, as one mask over every row the walk may reach.
-    const mask = masks ? joinMasks(masks, this.store.chunkRows, n) : null;
-    const allowed = mask ? countBits(mask, n) / Math.max(1, n) : 1;
+    const { mask, allowed } = masks ? this.walkMask(masks) : { mask: null, allowed: 1 };
     // The walk passes through disallowed rows and keeps them in its list: widen it by their share (cuVS).
     const itopk = allowed > 0 ? Math.max(Math.ceil((params.itopk ?? this.itopk) / allowed), Math.ceil(kc / allowed)) : Infinity;
     const g = allowed >= GRAPH_FILTER_MIN_SELECTIVITY && itopk <= GRAPH_MAX_ITOPK ? await this.graph() : null;
@@ -178,6 +189,21 @@ export class GraphIndex extends FlatIndex {
     const maxIterations = params.maxIterations || Math.ceil(itopk / searchWidth) + 32;
     const walk = { itopk, searchWidth, maxIterations, hashBits: hashBitsFor(itopk, searchWidth, this.degree) };
     return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings, mask ? [mask] : null);
+  }
+
+  /**
+   * Per-chunk masks as one mask over every row, and the share of rows it allows. IndexCore keeps
+   * the masks of a filter (and of the removals) until the index changes, so the join and the
+   * count are made once per mask set, not once per search.
+   */
+  private walkMask(masks: Uint32Array[]): { mask: Uint32Array; allowed: number } {
+    let w = this.walkMasks.get(masks);
+    if (!w) {
+      const n = this.ids.nslots;
+      const mask = joinMasks(masks, this.store.chunkRows, n);
+      this.walkMasks.set(masks, (w = { mask, allowed: countBits(mask, n) / Math.max(1, n) }));
+    }
+    return w;
   }
 
   /** The graph of the rows as they are, built now if they changed since the last build; null for fewer than 2 rows. */
@@ -199,16 +225,8 @@ export class GraphIndex extends FlatIndex {
     for await (const block of this.store.readRows()) {
       const rows = block.length / d;
       const r = await this.backend.searchFlat(this.store, block, rows, kin + 1, this.kernelMetric);
-      for (let i = 0; i < rows; i++) {
-        const self = row0 + i;
-        let w = (row0 + i) * kin;
-        const end = w + kin;
-        for (let j = 0; j < kin + 1 && w < end; j++) {
-          const id = r.labels[i * (kin + 1) + j];
-          if (id !== self && id >= 0) knn[w++] = id;
-        }
-        for (; w < end; w++) knn[w] = PAD_ID;
-      }
+      const { labels } = dropSelf(r.labels, r.distances, rows, kin, row0);
+      for (let j = 0; j < labels.length; j++) knn[row0 * kin + j] = labels[j] >= 0 ? labels[j] : PAD_ID;
       row0 += rows;
     }
     // 2. Pruned, with the reverse edges merged in.
@@ -243,7 +261,7 @@ export class GraphIndex extends FlatIndex {
     const seedIds = chooseSeeds(n);
     const seeds = device.buffer('graph_seeds', seedIds.byteLength);
     device.upload(seeds, 0, seedIds);
-    return { rows, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length, halfRows } };
+    return { rows, seeds: seedIds, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length, halfRows } };
   }
 
   /** The store's `n` rows as halves, with the squared norms of the halves, on the device. */
@@ -350,13 +368,8 @@ function joinMasks(masks: Uint32Array[], chunkRows: number, n: number): Uint32Ar
 /** Set bits among the first `n` of `mask`. */
 function countBits(mask: Uint32Array, n: number): number {
   let c = 0;
-  for (let w = 0; w < Math.ceil(n / 32); w++) {
-    let x = mask[w] >>> 0;
-    if (w === Math.floor(n / 32)) x &= (1 << (n % 32)) - 1;
-    x -= (x >>> 1) & 0x55555555;
-    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-    c += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
-  }
+  for (let w = 0; w < n >>> 5; w++) c += popcount(mask[w]);
+  if (n & 31) c += popcount(mask[n >>> 5] & ((1 << (n & 31)) - 1));
   return c;
 }
 
@@ -368,12 +381,12 @@ function checkItopk(v: unknown, what: string): number {
 }
 
 /**
- * The visited hash's size (log2, at most the kernel's 10): twice what the kernel needs to hold at
+ * The visited hash's size (log2, at most the kernel's GRAPH_SEARCH_MAX_HASH_BITS): twice what the kernel needs to hold at
  * once (the list and one iteration's candidates, or the seeds), so that resets are rare.
  */
 function hashBitsFor(itopk: number, searchWidth: number, degree: number): number {
   const need = Math.max(SEEDS, 2 * searchWidth * degree, itopk + searchWidth * degree);
-  return Math.min(10, Math.ceil(Math.log2(2 * need)));
+  return Math.min(GRAPH_SEARCH_MAX_HASH_BITS, Math.ceil(Math.log2(2 * need)));
 }
 
 /** `min(n, SEEDS)` distinct rows, the same for every build of n rows. */
