@@ -187,7 +187,7 @@ export class FlatIndex extends IndexCore {
       if (this.codec) await this.store.addStored(words, n);
       else await this.store.add(words, n);
       this.ids.append(ids, 'sequential');
-      this.rowsChanged();
+      this.rowsChanged('appended');
     });
   }
 
@@ -240,7 +240,7 @@ export class FlatIndex extends IndexCore {
         throw err;
       }
       this.ids.append(ids, given ? 'caller' : 'sequential');
-      this.rowsChanged();
+      this.rowsChanged('appended');
     });
   }
 
@@ -264,15 +264,15 @@ export class FlatIndex extends IndexCore {
       if (refineMark) this.refineRows!.rollback(refineMark);
       throw err;
     }
-    this.rowsChanged();
+    this.rowsChanged('appended');
   }
 
   /**
-   * Called whenever the stored rows change (an add, a compaction, a reset), inside the operation
-   * that changed them: a subclass that keeps something built from the rows (GraphIndex's graph)
-   * drops it here.
+   * Called whenever the stored rows change, inside the operation that changed them: `appended`
+   * after an add (the rows before keep their slots), `replaced` after a compaction or a reset. A
+   * subclass that keeps something built from the rows (GraphIndex's graph) extends or drops it.
    */
-  protected rowsChanged(): void {}
+  protected rowsChanged(_how: 'appended' | 'replaced'): void {}
 
   /** Appends `n` prepared rows: float32 rows, or their codes (and with refine the rows too). */
   private async storeBlock(x: Float32Array, n: number): Promise<void> {
@@ -316,7 +316,7 @@ export class FlatIndex extends IndexCore {
     }
     this.store.dispose();
     this.store = store;
-    this.rowsChanged();
+    this.rowsChanged('replaced');
     return keep;
   }
 
@@ -362,7 +362,7 @@ export class FlatIndex extends IndexCore {
       this.store.reset();
       this.refineRows?.reset();
       this.ids.reset();
-      this.rowsChanged();
+      this.rowsChanged('replaced');
     });
   }
 

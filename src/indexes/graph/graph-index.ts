@@ -7,7 +7,9 @@
  * A search walks the graph from seeded entry points (graph-search, one workgroup a query) and
  * hands the walk's best `candidates` to the exact re-score, as every index does. The graph is
  * built when a search (or save) first needs it after the rows changed, so an add costs nothing
- * until then and a build takes the whole index at once. A filter, or removed rows awaiting
+ * until then and a build takes the whole index at once. Rows added to a built graph extend it
+ * (cuVS's extend; see `extend`) rather than rebuild it, while they are at most
+ * GRAPH_EXTEND_MAX_GROWTH of the rows it holds; `rebuildGraph` builds it anew. A filter, or removed rows awaiting
  * compaction, are read by the walk (it passes through the rows they disallow and never returns
  * them) where at least GRAPH_FILTER_MIN_SELECTIVITY of the rows are allowed; below that, and where
  * the walk could not hold the candidates, the search is the exact pre-filtered scan of FlatIndex.
@@ -18,7 +20,7 @@ import { rng } from '../../common/random.js';
 import { InvalidArgumentError } from '../../errors.js';
 import { type IndexFileHeader, idSection } from '../../io/index-format.js';
 import { platform } from '../../platform/platform.js';
-import { buildGraphRows } from '../../plans/graph-build.js';
+import { buildGraphRows, pruneRows } from '../../plans/graph-build.js';
 import { type DeviceGraph, searchGraph } from '../../plans/graph-search.js';
 import type { Metric, SearchResult, SlotResult } from '../../types.js';
 import { RESCORE_MARGIN, candidatesFor } from '../rescore.js';
@@ -62,6 +64,13 @@ export const GRAPH_MAX_K = GRAPH_MAX_ITOPK - RESCORE_MARGIN;
  * at three quarters allowed; where the switch should be is still to be found (issue 35).
  */
 export const GRAPH_FILTER_MIN_SELECTIVITY = 0.5;
+/**
+ * Rows added to a built graph extend it while they are at most this share of the rows it holds
+ * (counted from its last full build); more, and the next search builds the graph anew.
+ */
+export const GRAPH_EXTEND_MAX_GROWTH = 1;
+/** An extension adds rows in steps of at most this share of the rows already linked, so that later steps link to earlier ones. */
+const EXTEND_STEP = 0.1;
 /** Entry points a walk starts from: this many rows, or all of a smaller index. */
 const SEEDS = 64;
 /** The seed of the entry points' choice (a build is deterministic). */
@@ -82,6 +91,10 @@ export interface GraphParts {
 }
 
 interface BuiltGraph {
+  /** Rows the graph links (the first n slots). */
+  n: number;
+  /** Rows of a full build; those after were linked by extensions. */
+  nBuilt: number;
   device: DeviceGraph;
   /** The graph on the host (what save writes): `degree` ids a row, PAD_ID where a row has fewer. */
   rows: Uint32Array;
@@ -143,8 +156,27 @@ export class GraphIndex extends FlatIndex {
     return this.built?.rows ?? null;
   }
 
-  protected override rowsChanged(): void {
-    this.dropGraph();
+  /** Rows the graph links that extensions added since its last full build (0 before the first build). */
+  get extendedRows(): number {
+    return this.built ? this.built.n - this.built.nBuilt : 0;
+  }
+
+  /**
+   * Builds the graph anew from every row, after every operation called before it (rows added
+   * since the last build were linked by extensions, whose recall falls as they grow: see
+   * docs/graph-index.md).
+   */
+  async rebuildGraph(): Promise<void> {
+    this.queue.checkOpen('rebuildGraph');
+    return this.queue.mutate(async () => {
+      this.dropGraph();
+      await this.graph();
+    });
+  }
+
+  protected override rowsChanged(how: 'appended' | 'replaced'): void {
+    // Appended rows keep the graph, to be extended by the next search that needs it.
+    if (how === 'replaced') this.dropGraph();
   }
 
   protected override checkParams(params: SearchParams): SearchParams {
@@ -206,10 +238,18 @@ export class GraphIndex extends FlatIndex {
     return w;
   }
 
-  /** The graph of the rows as they are, built now if they changed since the last build; null for fewer than 2 rows. */
+  /**
+   * The graph of the rows as they are: built now if the rows changed since the last build, or
+   * extended if rows were only added (at most GRAPH_EXTEND_MAX_GROWTH of those the last build
+   * linked); null for fewer than 2 rows.
+   */
   private graph(): Promise<BuiltGraph | null> {
-    if (this.built) return Promise.resolve(this.built);
-    this.building ??= this.build().finally(() => (this.building = null));
+    const b = this.built;
+    const n = this.ids.nslots;
+    if (b && b.n === n) return Promise.resolve(b);
+    const extend = b !== null && n - b.nBuilt <= GRAPH_EXTEND_MAX_GROWTH * b.nBuilt;
+    if (b && !extend) this.dropGraph();
+    this.building ??= (extend ? this.extend(b!) : this.build()).finally(() => (this.building = null));
     return this.building;
   }
 
@@ -233,7 +273,89 @@ export class GraphIndex extends FlatIndex {
     const degree = Math.min(this.degree, kin);
     const graphRows = await buildGraphRows(this.backend.device, knn, n, kin, degree);
     const rows = degree === this.degree ? graphRows : widen(graphRows, n, degree, this.degree);
-    return (this.built = await this.install(rows, n));
+    return (this.built = await this.install(rows, n, n));
+  }
+
+  /**
+   * Links the rows added after `old.n` into its graph (cuVS's extend, in our own order), in steps
+   * of at most EXTEND_STEP of the rows linked so far, so that a step's rows link to earlier steps'.
+   * For each step's rows:
+   *   1. candidates: each row's `intermediateDegree` nearest linked rows by a walk of the graph so
+   *      far (graph-search, the row as the query; itopk at least that);
+   *   2. forward edges: the candidates pruned by rank (cagra-prune), the detours read from the
+   *      linked rows' graph rows;
+   *   3. reverse edges, on the host in row order: each new row R is put in the rows of its first
+   *      degree/2 forward edges E, in E's free entry if any, else in place of the edge of E's
+   *      second half whose target has the most in-edges (the last such entry on ties), when that
+   *      target keeps at least one; an edge already there is not repeated. Each row's first half
+   *      (its best pruned edges) never changes.
+   * Every step is the same on every device (the kernels' twins, and host code), so a graph grown
+   * on WebGPU equals one grown on the CPU.
+   */
+  private async extend(old: BuiltGraph): Promise<BuiltGraph> {
+    const n = this.ids.nslots;
+    const { degree, dim: d } = this;
+    const device = this.backend.device;
+    this.checkWalkRows(n);
+    const rows = new Uint32Array(n * degree).fill(PAD_ID);
+    rows.set(old.rows);
+    const inDegree = new Uint32Array(n);
+    for (const to of old.rows) if (to !== PAD_ID) inDegree[to]++;
+    // The added rows, as the walk's queries (stored rows: unit norm for cosine, as queries are).
+    const added = new Float32Array((n - old.n) * d);
+    let row0 = 0;
+    for await (const block of this.store.readRows()) {
+      const rowsIn = block.length / d;
+      const from = Math.max(old.n, row0);
+      const to = Math.min(n, row0 + rowsIn);
+      if (to > from) added.set(block.subarray((from - row0) * d, (to - row0) * d), (from - old.n) * d);
+      row0 += rowsIn;
+    }
+    this.dropGraph();
+    const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
+    let linked = old.n;
+    let current: BuiltGraph | null = null;
+    try {
+      while (linked < n) {
+        const step = Math.min(n - linked, Math.max(1, Math.ceil(linked * EXTEND_STEP)));
+        current = this.installGraph(rows, n, linked, halfRows, old.nBuilt);
+        // 1. Candidates by a walk of the rows linked so far.
+        const kin = Math.min(this.intermediateDegree, linked);
+        const itopk = Math.min(GRAPH_MAX_ITOPK, Math.max(this.itopk, kin));
+        const walk = { itopk, searchWidth: 1, maxIterations: itopk + 32, hashBits: hashBitsFor(itopk, 1, degree) };
+        const queries = added.subarray((linked - old.n) * d, (linked - old.n + step) * d);
+        const found = await searchGraph(device, this.store, current.device, queries, step, kin, this.kernelMetric, walk);
+        this.releaseGraph(current.device, false);
+        current = null;
+        // 2. Forward edges: the candidates pruned, detours through the linked rows' graph rows.
+        const knn = new Uint32Array((linked + step) * kin).fill(PAD_ID);
+        for (let r = 0; r < linked; r++) knn.set(rows.subarray(r * degree, r * degree + Math.min(degree, kin)), r * kin);
+        for (let j = 0; j < step * kin; j++) knn[linked * kin + j] = found.labels[j] >= 0 ? found.labels[j] : PAD_ID;
+        const kept = Math.min(degree, kin);
+        const pruned = await pruneRows(device, knn, linked + step, kin, kept, linked, step);
+        for (let r = 0; r < step; r++) {
+          for (let e = 0; e < kept; e++) {
+            const to = pruned[r * kept + e];
+            rows[(linked + r) * degree + e] = to;
+            if (to !== PAD_ID) inDegree[to]++;
+          }
+        }
+        // 3. Reverse edges.
+        for (let r = 0; r < step; r++) {
+          const from = linked + r;
+          for (let e = 0; e < Math.ceil(kept / 2); e++) {
+            const to = pruned[r * kept + e];
+            if (to !== PAD_ID) addReverseEdge(rows, degree, inDegree, to, from);
+          }
+        }
+        linked += step;
+      }
+    } catch (err) {
+      if (current) this.releaseGraph(current.device, false);
+      for (const b of [halfRows?.xb, halfRows?.xnorm]) if (b) device.release(b);
+      throw err;
+    }
+    return (this.built = this.installGraph(rows, n, n, halfRows, old.nBuilt));
   }
 
   /** Whether the walk reads a copy of the rows as halves: where the store's rows span chunks. */
@@ -252,16 +374,24 @@ export class GraphIndex extends FlatIndex {
     }
   }
 
-  /** Puts a graph (`degree` ids a row of the store's `n` rows), the seeds and where needed the rows as halves on the device. */
-  private async install(rows: Uint32Array, n: number): Promise<BuiltGraph> {
-    const device = this.backend.device;
+  /** Puts a graph (`degree` ids a row of the store's `n` rows, all linked by a build of `nBuilt`), the seeds and where needed the rows as halves on the device. */
+  private async install(rows: Uint32Array, n: number, nBuilt: number): Promise<BuiltGraph> {
     const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
-    const graph = device.buffer('graph', rows.byteLength);
+    return this.installGraph(rows, n, n, halfRows, nBuilt);
+  }
+
+  /**
+   * Puts `rows` (`degree` ids a row of `nrows` rows, the first `linked` linked) and the seeds, chosen
+   * among the linked rows, on the device beside `halfRows` (which the graph then owns).
+   */
+  private installGraph(rows: Uint32Array, nrows: number, linked: number, halfRows: DeviceGraph['halfRows'], nBuilt: number): BuiltGraph {
+    const device = this.backend.device;
+    const graph = device.buffer('graph', nrows * this.degree * 4);
     device.upload(graph, 0, rows);
-    const seedIds = chooseSeeds(n);
+    const seedIds = chooseSeeds(linked);
     const seeds = device.buffer('graph_seeds', seedIds.byteLength);
     device.upload(seeds, 0, seedIds);
-    return { rows, seeds: seedIds, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length, halfRows } };
+    return { n: linked, nBuilt, rows, seeds: seedIds, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length, halfRows } };
   }
 
   /** The store's `n` rows as halves, with the squared norms of the halves, on the device. */
@@ -284,9 +414,14 @@ export class GraphIndex extends FlatIndex {
 
   private dropGraph(): void {
     if (!this.built) return;
-    const { graph, seeds, halfRows } = this.built.device;
-    for (const b of [graph, seeds, halfRows?.xb, halfRows?.xnorm]) if (b) this.backend.device.release(b);
+    this.releaseGraph(this.built.device, true);
     this.built = null;
+  }
+
+  /** Frees a device graph's buffers (with `halfRows`, its copy of the rows too). */
+  private releaseGraph(g: DeviceGraph, halfRows: boolean): void {
+    const rows = halfRows ? [g.halfRows?.xb, g.halfRows?.xnorm] : [];
+    for (const b of [g.graph, g.seeds, ...rows]) if (b) this.backend.device.release(b);
   }
 
   /**
@@ -305,7 +440,7 @@ export class GraphIndex extends FlatIndex {
       this.dropGraph();
       if (n >= 2) {
         this.checkWalkRows(n);
-        this.built = await this.install(rows, n);
+        this.built = await this.install(rows, n, n);
       }
     });
   }
@@ -351,6 +486,24 @@ export class GraphIndex extends FlatIndex {
     await super.dispose();
     this.dropGraph();
   }
+}
+
+/**
+ * Puts the edge `from` -> `to` among row `from`'s (extend's reverse edges): in a free entry, or in
+ * place of the second-half entry whose target has the most in-edges (the last on ties) when that
+ * target keeps one; nothing when the edge is there already or no entry may go.
+ */
+function addReverseEdge(rows: Uint32Array, degree: number, inDegree: Uint32Array, from: number, to: number): void {
+  const row = rows.subarray(from * degree, (from + 1) * degree);
+  if (row.includes(to)) return;
+  let at = row.indexOf(PAD_ID);
+  if (at < 0) {
+    for (let e = Math.floor(degree / 2); e < degree; e++) if (at < 0 || inDegree[row[e]] >= inDegree[row[at]]) at = e;
+    if (at < 0 || inDegree[row[at]] < 2) return;
+    inDegree[row[at]]--;
+  }
+  row[at] = to;
+  inDegree[to]++;
 }
 
 /** Per-chunk masks (bit r of chunk c: row c * chunkRows + r) as one mask over the first `n` rows. */
