@@ -4,7 +4,7 @@
  * out). In headless chromium (the suite's harness) the page loads the MiniLM embeddings, finds the
  * pairs at cosine >= 0.95 on WebGPU (the same count as the Node CPU twin, each with both titles),
  * searches a row's neighbours and times every backend; then it is photographed: to docs/demo-web.png
- * with WEBGPU_KNN_SCREENSHOT=1 (the README's figure), else to the temp folder, so that a test run
+ * with WEBGPU_KNN_SCREENSHOT=1 (the figure in docs/browser.md), else to the temp folder, so that a test run
  * never changes the tree.
  */
 import { existsSync, renameSync } from 'node:fs';

@@ -197,7 +197,7 @@ describe.skipIf(missing !== null)('Redis lost, restarted, or restarted empty', (
     const redis = ownRedis();
     const admin = new Redis(redis.url);
     try {
-      // A user limited as README's first attempt would be (no INFO), one without the queue's keys.
+      // A user limited as the first attempt in docs/distributed.md (Securing a cluster) would be (no INFO), one without the queue's keys.
       await admin.call('ACL', 'SETUSER', 'noinfo', 'on', '>noinfo-password', '~bull:webgpu-knn:*', '+@all', '-@dangerous');
       await admin.call('ACL', 'SETUSER', 'nokeys', 'on', '>nokeys-password', '~elsewhere:*', '+@all');
       const at = (user: string, password: string) => `redis://${user}:${password}@127.0.0.1:${redis.port}`;

@@ -26,7 +26,7 @@ const backends = [['cpu', cpu], ['webgpu', gpu]] as const;
 const dir = mkdtempSync(join(tmpdir(), 'wgknn-graph-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Recall@10 the graph must reach on SIFT10K with CAGRA32 and the default itopk 64 (measured: see the README). */
+/** Recall@10 the graph must reach on SIFT10K with CAGRA32 and the default itopk 64 (measured: see docs/graph-index.md). */
 const SIFT_RECALL_FLOOR = 0.95;
 
 describe('GraphIndex', () => {

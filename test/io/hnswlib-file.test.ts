@@ -167,7 +167,7 @@ describe('hnswlib index files', () => {
     const d = 16;
     const degree = 16;
     // Uniform rows: the graph is connected. (On tightly clustered rows a CAGRA graph can fall into
-    // one component a cluster; hnswlib's walk from its one entry point then stays in one: see the README.)
+    // one component a cluster; hnswlib's walk from its one entry point then stays in one: see docs/index-kinds.md.)
     const x = randomFloats(n * d, 7);
     const index = new GraphIndex(backend, { dim: d, degree });
     const ids = BigInt64Array.from({ length: n }, (_, i) => BigInt(5000 + 3 * i));
