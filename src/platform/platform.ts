@@ -1,18 +1,14 @@
 /**
- * The Node platform (see types.ts): shaders read from shaders/*.wgsl, WebGPU from Dawn (npm
+ * The Node platform (see types.ts): shaders from shader-files.ts (inlined in the build), WebGPU from Dawn (npm
  * `webgpu`), kernel choices in a cache file, diagnostics on stderr. The browser build replaces this
  * module with browser.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { shaderFile } from './shader-files.js';
 import type { ChoiceStore, Platform } from './types.js';
-
-// src/platform/ and dist/platform/ are both two levels below the package root, beside shaders/.
-const SHADER_DIR = fileURLToPath(new URL('../../shaders/', import.meta.url));
 
 const DAWN_BACKEND: Record<string, string> = { linux: 'vulkan', darwin: 'metal', win32: 'd3d12' };
 
@@ -54,7 +50,7 @@ function fileStore(dir: string): ChoiceStore {
 
 export const platform: Platform = {
   name: 'node',
-  shaderSource: (name) => readFileSync(`${SHADER_DIR}${name}.wgsl`, 'utf8'),
+  shaderSource: shaderFile,
   async requestGpu(flags) {
     // Dawn's Vulkan loader wants a runtime directory; without one it prints warnings.
     if (!process.env.XDG_RUNTIME_DIR) process.env.XDG_RUNTIME_DIR = '/tmp';
