@@ -1,3 +1,4 @@
+/// <reference types="@webgpu/types" preserve="true" />
 /**
  * The browser entry (`webgpu-knn/browser`, bundled into dist/browser/webgpu-knn.js by
  * scripts/build-browser.mjs): the core (backends, kernels, plans, indexes, the scheduler, jobs on
