@@ -94,5 +94,5 @@ export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> 
   const header = ['backend', `dedup (all ${(n * (n - 1)) / 2} pairs)`, `kNN of all ${n} (k=${k})`, 'pairs'];
   const widths = header.map((h, i) => Math.max(h.length, ...timings.map((t) => t[i].length)));
   for (const row of [header, ...timings]) console.log(('  ' + row.map((c, i) => c.padEnd(widths[i])).join('  ')).trimEnd());
-  if (backends.length === 1) console.log('  (no WebGPU adapter here: CPU only; scripts/setup-webgpu.sh installs a software one)');
+  if (backends.length === 1) console.log('  (no WebGPU adapter here: CPU only; see webgpu-knn --help for how to get a software one)');
 }
