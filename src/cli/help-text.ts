@@ -20,3 +20,8 @@ in the output's directory and renamed into place together at the end: after a fa
 place is complete); a temporary file left by a killed run is removed by the next run on the same
 host writing that output (another host's are left to it).
 Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.`;
+
+/** What to do without a WebGPU adapter, true wherever the package is installed (no path into the repository). */
+export const SETUP_HINT = `No WebGPU adapter? Install a Vulkan loader and Mesa's Vulkan drivers for a software one (lavapipe):
+Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers (Debian 12: -t bookworm-backports);
+Fedora: dnf install vulkan-loader mesa-vulkan-drivers. Or run with --backend cpu.`;

@@ -18,6 +18,9 @@ import { removeCommand } from './commands/remove.js';
 import { searchCommand } from './commands/search.js';
 import { workerCommand } from './commands/worker.js';
 
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { SETUP_HINT } from './help-text.js';
 import { removeTempsOnSignals } from '../io/temp-files.js';
 import { FileError, InvalidArgumentError, WebGpuUnavailableError, UsageError } from '../errors.js';
 
@@ -36,13 +39,17 @@ const COMMANDS: Command[] = [
   benchCommand,
 ];
 
+const NAMES = COMMANDS.map((c) => c.name);
+
 /** A command's entry in the usage: its name in a column of 13, its summary's lines beside it. */
 const entry = (c: Command): string => `  ${c.name.padEnd(12)} ${c.summary.split('\n').join(`\n${' '.repeat(15)}`)}`;
 
 const USAGE = `usage: webgpu-knn <command> [options]
+       webgpu-knn --version
 
-Exact (Flat) and IVF k-nearest-neighbour search, near-duplicate detection and kNN graphs with
-WebGPU compute shaders, and a CPU twin of every kernel.
+k-nearest-neighbour search (exact Flat, IVF, SQ / PQ / LSH codes, PCA transforms and CAGRA
+graphs), near-duplicate detection and kNN graphs with WebGPU compute shaders, and a CPU twin of
+every kernel.
 
 commands:
 ${COMMANDS.map(entry).join('\n')}
@@ -50,10 +57,14 @@ ${COMMANDS.map(entry).join('\n')}
 'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure (a missing,
 unreadable or malformed file, a full disk), 2 usage error (a bad flag, an output that is an input),
 130 / 143 interrupted (SIGINT / SIGTERM; temporary files are removed).
-No WebGPU adapter? scripts/setup-webgpu.sh installs a software one (Mesa lavapipe) on Debian/Ubuntu.`;
+${SETUP_HINT}
+'worker' and --distributed runs need the optional packages bullmq and ioredis (npm install bullmq ioredis).`;
 
-/** The commands an unknown one's message suggests: all but the worker (a service, not typed at a prompt). */
-const SUGGESTED = COMMANDS.filter((c) => c !== workerCommand).map((c) => c.name);
+/** This package's version, from the package.json two folders above this file (dist/cli/ or src/cli/), wherever it is installed. */
+function version(): string {
+  const file = fileURLToPath(new URL('../../package.json', import.meta.url));
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}
 
 export async function main(argv: string[]): Promise<number> {
   const [name = COMMANDS[0].name, ...rest] = argv;
@@ -62,9 +73,13 @@ export async function main(argv: string[]): Promise<number> {
       console.log(USAGE);
       return 0;
     }
+    if (name === '-V' || name === '--version') {
+      console.log(version());
+      return 0;
+    }
     const command = COMMANDS.find((c) => c.name === name);
     if (!command) {
-      throw new UsageError(`unknown command '${name}'; expected ${SUGGESTED.slice(0, -1).join(', ')} or ${SUGGESTED.at(-1)} (see webgpu-knn --help)`);
+      throw new UsageError(`unknown command '${name}'; expected ${NAMES.slice(0, -1).join(', ')} or ${NAMES.at(-1)} (see webgpu-knn --help)`);
     }
     await command.run(rest);
     return 0;

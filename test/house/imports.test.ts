@@ -324,6 +324,22 @@ describe('named rules', () => {
   });
 });
 
+/** The optional packages of distributed runs, and the one file that loads them (lazily). */
+const QUEUE_PACKAGES = ['bullmq', 'ioredis'];
+const QUEUE_LOADER = 'src/cli/cluster/queue-packages.ts';
+
+describe('optional packages', () => {
+  it(`bullmq and ioredis are loaded only by ${QUEUE_LOADER}, with a dynamic import()`, () => {
+    // They are optional (only the worker and --distributed runs need them): a static value import
+    // anywhere would make every command, --help included, die without them. Type-only imports are erased.
+    const edges = graph.edges.filter((e) => e.to === null && QUEUE_PACKAGES.includes(e.specifier.split('/')[0]));
+    const refused = edges.filter((e) => !e.typeOnly && !(e.from === QUEUE_LOADER && e.kind === 'dynamic')).map(describeEdge);
+    expect(refused, `load bullmq and ioredis through queuePackages() in ${QUEUE_LOADER}`).toEqual([]);
+    const loads = edges.filter((e) => e.from === QUEUE_LOADER && e.kind === 'dynamic').map((e) => e.specifier);
+    expect(loads.sort(), `${QUEUE_LOADER} no longer loads both packages`).toEqual(QUEUE_PACKAGES);
+  });
+});
+
 describe('exceptions', () => {
   it('every exception names a known rule, gives its reason, and still excuses an edge', () => {
     const rules = new Set(['layers', ...NAMED_RULES.map((r) => r.name)]);

@@ -18,7 +18,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type Job, UnrecoverableError } from 'bullmq';
+import type { Job } from 'bullmq';
+import { queuePackages } from './queue-packages.js';
 import type { Backend } from '../../backend/backend.js';
 import { openVectors } from '../../io/vector-reader.js';
 import { type DedupMetric, PairConfirmation, blockPairCandidates } from '../../jobs/dedup.js';
@@ -56,7 +57,7 @@ export async function runTile(backend: Backend, job: TileJob): Promise<number> {
   try {
     pairs = await blockPairCandidates(backend, job.d, job.metric, job.threshold, xi, ri[0], xj, rj[0], max);
   } catch (err) {
-    if (err instanceof TooManyCandidatesError) throw new UnrecoverableError(tooMany(job, ` in tile ${i}-${j} alone`));
+    if (err instanceof TooManyCandidatesError) throw new (await queuePackages()).bullmq.UnrecoverableError(tooMany(job, ` in tile ${i}-${j} alone`));
     throw err;
   }
   writeCheckedFile(path, pairs);
@@ -69,7 +70,7 @@ export async function runReduce(job: ReduceJob): Promise<{ pairs: number; candid
   const blocks = starts.length - 1;
   let candidates = 0;
   for (let i = 0; i < blocks; i++) for (let j = i; j < blocks; j++) candidates += existsSync(tileFile(job, i, j)) ? (statSync(tileFile(job, i, j)).size - 32) / 8 : 0;
-  if (candidates > (job.maxCandidates ?? Infinity)) throw new UnrecoverableError(tooMany(job, ` in all (${candidates})`));
+  if (candidates > (job.maxCandidates ?? Infinity)) throw new (await queuePackages()).bullmq.UnrecoverableError(tooMany(job, ` in all (${candidates})`));
   checkInputs(job.input);
   const file = await openVectors(job.input.path);
   const r = await writeDedupOutputs(job.out, job.clusters, async (sink) => {

@@ -23,7 +23,8 @@
  *   (anyone who can write to Redis can set it); the callers check on the file system that the
  *   work is there (a receipt, a manifest) and report what they find.
  */
-import { FlowProducer, Job, Queue } from 'bullmq';
+import type { FlowProducer, Job, Queue } from 'bullmq';
+import { queuePackages } from './queue-packages.js';
 import { readJobSecret, signJob } from './job-auth.js';
 import { refreshHeartbeats } from './job-files.js';
 import { checkJobs } from './job-payloads.js';
@@ -47,11 +48,12 @@ export const JOB_OPTS = {
 let secret: Buffer | null = null;
 
 /**
- * `--distributed URL` of a command, checked before any work: the URL (a usage error), the job
+ * `--distributed URL` of a command, checked before any work: bullmq and ioredis installed, the URL (a usage error), the job
  * secret (`--secret-file`, or the environment; a usage error without one), then Redis reached
  * (exit 1 when it cannot be). Returns the URL for runFlow.
  */
 export async function openCluster(url: string, secretFile: string | undefined): Promise<string> {
+  await queuePackages();
   checkRedisUrl('distributed', url);
   secret = readJobSecret(secretFile, '--distributed');
   redisTimeoutMs();
@@ -80,7 +82,7 @@ async function shut(o: { close(): Promise<void>; disconnect(): Promise<void> }, 
 async function childReason(queue: Queue, reason: string): Promise<string> {
   const id = /^child \S*:([^:\s]+) failed$/.exec(reason)?.[1];
   if (id === undefined) return reason;
-  const child = await Job.fromId(queue, id).catch(() => undefined);
+  const child = await (await queuePackages()).bullmq.Job.fromId(queue, id).catch(() => undefined);
   return child?.failedReason || reason;
 }
 
@@ -104,9 +106,10 @@ export async function runFlow(url: string, label: string, parent: FlowJob, child
   const conn = connection(url);
   const shown = redactUrl(url);
   const timeout = redisTimeoutMs();
-  const watch = new RedisWatch(url);
-  const flow = new FlowProducer({ connection: conn });
-  const queue = new Queue(QUEUE, { connection: conn });
+  const { bullmq, Redis } = await queuePackages();
+  const watch = new RedisWatch(Redis, url);
+  const flow = new bullmq.FlowProducer({ connection: conn });
+  const queue = new bullmq.Queue(QUEUE, { connection: conn });
   // Connection errors are the watch's to judge; BullMQ's own reports of them would be a stack trace per retry.
   flow.on('error', () => {});
   queue.on('error', () => {});
@@ -150,7 +153,7 @@ export async function runFlow(url: string, label: string, parent: FlowJob, child
         if (state === 'failed') {
           // Children not yet started would only be wasted work now.
           await job.removeUnprocessedChildren().catch(() => {});
-          return reject(new DistributedError(printable(await childReason(queue, (await Job.fromId(queue, id))?.failedReason ?? 'the run failed'))));
+          return reject(new DistributedError(printable(await childReason(queue, (await (await queuePackages()).bullmq.Job.fromId(queue, id))?.failedReason ?? 'the run failed'))));
         }
         if (performance.now() - shownAt < 1000) return;
         shownAt = performance.now();

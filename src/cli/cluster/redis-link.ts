@@ -21,7 +21,8 @@
  *   gives Redis redisTimeoutMs() (default 30 s, $WEBGPU_KNN_REDIS_TIMEOUT_MS) to come back, then
  *   fails; a worker waits for it indefinitely, saying once that it is gone and once that it is back.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
+import { type QueuePackages, queuePackages } from './queue-packages.js';
 import { UsageError } from '../../errors.js';
 import { DistributedError } from '../../errors.js';
 
@@ -109,7 +110,7 @@ export function redisTimeoutMs(): number {
  */
 export async function probeRedis(url: string): Promise<void> {
   const shown = redactUrl(url);
-  const client = new Redis(url, { ...options(url), lazyConnect: true, connectTimeout: PROBE_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const client = new (await queuePackages()).Redis(url, { ...options(url), lazyConnect: true, connectTimeout: PROBE_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
   let reason = '';
   client.on('error', (err: Error) => (reason ||= err.message));
   try {
@@ -152,7 +153,9 @@ export class RedisWatch {
   private reported = false;
   private closing = false;
 
+  /** `Redis` is ioredis's class (from queuePackages: a caller has loaded it already). */
   constructor(
+    Redis: QueuePackages['Redis'],
     readonly url: string,
     private readonly onChange: (up: boolean, reason: string) => void = () => {},
   ) {

@@ -27,7 +27,8 @@
  * - attempts, backoff, removal of finished jobs, and children failing their parent:
  *   src/cli/cluster/flow.ts.
  */
-import { type Job, UnrecoverableError, Worker, isNotConnectionError } from 'bullmq';
+import type { Job } from 'bullmq';
+import { queuePackages } from './queue-packages.js';
 import { createBackend } from '../../backend/create-backend.js';
 
 import { verifyJob } from './job-auth.js';
@@ -42,8 +43,11 @@ import { InvalidArgumentError, SchemaError } from '../../errors.js';
 
 export const DEFAULT_LOCK_MS = 60_000;
 
-/** A job the worker will not run: its reason (the job's failedReason) is "refused job NAME: why". */
-class RefusedJob extends UnrecoverableError {
+/**
+ * A job the worker will not run: its reason (the job's failedReason) is "refused job NAME: why".
+ * The handler throws it on as bullmq's UnrecoverableError (loaded only when the worker starts).
+ */
+class RefusedJob extends Error {
   constructor(
     name: string,
     readonly why: string,
@@ -107,14 +111,18 @@ export interface WorkerSettings {
 /** Runs until SIGTERM / SIGINT, then finishes its current jobs and exits. */
 export async function runWorker(s: WorkerSettings): Promise<void> {
   const shown = redactUrl(s.url);
+  const { bullmq, Redis } = await queuePackages();
+  const { UnrecoverableError, Worker, isNotConnectionError } = bullmq;
   await probeRedis(s.url);
   const backend = await createBackend({ backend: s.backend });
   // One line each: what comes from Redis in it (job names, ids, reasons) is escaped.
   const log = (line: string): void => void process.stderr.write(`worker: ${printable(line)}\n`);
   log(`backend ${backend.description}; queue ${QUEUE} at ${shown}; root ${s.root.path}`);
-  const watch = new RedisWatch(s.url, (up, reason) =>
+  const watch = new RedisWatch(Redis, s.url, (up, reason) =>
     log(up ? `the connection to Redis at ${shown} is back` : `lost the connection to Redis at ${shown} (${reason}); waiting for it to come back`),
   );
+  /** The refusals thrown, each logged once already. */
+  const refused = new WeakSet<Error>();
   const worker = new Worker(
     QUEUE,
     async (job: Job) => {
@@ -122,8 +130,11 @@ export async function runWorker(s: WorkerSettings): Promise<void> {
       try {
         payload = accept(job, s.secret, s.root);
       } catch (err) {
-        log(`refused job ${job.name} ${job.id}: ${(err as RefusedJob).why}`);
-        throw err;
+        if (!(err instanceof RefusedJob)) throw err;
+        log(`refused job ${job.name} ${job.id}: ${err.why}`);
+        const unrecoverable = new UnrecoverableError(err.message);
+        refused.add(unrecoverable);
+        throw unrecoverable;
       }
       const kind = JOB_KINDS[job.name];
       // A search's cached shard index is let go once other work comes (its memory is the device's).
@@ -145,7 +156,7 @@ export async function runWorker(s: WorkerSettings): Promise<void> {
   worker.on('active', (job) => log(`job ${job.name} ${job.id} started`));
   worker.on('completed', (job) => log(`job ${job.name} ${job.id} completed`));
   worker.on('failed', (job, err) => {
-    if (!(err instanceof RefusedJob)) log(`job ${job?.name} ${job?.id} failed: ${err.message}`);
+    if (!refused.has(err)) log(`job ${job?.name} ${job?.id} failed: ${err.message}`);
   });
   // Errors other than the connection's (which the watch reports once), each said once in a row.
   let last = '';

@@ -4,6 +4,7 @@
 import { readJobSecret } from '../cluster/job-auth.js';
 import { openRoot } from '../cluster/job-paths.js';
 import { checkRedisUrl } from '../cluster/redis-link.js';
+import { queuePackages } from '../cluster/queue-packages.js';
 import { DEFAULT_LOCK_MS, runWorker } from '../cluster/worker.js';
 import type { Command } from '../command.js';
 import { backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
@@ -40,6 +41,7 @@ ${BACKEND_OPT}
 async function run(argv: string[]): Promise<void> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  await queuePackages(); // before the flags' checks: without bullmq and ioredis nothing else matters
   const url = checkRedisUrl('redis', required(v, 'redis'));
   const root = openRoot(required(v, 'root'));
   const concurrency = intFlag('concurrency', text(v, 'concurrency'), 1, 1024, 1);
