@@ -4,7 +4,7 @@
  */
 export * from './browser.js';
 export { READ_FORMATS, WRITE_FORMATS, openVectors, readIvecs, readVectors, writeAtomically, writeVectors } from './io/vectors.js';
-export type { BlockOptions, VectorBlock, VectorFile, VectorReader } from './io/vectors.js';
+export type { BlockOptions, VectorBlock, VectorBlockArray, VectorFile, VectorReader, WriteVectorsOptions } from './io/vectors.js';
 export { loadIndex } from './indexes/load-index.js';
 export { loadFioriCorpus } from './cli/demo.js';
 export type { Corpus } from './cli/demo.js';

@@ -55,6 +55,13 @@ export function checkIds(ids: unknown, n: number, what = 'ids', unique = true): 
   return out;
 }
 
+/** Checks one id given as a number or a bigint: an integer in [0, MAX_ID]; returns it as a number. */
+export function checkId(id: unknown, what = 'id'): number {
+  const ok = typeof id === 'bigint' ? id >= 0n && id <= BigInt(MAX_ID) : typeof id === 'number' && Number.isSafeInteger(id) && id >= 0;
+  if (!ok) throw new InvalidArgumentError(`${what} is ${typeof id === 'bigint' ? `${id}n` : typeof id === 'number' ? String(id) : `a ${typeof id} (${String(id)})`}; ids must be integers in [0, ${MAX_ID}] (2^53 - 1), as a number or a bigint`);
+  return Number(id);
+}
+
 /** Checks a filter (see IdFilter). */
 export function checkFilter(filter: unknown): IdFilter {
   if (filter instanceof BigInt64Array || typeof filter === 'function') return filter as IdFilter;

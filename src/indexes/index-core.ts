@@ -6,7 +6,7 @@
  */
 import type { Backend } from '../backend/backend.js';
 import { HEAP_MAX_K, type KernelMetric } from '../kernel-facts.js';
-import { IdMap, type IdFilter, allowedRows, checkFilter, checkIds, rowAllowed } from './ids.js';
+import { IdMap, type IdFilter, allowedRows, checkFilter, checkId, checkIds, rowAllowed } from './ids.js';
 import { OperationQueue } from './operation-queue.js';
 import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.js';
 import type { Metric, RangeSearchResult, SearchResult, SlotResult } from '../types.js';
@@ -223,6 +223,10 @@ export abstract class IndexCore implements VectorIndex {
       if (this.ids.shouldCompact()) await this.compactNow();
       return removed;
     });
+  }
+
+  contains(id: number | bigint): boolean {
+    return this.ids.slotOf(checkId(id)) >= 0;
   }
 
   /**

@@ -79,6 +79,8 @@ export interface VectorIndex {
   addWithIds(x: Float32Array, ids: BigInt64Array): Promise<void>;
   /** Removes the vectors with these ids (ids not held are ignored); resolves to how many were removed. */
   removeIds(ids: BigInt64Array): Promise<number>;
+  /** Whether a live vector has this id (a number or a bigint): after the adds and removals that have resolved. */
+  contains(id: number | bigint): boolean;
   /** The k nearest of each query (see SearchResult), labels being ids. */
   search(xq: Float32Array, k: number, params?: SearchParams): Promise<SearchResult>;
   /** Every vector within `radius` of each query: l2 squared distance <= radius; ip / cosine score >= radius. */

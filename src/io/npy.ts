@@ -1,7 +1,8 @@
 /**
  * NumPy .npy files (format 1.0 / 2.0 / 3.0), C order: the header, read (vectors: 2-D, every dtype
  * the reader converts to float32: float32, float64, float16, uint8, int8, int32, int64; ids: see
- * id-file.ts) and written (float32, int32 or int64). The data itself is read block by block in
+ * id-file.ts) and written (float32, float64, int32 or int64: the dtype of the array given, see
+ * stream-writer.ts). The data itself is read block by block in
  * vector-reader.ts and written in stream-writer.ts. Malformed headers are rejected with the byte
  * offset of the problem.
  */
@@ -111,10 +112,15 @@ export function npyTruncated(l: NpyLayout, end: number): string {
   return `truncated: ${l.n} x ${l.d} ${l.descr} needs ${npyEnd(l)} bytes; the file ends at byte ${end}`;
 }
 
-/** The dtype a written .npy holds: float32, int32, or int64 (ids, see stream-writer.ts). */
-export type NpyWriteKind = 'float' | 'int' | 'id';
+/**
+ * What a writer is given, and so what a written .npy holds: `float` a Float32Array ('<f4'),
+ * `float64` a Float64Array ('<f8'), `int` an Int32Array ('<i4'), `int64` a BigInt64Array ('<i8'),
+ * `id` search labels, integers in a Float64Array, written as int64 ('<i8'; see stream-writer.ts).
+ */
+export type NpyWriteKind = 'float' | 'float64' | 'int' | 'int64' | 'id';
 
-const WRITE_DESCR: Record<NpyWriteKind, string> = { float: '<f4', int: '<i4', id: '<i8' };
+/** The .npy dtype each kind is written as. */
+export const WRITE_DESCR: Record<NpyWriteKind, string> = { float: '<f4', float64: '<f8', int: '<i4', int64: '<i8', id: '<i8' };
 
 /** The header of a .npy file of an `n x d` array of `kind` (the data follows it). */
 export function npyHeader(kind: NpyWriteKind, n: number, d: number): Uint8Array {

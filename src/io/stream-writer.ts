@@ -11,16 +11,21 @@
  *
  * `VectorStreamWriter` writes an `n x d` table block by block on top of it, so that memory stays
  * bounded: .ivecs / .fvecs / .npy / .csv / .jsonl (where +/-Infinity is written 1e999 / -1e999). It
- * is the one vector writer (`writeVectors` in vectors.ts writes a whole array through it). Tables
- * of ids (search results' labels: integers in [-1, 2^53 - 1], -1 for padding, in a Float64Array)
- * are written exactly: .npy as int64, .csv and .jsonl as decimal integers, and .ivecs (int32) only
- * while every id fits (else an error that names the id: never a truncated one).
+ * is the one vector writer (`writeVectors` in vectors.ts writes a whole array through it).
+ *
+ * Every value is written as it is, or not at all. The writer's kind (npy.ts) says which typed array
+ * its blocks are: a block of another type is refused, naming both. .npy keeps the type (float32
+ * '<f4', float64 '<f8', int32 '<i4', int64 '<i8'); .fvecs takes float32 only; .ivecs takes int32,
+ * and int64 or float64 values while each is an integer int32 holds (else an error naming the value
+ * and its row: never a truncated one). Tables of ids (kind `id`: search results' labels, integers
+ * in [-1, 2^53 - 1], -1 for padding, in a Float64Array) are checked to be such integers and written
+ * exactly: .npy as int64, .csv and .jsonl as decimal integers, .ivecs as int32 while they fit.
  */
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { extname } from 'node:path';
 
 import { fileError } from './file-error.js';
-import { type NpyWriteKind, npyHeader } from './npy.js';
+import { type NpyWriteKind, WRITE_DESCR, npyHeader } from './npy.js';
 import { claimTemp, releaseTemp, sideFile } from './temp-files.js';
 import { InvalidArgumentError, FileError } from '../errors.js';
 
@@ -197,8 +202,27 @@ export function writeAtomically(path: string, bytes: Uint8Array | string): void 
 
 export const WRITE_FORMATS = ['.fvecs', '.ivecs', '.npy', '.jsonl', '.csv'];
 
-/** The largest id an .ivecs file (int32) holds. */
+/** The int32 range, what an .ivecs file holds. */
+const IVECS_MIN = -0x80000000;
 const IVECS_MAX = 0x7fffffff;
+
+/** A block a writer of some kind takes. */
+export type VectorBlockArray = Float32Array | Float64Array | Int32Array | BigInt64Array;
+
+/** The typed array each kind's blocks are. */
+const KIND_ARRAYS: Record<NpyWriteKind, { name: string; is: (a: VectorBlockArray) => boolean }> = {
+  float: { name: 'Float32Array', is: (a) => a instanceof Float32Array },
+  float64: { name: 'Float64Array', is: (a) => a instanceof Float64Array },
+  int: { name: 'Int32Array', is: (a) => a instanceof Int32Array },
+  int64: { name: 'BigInt64Array', is: (a) => a instanceof BigInt64Array },
+  id: { name: 'Float64Array of labels', is: (a) => a instanceof Float64Array },
+};
+
+/** The kinds each format writes faithfully (.ivecs: the 64-bit kinds value by value, see above). */
+const FORMAT_KINDS: Record<string, NpyWriteKind[]> = {
+  '.fvecs': ['float'],
+  '.ivecs': ['int', 'int64', 'float64', 'id'],
+};
 
 export interface VectorStreamWriterOptions {
   /** The name of a .jsonl row's array: 'neighbors' (the default: result tables) or 'embedding' (vectors). */
@@ -224,37 +248,43 @@ export class VectorStreamWriter implements Output {
     if (!WRITE_FORMATS.includes(this.ext)) {
       throw new InvalidArgumentError(`${path}: unknown output type '${this.ext}'; expected one of ${WRITE_FORMATS.join(', ')}`);
     }
-    if (this.ext === '.ivecs' && kind === 'float') throw new InvalidArgumentError(`${path}: .ivecs holds integers; use .fvecs, .npy, .csv or .jsonl`);
-    if (this.ext === '.fvecs' && kind !== 'float') throw new InvalidArgumentError(`${path}: .fvecs holds floats; use .ivecs, .npy, .csv or .jsonl`);
+    const takes = FORMAT_KINDS[this.ext];
+    if (takes && !takes.includes(kind)) {
+      const what = this.ext === '.fvecs' ? 'float32 (a Float32Array)' : 'int32 (an Int32Array, or integers of int32 range in a BigInt64Array or Float64Array)';
+      throw new InvalidArgumentError(`${path}: a ${KIND_ARRAYS[kind].name} cannot be written to ${this.ext} faithfully: ${this.ext} holds ${what}; write .npy, .csv or .jsonl instead`);
+    }
     this.file = new AtomicFile(path);
     // .npy: the header of an n x d array; the data follows block by block.
     if (this.ext === '.npy') this.file.write(npyHeader(kind, n, d));
   }
 
   /**
-   * Appends `rows` rows (`rows * d` values, of the writer's kind); .jsonl: with `ids` (default: the
-   * row numbers). Ids above 2^31 - 1 in .ivecs throw (and abort the file).
+   * Appends `rows` rows (`rows * d` values, in the writer's kind of typed array); .jsonl: with `ids`
+   * (default: the row numbers). A block of another type, a label that is not an integer in
+   * [-1, 2^53 - 1], or an .ivecs value int32 cannot hold throws (and aborts the file).
    */
-  write(block: Int32Array | Float32Array | Float64Array, rows: number, ids?: string[]): void {
+  write(block: VectorBlockArray, rows: number, ids?: string[]): void {
     const d = this.d;
-    if (this.kind === 'id' && this.ext === '.ivecs') this.checkIvecsIds(block, rows);
+    const values = block.subarray(0, rows * d);
+    this.check(values);
     if (this.ext === '.npy') {
-      this.file.write(this.kind === 'id' ? int64Bytes(block.subarray(0, rows * d)) : new Uint8Array(block.buffer, block.byteOffset, rows * d * 4));
+      this.file.write(this.kind === 'id' ? int64Bytes(values as Float64Array) : new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
     } else if (this.ext === '.ivecs' || this.ext === '.fvecs') {
-      // Per row the dim, then the values (converted to the kind), by typed-array copies: the bytes
-      // are the host's, little-endian, as the format is (the readers assume so too).
+      // Per row the dim, then the values (checked above to convert exactly), by typed-array copies:
+      // the bytes are the host's, little-endian, as the format is (the readers assume so too).
       const out = new ArrayBuffer(rows * (d + 1) * 4);
       const dims = new Int32Array(out);
-      const values = this.kind === 'float' ? new Float32Array(out) : dims;
+      const target = this.kind === 'float' ? new Float32Array(out) : dims;
       for (let i = 0; i < rows; i++) {
         dims[i * (d + 1)] = d;
-        values.set(block.subarray(i * d, (i + 1) * d), i * (d + 1) + 1);
+        const row = values.subarray(i * d, (i + 1) * d);
+        target.set(row instanceof BigInt64Array ? Array.from(row, Number) : row, i * (d + 1) + 1);
       }
       this.file.write(new Uint8Array(out));
     } else {
       const lines: string[] = [];
       for (let i = 0; i < rows; i++) {
-        const row = Array.from(block.subarray(i * d, (i + 1) * d));
+        const row: Array<number | bigint> = Array.from(values.subarray(i * d, (i + 1) * d) as ArrayLike<number | bigint>);
         lines.push(this.ext === '.csv' ? row.join(',') : `{"id":${JSON.stringify(ids ? ids[i] : this.rows + i)},"${this.jsonlField}":[${row.map(jsonNumber).join(',')}]}`);
       }
       this.file.write(lines.join('\n') + (rows ? '\n' : ''));
@@ -262,16 +292,27 @@ export class VectorStreamWriter implements Output {
     this.rows += rows;
   }
 
-  /** Throws (and aborts the file) at the first id an int32 cannot hold. */
-  private checkIvecsIds(block: ArrayLike<number>, rows: number): void {
-    for (let i = 0; i < rows * this.d; i++) {
-      if (block[i] > IVECS_MAX) {
-        this.abort();
-        const row = this.rows + Math.floor(i / this.d);
-        throw new InvalidArgumentError(
-          `${this.path}: id ${block[i]} (row ${row}) does not fit .ivecs, which holds int32 (at most ${IVECS_MAX}); write the ids to .npy (int64), .csv or .jsonl instead`,
-        );
-      }
+  /** Throws (and aborts the file) unless `values` are of the writer's kind and each can be written exactly. */
+  private check(values: VectorBlockArray): void {
+    const { name, is } = KIND_ARRAYS[this.kind];
+    if (!is(values)) {
+      this.abort();
+      throw new InvalidArgumentError(`${this.path}: got a ${values.constructor.name}; this writer writes ${name} values (${WRITE_DESCR[this.kind]} in .npy)`);
+    }
+    const ivecs = this.ext === '.ivecs' && this.kind !== 'int';
+    if (this.kind !== 'id' && !ivecs) return;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      const notLabel = this.kind === 'id' && !(Number.isSafeInteger(v) && (v as number) >= -1);
+      const notInt32 = ivecs && !(Number.isInteger(Number(v)) && v >= IVECS_MIN && v <= IVECS_MAX);
+      if (!notLabel && !notInt32) continue;
+      this.abort();
+      const row = this.rows + Math.floor(i / this.d);
+      throw new InvalidArgumentError(
+        notLabel
+          ? `${this.path}: label ${v} (row ${row}) is not an id; labels are integers in [-1, 2^53 - 1] (-1 for padding)`
+          : `${this.path}: ${this.kind === 'id' ? 'id' : 'value'} ${v} (row ${row}) does not fit .ivecs, which holds int32 (integers in [${IVECS_MIN}, ${IVECS_MAX}]); write it to .npy (${WRITE_DESCR[this.kind]}), .csv or .jsonl instead`,
+      );
     }
   }
 
@@ -315,7 +356,8 @@ export class VectorStreamWriter implements Output {
  * are valid JSON numbers that overflow to +/-Infinity when read (JSON.parse, Python's json), so
  * they are written instead; NaN (never a distance) stays null.
  */
-function jsonNumber(x: number): string {
+function jsonNumber(x: number | bigint): string {
+  if (typeof x === 'bigint') return String(x);
   if (Number.isFinite(x)) return JSON.stringify(x);
   return x > 0 ? '1e999' : x < 0 ? '-1e999' : 'null';
 }

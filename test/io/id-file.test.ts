@@ -182,12 +182,12 @@ describe('id tables written by VectorStreamWriter', () => {
     const w = new VectorStreamWriter(join(dir, 'big.ivecs'), 2, 3, 'id');
     w.write(ids.subarray(0, 3), 1);
     expect(() => w.write(ids.subarray(3), 1)).toThrow(
-      /big\.ivecs: id 4294967297 \(row 1\) does not fit \.ivecs, which holds int32 \(at most 2147483647\); write the ids to \.npy \(int64\), \.csv or \.jsonl instead/,
+      /big\.ivecs: id 4294967297 \(row 1\) does not fit \.ivecs, which holds int32 \(integers in \[-2147483648, 2147483647\]\); write it to \.npy \(<i8\), \.csv or \.jsonl instead/,
     );
     expect(readdirSync(dir).filter((f) => f.includes('big.ivecs'))).toEqual([]);
   });
 
   it('.fvecs refuses ids', () => {
-    expect(() => new VectorStreamWriter(join(dir, 'x.fvecs'), 1, 1, 'id')).toThrow(/\.fvecs holds floats/);
+    expect(() => new VectorStreamWriter(join(dir, 'x.fvecs'), 1, 1, 'id')).toThrow(/x\.fvecs: a Float64Array of labels cannot be written to \.fvecs faithfully: \.fvecs holds float32 \(a Float32Array\)/);
   });
 });
