@@ -123,7 +123,7 @@ describe('the installed CLI', () => {
   }, 60_000);
 
   it('runs the default demo', () => {
-    const r = cli('--backend', 'cpu');
+    const r = cli();
     expect(r.out).not.toMatch(/npm ci|at .*\.js:\d+/);
     expect(r.status).toBe(0);
   }, 120_000);
