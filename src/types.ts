@@ -66,6 +66,12 @@ export interface SearchTimings {
   rescoreMs?: number;
   /** GPU time per kernel name (from timestamp queries, where the adapter has them). */
   kernelMs?: Record<string, number>;
+  /**
+   * How a CAGRA search found its candidates: `walk` through the graph, or `scan`, the exact
+   * pre-filtered scan (a filter and the removals allowing less than GRAPH_FILTER_MIN_SELECTIVITY
+   * of the rows, more candidates than the walk holds, or fewer than 2 rows).
+   */
+  strategy?: 'walk' | 'scan';
 }
 
 export function emptyTimings(): SearchTimings {

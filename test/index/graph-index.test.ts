@@ -14,6 +14,7 @@ import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { GRAPH_FILTER_MIN_SELECTIVITY, GRAPH_MAX_ITOPK, GraphIndex } from '../../src/indexes/graph/graph-index.js';
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { PAD_ID } from '../../src/kernel-facts.js';
+import { emptyTimings } from '../../src/types.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { loadRealSet } from '../helpers/data.js';
@@ -130,11 +131,14 @@ describe('GraphIndex', () => {
     const recallOf = (labels: ArrayLike<number>, truth: ArrayLike<number>): number => tieAwareRecall(labels, 10, Int32Array.from(truth), 10, 40, dist);
     // A tenth allowed: the exact scan, equal to Flat's.
     const tenth = BigInt64Array.from({ length: n / 10 }, (_, i) => BigInt(i * 10));
-    const [g, f] = [await index.search(xq, 10, { filter: tenth }), await flat.search(xq, 10, { filter: tenth })];
+    const timings = emptyTimings();
+    const [g, f] = [await index.search(xq, 10, { filter: tenth, timings }), await flat.search(xq, 10, { filter: tenth })];
     expect(Array.from(g.labels)).toEqual(Array.from(f.labels));
+    expect(timings.strategy).toBe('scan');
     // Three quarters allowed: the walk, with the mask; only allowed ids, most of the true ones.
     const most = BigInt64Array.from({ length: n }, (_, i) => BigInt(i)).filter((id) => id % 4n !== 0n);
-    const [gm, fm] = [await index.search(xq, 10, { filter: most }), await flat.search(xq, 10, { filter: most })];
+    const [gm, fm] = [await index.search(xq, 10, { filter: most, timings }), await flat.search(xq, 10, { filter: most })];
+    expect(timings.strategy).toBe('walk');
     for (const id of gm.labels) expect(id % 4).not.toBe(0);
     expect(recallOf(gm.labels, fm.labels)).toBeGreaterThanOrEqual(0.9);
     const before = index.graphRows!;

@@ -60,8 +60,10 @@ export const GRAPH_MAX_K = GRAPH_MAX_ITOPK - RESCORE_MARGIN;
 /**
  * A filter (with the removed rows) allowing at least this share of the rows is applied during the
  * walk; below it the search is the exact pre-filtered scan, as a walk through mostly disallowed
- * rows loses the allowed ones. A first choice, not yet measured: the test holds the walk's recall
- * at three quarters allowed; where the switch should be is still to be found (issue 35).
+ * rows loses the allowed ones. Measured on SIFT10K (docs/graph-index.md): the walk keeps its recall
+ * down to a tenth allowed, but the scan, whose cost falls with the allowed rows, is faster at every
+ * share there; the switch belongs at a cost (allowed rows x d against the widened walk), still to
+ * be measured on larger sets. `strategy` forces either.
  */
 export const GRAPH_FILTER_MIN_SELECTIVITY = 0.5;
 /**
@@ -187,6 +189,9 @@ export class GraphIndex extends FlatIndex {
       const why = widest < GRAPH_SEARCH_MAX_WIDTH ? ` (the walk scores at most ${GRAPH_SEARCH_MAX_CANDIDATES} neighbours an iteration: ${widest} rows of degree ${this.degree})` : '';
       throw new InvalidArgumentError(`searchWidth must be an integer in [1, ${widest}]${why}; got ${String(p.searchWidth)}`);
     }
+    if (p.strategy !== undefined && !['auto', 'walk', 'scan'].includes(p.strategy)) {
+      throw new InvalidArgumentError(`strategy must be 'auto', 'walk' or 'scan'; got ${String(p.strategy)}`);
+    }
     if (p.maxIterations !== undefined && !(Number.isInteger(p.maxIterations) && p.maxIterations >= 0)) {
       throw new InvalidArgumentError(`maxIterations must be an integer >= 0 (0: automatic); got ${String(p.maxIterations)}`);
     }
@@ -212,10 +217,14 @@ export class GraphIndex extends FlatIndex {
     // The rows a filter and the removals allow, as one mask over every row the walk may reach.
     const { mask, allowed } = masks ? this.walkMask(masks) : { mask: null, allowed: 1 };
     // The walk passes through disallowed rows and keeps them in its list: widen it by their share (cuVS).
-    const itopk = allowed > 0 ? Math.max(Math.ceil((params.itopk ?? this.itopk) / allowed), Math.ceil(kc / allowed)) : Infinity;
-    const g = allowed >= GRAPH_FILTER_MIN_SELECTIVITY && itopk <= GRAPH_MAX_ITOPK ? await this.graph() : null;
+    const wide = allowed > 0 ? Math.max(Math.ceil((params.itopk ?? this.itopk) / allowed), Math.ceil(kc / allowed)) : Infinity;
+    const strategy = params.strategy ?? 'auto';
+    const itopk = strategy === 'walk' ? Math.min(wide, GRAPH_MAX_ITOPK) : wide;
+    const walks = strategy === 'walk' ? allowed > 0 : strategy === 'auto' && allowed >= GRAPH_FILTER_MIN_SELECTIVITY && itopk <= GRAPH_MAX_ITOPK;
+    const g = walks ? await this.graph() : null;
     // Too few rows allowed for a walk to find them, more candidates than the walk holds (a
     // post-filter's), or an index too small for a graph: the exact scan.
+    if (params.timings) params.timings.strategy = g ? 'walk' : 'scan';
     if (!g) return super.candidates(xq, nq, kc, masks, params);
     const searchWidth = params.searchWidth ?? 1;
     const maxIterations = params.maxIterations || Math.ceil(itopk / searchWidth) + 32;

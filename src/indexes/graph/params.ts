@@ -6,4 +6,11 @@ export interface GraphSearchParams {
   searchWidth?: number;
   /** CAGRA: most iterations of the walk (default 0: as many as itopk / searchWidth + 32). */
   maxIterations?: number;
+  /**
+   * CAGRA: how to find the candidates (`timings.strategy` says which ran): `auto` (default) walks
+   * the graph where a filter and the removals allow at least GRAPH_FILTER_MIN_SELECTIVITY of the
+   * rows, else scans them exactly; `walk` walks wherever it can (itopk widened by the allowed
+   * share, at most GRAPH_MAX_ITOPK); `scan` always runs the exact pre-filtered scan.
+   */
+  strategy?: 'auto' | 'walk' | 'scan';
 }

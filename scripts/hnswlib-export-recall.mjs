@@ -1,0 +1,58 @@
+// Recall@k of a CAGRA graph exported as an hnswlib file (`webgpu-knn export --format hnswlib`) and
+// searched by hnswlib-node at ef = each --ef, beside our own walk at itopk = the same values, against
+// the exact answer of a Flat index. Needs `npm run build` and hnswlib-node (bash scripts/install-peers.sh).
+//   node scripts/hnswlib-export-recall.mjs --data siftsmall|fashion-mnist [--degree 32] [--ef 32,64,128] [--k 10] [--nq 1000]
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import { FlatIndex, GraphIndex, createBackend } from '../dist/index.js';
+import { loadBenchData } from '../dist/bench/data.js';
+
+const { values: v } = parseArgs({
+  options: {
+    data: { type: 'string', default: 'siftsmall' },
+    degree: { type: 'string', default: '32' },
+    ef: { type: 'string', default: '32,64,128' },
+    k: { type: 'string', default: '10' },
+    nq: { type: 'string' },
+    n: { type: 'string', default: '100000' },
+  },
+});
+const k = Number(v.k);
+const require = createRequire(import.meta.url);
+const { HierarchicalNSW } = require(require.resolve('hnswlib-node', { paths: [new URL('../peers', import.meta.url).pathname] }));
+const data = await loadBenchData(v.data, Number(v.n), 128, v.nq === undefined ? undefined : Number(v.nq), 1);
+const backend = await createBackend({ backend: 'auto' });
+const dir = mkdtempSync(join(tmpdir(), 'hnswlib-export-'));
+const flat = new FlatIndex(backend, { dim: data.d });
+await flat.add(data.xb);
+const exact = (await flat.search(data.xq, k)).labels;
+const graph = new GraphIndex(backend, { dim: data.d, degree: Number(v.degree) });
+await graph.add(data.xb);
+await graph.save(join(dir, 'g.idx'));
+execFileSync(process.execPath, [new URL('../dist/cli/main.js', import.meta.url).pathname, 'export', '--format', 'hnswlib', '--index', join(dir, 'g.idx'), '--out', join(dir, 'g.hnsw')], { stdio: 'inherit' });
+const h = new HierarchicalNSW('l2', data.d);
+h.readIndexSync(join(dir, 'g.hnsw'));
+const recall = (labelsOf) => {
+  let hit = 0;
+  for (let q = 0; q < data.nq; q++) {
+    const truth = new Set(exact.subarray(q * k, (q + 1) * k));
+    for (const id of labelsOf(q)) if (truth.has(id)) hit++;
+  }
+  return hit / (data.nq * k);
+};
+for (const ef of v.ef.split(',').map(Number)) {
+  h.setEf(ef);
+  const t0 = performance.now();
+  const theirs = Array.from({ length: data.nq }, (_, q) => h.searchKnn(Array.from(data.xq.subarray(q * data.d, (q + 1) * data.d)), k).neighbors);
+  const hnswQps = data.nq / ((performance.now() - t0) / 1000);
+  const ours = (await graph.search(data.xq, k, { itopk: ef })).labels;
+  console.log(JSON.stringify({ data: data.name, n: data.n, nq: data.nq, k, degree: Number(v.degree), ef, recallHnswlib: recall((q) => theirs[q]), hnswlibQps: hnswQps, recallOurs: recall((q) => ours.subarray(q * k, (q + 1) * k)) }));
+}
+await graph.dispose();
+await flat.dispose();
+await backend.dispose();
+rmSync(dir, { recursive: true, force: true });
