@@ -38,7 +38,7 @@ export type { GraphSearchParams } from './indexes/graph/params.js';
 export { GRAPH_MAX_ITOPK, GraphIndex } from './indexes/graph/graph-index.js';
 export type { GraphIndexOptions } from './indexes/graph/graph-index.js';
 export { COMPACT_DEAD_FRACTION } from './indexes/ids.js';
-export type { IdFilter } from './indexes/ids.js';
+export type { IdFilter, IdList } from './indexes/ids.js';
 export type { RangeSearchResult } from './types.js';
 export { POST_FILTER_MIN_SELECTIVITY } from './indexes/vector-index.js';
 export { HEAP_MAX_K } from './kernel-facts.js';

@@ -31,25 +31,26 @@ export type IdFilter = BigInt64Array | ((id: number) => boolean);
 /** Fraction of an index's slots that may be dead before a removal compacts it. */
 export const COMPACT_DEAD_FRACTION = 0.25;
 
+/** Ids as a caller gives them: a BigInt64Array, or numbers or bigints (each an integer in [0, MAX_ID]). */
+export type IdList = BigInt64Array | ArrayLike<number | bigint>;
+
 /**
- * Checks `ids` (a BigInt64Array of `n` ids, each in [0, MAX_ID], no two equal unless `unique` is
- * false) and returns them as numbers. `what` names the argument in messages.
+ * Checks `ids` (an IdList of `n` ids, each in [0, MAX_ID], no two equal unless `unique` is false)
+ * and returns them as numbers. `what` names the argument in messages.
  */
 export function checkIds(ids: unknown, n: number, what = 'ids', unique = true): Float64Array {
-  if (!(ids instanceof BigInt64Array)) {
+  const list = ids instanceof BigInt64Array || Array.isArray(ids) || (ArrayBuffer.isView(ids) && !(ids instanceof DataView));
+  if (!list) {
     const got = ids === null ? 'null' : typeof ids === 'object' ? (ids as object).constructor?.name : typeof ids;
-    throw new InvalidArgumentError(`${what} must be a BigInt64Array of ${n} ids; got ${got}`);
+    throw new InvalidArgumentError(`${what} must be ${n} ids (a BigInt64Array, or an array of numbers or bigints); got ${got}`);
   }
-  if (ids.length !== n) throw new InvalidArgumentError(`${what} holds ${ids.length} ids for ${n} vectors; expected one id per vector`);
+  const given = ids as ArrayLike<number | bigint>;
+  if (given.length !== n) throw new InvalidArgumentError(`${what} holds ${given.length} ids for ${n} vectors; expected one id per vector`);
   const out = new Float64Array(n);
   const seen = new Set<number>();
   for (let i = 0; i < n; i++) {
-    const id = ids[i];
-    if (id < 0n || id > BigInt(MAX_ID)) {
-      throw new InvalidArgumentError(`${what}[${i}] is ${id}; ids must be integers in [0, ${MAX_ID}] (2^53 - 1, so that every label converts to Number exactly)`);
-    }
-    out[i] = Number(id);
-    if (unique && seen.has(out[i])) throw new InvalidArgumentError(`${what}[${i}]: id ${id} appears twice; each id may be added once`);
+    out[i] = checkId(given[i], `${what}[${i}]`);
+    if (unique && seen.has(out[i])) throw new InvalidArgumentError(`${what}[${i}]: id ${given[i]} appears twice; each id may be added once`);
     seen.add(out[i]);
   }
   return out;

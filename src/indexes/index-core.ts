@@ -6,7 +6,7 @@
  */
 import type { Backend } from '../backend/backend.js';
 import { HEAP_MAX_K, type KernelMetric } from '../kernel-facts.js';
-import { IdMap, type IdFilter, allowedRows, checkFilter, checkId, checkIds, rowAllowed } from './ids.js';
+import { IdMap, type IdFilter, type IdList, allowedRows, checkFilter, checkId, checkIds, rowAllowed } from './ids.js';
 import { OperationQueue } from './operation-queue.js';
 import { RESCORE_MARGIN, candidatesFor, rescore, timedRescore } from './rescore.js';
 import type { Metric, RangeSearchResult, SearchResult, SlotResult } from '../types.js';
@@ -163,7 +163,7 @@ export abstract class IndexCore implements VectorIndex {
   }
 
   abstract train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
-  abstract addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: BigInt64Array }): Promise<void>;
+  abstract addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: IdList }): Promise<void>;
   abstract reset(): Promise<void>;
   abstract save(path: string, options?: { onProgress?: (bytesDone: number, bytesTotal: number) => void }): Promise<void>;
   abstract dispose(): Promise<void>;
@@ -193,7 +193,7 @@ export abstract class IndexCore implements VectorIndex {
     return this.addRows(xb, undefined);
   }
 
-  async addWithIds(xb: Float32Array, ids: BigInt64Array): Promise<void> {
+  async addWithIds(xb: Float32Array, ids: IdList): Promise<void> {
     this.queue.checkOpen('addWithIds');
     const n = checkVectors(xb, this.dim, 'xb', true, this.metric !== 'cosine');
     return this.addRows(xb, checkIds(ids, n));
@@ -215,7 +215,7 @@ export abstract class IndexCore implements VectorIndex {
   /** Throws unless the index can take vectors (IVF before training). */
   protected requireTrained(_what: string): void {}
 
-  async removeIds(ids: BigInt64Array): Promise<number> {
+  async removeIds(ids: IdList): Promise<number> {
     this.queue.checkOpen('removeIds');
     const list = checkIds(ids, ids?.length ?? 0, 'ids', false);
     return this.queue.mutate(async () => {

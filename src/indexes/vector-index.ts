@@ -3,7 +3,7 @@
  * training parameters. What the indexes share behind it is IndexCore (src/indexes/index-core.ts).
  */
 import type { Backend } from '../backend/backend.js';
-import { type IdFilter } from './ids.js';
+import { type IdFilter, type IdList } from './ids.js';
 
 import type { Metric, RangeSearchResult, SearchResult, SearchTimings } from '../types.js';
 import { type RowProgress, type VectorSource } from '../common/vector-source.js';
@@ -74,11 +74,11 @@ export interface VectorIndex {
    * Adds every row of `source` (a file of any size) block by block, with sequential ids or
    * `options.ids` (one per row, as addWithIds). If it throws, nothing was added.
    */
-  addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: BigInt64Array }): Promise<void>;
+  addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: IdList }): Promise<void>;
   /** Adds vectors with the caller's ids (one per vector, see src/indexes/ids.ts). */
-  addWithIds(x: Float32Array, ids: BigInt64Array): Promise<void>;
+  addWithIds(x: Float32Array, ids: IdList): Promise<void>;
   /** Removes the vectors with these ids (ids not held are ignored); resolves to how many were removed. */
-  removeIds(ids: BigInt64Array): Promise<number>;
+  removeIds(ids: IdList): Promise<number>;
   /** Whether a live vector has this id (a number or a bigint): after the adds and removals that have resolved. */
   contains(id: number | bigint): boolean;
   /** The k nearest of each query (see SearchResult), labels being ids. */

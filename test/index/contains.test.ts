@@ -38,3 +38,21 @@ describe('contains', () => {
     expect(() => index.contains('7' as unknown as number)).toThrow(/id is a string \(7\);/);
   });
 });
+
+describe('ids as numbers or bigints', () => {
+  it('addWithIds and removeIds take plain numbers, bigints or a BigInt64Array alike; labels come back as numbers', async () => {
+    const d = 4;
+    const xb = Float32Array.from({ length: 3 * d }, (_, i) => i);
+    const index = new FlatIndex(cpuBackend(), { dim: d });
+    await index.addWithIds(xb.subarray(0, 2 * d), [1000, 1001]);
+    await index.addWithIds(xb.subarray(2 * d), [1002n]);
+    expect(Array.from((await index.search(xb.subarray(0, d), 3)).labels)).toEqual([1000, 1001, 1002]);
+    expect(await index.removeIds([1001n, 1002])).toBe(2);
+    expect(index.contains(1000) && !index.contains(1001)).toBe(true);
+    await expect(index.addWithIds(xb.subarray(0, d), [1.5])).rejects.toThrow(/ids\[0\] is 1\.5; ids must be integers/);
+    await expect(index.addWithIds(xb.subarray(0, d), [2 ** 53])).rejects.toThrow(/ids\[0\] is 9007199254740992/);
+    await expect(index.addWithIds(xb.subarray(0, d), ['7' as unknown as number])).rejects.toThrow(/ids\[0\] is a string \(7\)/);
+    await expect(index.addWithIds(xb.subarray(0, d), new Set([1]) as unknown as number[])).rejects.toThrow(/ids must be 1 ids \(a BigInt64Array, or an array of numbers or bigints\); got Set/);
+    await index.dispose();
+  });
+});

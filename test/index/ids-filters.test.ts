@@ -245,7 +245,8 @@ describe('ids, filters, removal and range search', () => {
       await expect(index.addWithIds(xb.subarray(0, 2 * d), BigInt64Array.of(1n, 1n))).rejects.toThrow(/id 1 appears twice/);
       await expect(index.addWithIds(xb.subarray(0, d), BigInt64Array.of(-2n))).rejects.toThrow(/ids\[0\] is -2/);
       await expect(index.addWithIds(xb.subarray(0, d), BigInt64Array.of(2n ** 53n))).rejects.toThrow(/2\^53 - 1/);
-      await expect(index.addWithIds(xb.subarray(0, d), new Int32Array([1]) as never)).rejects.toThrow(/BigInt64Array/);
+      await expect(index.addWithIds(xb.subarray(0, d), new Float32Array([0.5]))).rejects.toThrow(/ids\[0\] is 0\.5; ids must be integers/);
+      await expect(index.addWithIds(xb.subarray(0, d), 'ab' as never)).rejects.toThrow(/ids must be 1 ids \(a BigInt64Array, or an array of numbers or bigints\); got string/);
       await index.addWithIds(xb.subarray(0, d), BigInt64Array.of(5n));
       await expect(index.addWithIds(xb.subarray(0, d), BigInt64Array.of(5n))).rejects.toThrow(/already in the index/);
       await expect(index.add(xb.subarray(0, d))).rejects.toThrow(/caller ids/);

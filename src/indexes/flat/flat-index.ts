@@ -4,7 +4,7 @@
  */
 import type { Backend } from '../../backend/backend.js';
 import { Codec } from '../../codecs/codec.js';
-import { checkIds } from '../ids.js';
+import { type IdList, checkIds } from '../ids.js';
 import type { RefineKind } from '../../codecs/refine.js';
 import { Transform, transformName } from '../../codecs/transforms.js';
 
@@ -217,7 +217,7 @@ export class FlatIndex extends IndexCore {
    * buffers sized once for all of them, with sequential ids, or `options.ids` (one per row, as
    * addWithIds). If it throws (a malformed block, a full device), nothing was added.
    */
-  async addFrom(source: VectorSource, options: { onProgress?: RowProgress; ids?: BigInt64Array } = {}): Promise<void> {
+  async addFrom(source: VectorSource, options: { onProgress?: RowProgress; ids?: IdList } = {}): Promise<void> {
     this.queue.checkOpen('addFrom');
     checkSource(source, this.dim);
     const given = options.ids === undefined ? undefined : checkIds(options.ids, source.rows);

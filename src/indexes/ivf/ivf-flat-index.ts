@@ -27,7 +27,7 @@
  */
 import type { Backend } from '../../backend/backend.js';
 import { Codec } from '../../codecs/codec.js';
-import { checkIds } from '../ids.js';
+import { type IdList, checkIds } from '../ids.js';
 import type { RefineKind } from '../../codecs/refine.js';
 import { rng } from '../../common/random.js';
 import type { DeviceLists } from '../../stores/inverted-lists.js';
@@ -298,7 +298,7 @@ export class IvfFlatIndex extends IndexCore {
    * Ids continue from ntotal. If it throws, nothing was added. `onProgress` hears of both passes
    * (phase 'assign', then 'add').
    */
-  async addFrom(source: VectorSource, options: { onProgress?: RowProgress; ids?: BigInt64Array } = {}): Promise<void> {
+  async addFrom(source: VectorSource, options: { onProgress?: RowProgress; ids?: IdList } = {}): Promise<void> {
     this.queue.checkOpen('addFrom');
     checkSource(source, this.dim);
     const given = options.ids === undefined ? undefined : checkIds(options.ids, source.rows);
