@@ -229,6 +229,25 @@ export abstract class IndexCore implements VectorIndex {
     return this.ids.slotOf(checkId(id)) >= 0;
   }
 
+  async reconstruct(ids: IdList): Promise<Float32Array> {
+    this.queue.checkOpen('reconstruct');
+    const list = checkIds(ids, (ids as ArrayLike<unknown> | null)?.length ?? 0, 'ids', false);
+    if (this.transformSpec && !this.refineRows) {
+      throw new InvalidArgumentError(`reconstruct: this index stores its rows transformed (${this.transformSpec.kind}${this.transformSpec.p}) without the full rows; add a refine (",RFlat") to keep them`);
+    }
+    return this.queue.search(async () => {
+      const slots = Array.from(list, (id, i) => {
+        const slot = this.ids.slotOf(id);
+        if (slot < 0) throw new InvalidArgumentError(`reconstruct: ids[${i}] = ${id} is not in the index`);
+        return slot;
+      });
+      const rowAt = this.refineRows ? await this.refineRows.rowsAt(slots) : await this.rowsAt(slots);
+      const out = new Float32Array(slots.length * this.dim);
+      slots.forEach((slot, i) => out.set(rowAt(slot).subarray(0, this.dim), i * this.dim));
+      return out;
+    });
+  }
+
   /**
    * Drops removed vectors from the store now (removeIds does so once COMPACT_DEAD_FRACTION of the
    * slots are dead), so that searches no longer mask them. Ids do not change.

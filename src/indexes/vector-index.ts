@@ -81,6 +81,12 @@ export interface VectorIndex {
   removeIds(ids: IdList): Promise<number>;
   /** Whether a live vector has this id (a number or a bigint): after the adds and removals that have resolved. */
   contains(id: number | bigint): boolean;
+  /**
+   * The stored vectors of these ids, `dim` floats each in the order given, after every operation
+   * called before it: float32 rows as stored (unit norm for cosine), a coded index's
+   * reconstructions, a refined index's refine rows. An id not held is refused, naming it.
+   */
+  reconstruct(ids: IdList): Promise<Float32Array>;
   /** The k nearest of each query (see SearchResult), labels being ids. */
   search(xq: Float32Array, k: number, params?: SearchParams): Promise<SearchResult>;
   /** Every vector within `radius` of each query: l2 squared distance <= radius; ip / cosine score >= radius. */

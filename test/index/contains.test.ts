@@ -56,3 +56,38 @@ describe('ids as numbers or bigints', () => {
     await index.dispose();
   });
 });
+
+describe('reconstruct', () => {
+  it('returns the stored rows of the ids asked, in their order: Flat exactly, cosine unit norm, SQ8 within its step; an id not held is refused', async () => {
+    const d = 8;
+    const n = 300;
+    const xb = randomFloats(n * d, 71);
+    const flat = new FlatIndex(cpuBackend(), { dim: d });
+    await flat.addWithIds(xb, Array.from({ length: n }, (_, i) => 5000 + i));
+    const got = await flat.reconstruct([5007, 5000n, 5299]);
+    expect(Array.from(got)).toEqual([...xb.subarray(7 * d, 8 * d), ...xb.subarray(0, d), ...xb.subarray(299 * d, 300 * d)]);
+    await expect(flat.reconstruct([5000, 42])).rejects.toThrow(/reconstruct: ids\[1\] = 42 is not in the index/);
+    await flat.removeIds([5007]);
+    await expect(flat.reconstruct([5007])).rejects.toThrow(/5007 is not in the index/);
+
+    const cos = new FlatIndex(cpuBackend(), { dim: d, metric: 'cosine' });
+    await cos.add(xb);
+    const row = await cos.reconstruct([3]);
+    const norm = Math.hypot(...xb.subarray(3 * d, 4 * d));
+    for (let j = 0; j < d; j++) expect(row[j]).toBeCloseTo(xb[3 * d + j] / norm, 6);
+
+    const sq = new FlatIndex(cpuBackend(), { dim: d, codec: 'SQ8' });
+    await sq.train(xb);
+    await sq.add(xb);
+    const rec = await sq.reconstruct([10, 20]);
+    let worst = 0;
+    for (const [i, id] of [10, 20].entries()) for (let j = 0; j < d; j++) worst = Math.max(worst, Math.abs(rec[i * d + j] - xb[id * d + j]));
+    expect(worst).toBeGreaterThan(0); // codes, not the rows
+    expect(worst).toBeLessThan(2 / 255); // randomFloats lie in [-1, 1): one SQ8 step is at most 2 / 255
+    const ivf = new IvfFlatIndex(cpuBackend(), { dim: d, nlist: 4, nprobe: 4, niter: 2, seed: 1 });
+    await ivf.train(xb);
+    await ivf.add(xb);
+    expect(Array.from(await ivf.reconstruct([123, 4]))).toEqual([...xb.subarray(123 * d, 124 * d), ...xb.subarray(4 * d, 5 * d)]);
+    for (const index of [flat, cos, sq, ivf]) await index.dispose();
+  });
+});
