@@ -106,7 +106,7 @@ describe('build --ids, then search', () => {
 
   it('.ivecs refuses an id above 2^31 - 1, by name, and writes nothing', () => {
     const r = cli('search', '--index', 'ids.idx', '--queries', 'q.npy', '--k', '8', '--out', 'nn.ivecs', '--distances', 'd.fvecs');
-    expectUserError(r, 1, /nn\.ivecs: id \d+ \(row \d+\) does not fit \.ivecs, which holds int32 \(at most 2147483647\); write the ids to \.npy \(int64\)/);
+    expectUserError(r, 1, /nn\.ivecs: id \d+ \(row \d+\) does not fit \.ivecs, which holds int32 \(integers in \[-2147483648, 2147483647\]\); write it to \.npy \(<i8\), \.csv or \.jsonl instead/);
     expect(existsSync(at('nn.ivecs'))).toBe(false);
     expect(existsSync(at('d.fvecs'))).toBe(false);
   });
