@@ -39,7 +39,7 @@ export type IdList = BigInt64Array | ArrayLike<number | bigint>;
  * and returns them as numbers. `what` names the argument in messages.
  */
 export function checkIds(ids: unknown, n: number, what = 'ids', unique = true): Float64Array {
-  const list = ids instanceof BigInt64Array || Array.isArray(ids) || (ArrayBuffer.isView(ids) && !(ids instanceof DataView));
+  const list = Array.isArray(ids) || (ArrayBuffer.isView(ids) && !(ids instanceof DataView)); // a BigInt64Array among the typed arrays
   if (!list) {
     const got = ids === null ? 'null' : typeof ids === 'object' ? (ids as object).constructor?.name : typeof ids;
     throw new InvalidArgumentError(`${what} must be ${n} ids (a BigInt64Array, or an array of numbers or bigints); got ${got}`);

@@ -21,7 +21,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import { type IndexFileHeader, idSection } from '../../io/index-format.js';
 import { platform } from '../../platform/platform.js';
 import { buildGraphRows, pruneRows } from '../../plans/graph-build.js';
-import { type DeviceGraph, searchGraph } from '../../plans/graph-search.js';
+import { type DeviceGraph, type WalkOptions, searchGraph } from '../../plans/graph-search.js';
 import type { Metric, SearchResult, SlotResult } from '../../types.js';
 import { RESCORE_MARGIN, candidatesFor } from '../rescore.js';
 import { FlatIndex } from '../flat/flat-index.js';
@@ -226,9 +226,7 @@ export class GraphIndex extends FlatIndex {
     // post-filter's), or an index too small for a graph: the exact scan.
     if (params.timings) params.timings.strategy = g ? 'walk' : 'scan';
     if (!g) return super.candidates(xq, nq, kc, masks, params);
-    const searchWidth = params.searchWidth ?? 1;
-    const maxIterations = params.maxIterations || Math.ceil(itopk / searchWidth) + 32;
-    const walk = { itopk, searchWidth, maxIterations, hashBits: hashBitsFor(itopk, searchWidth, this.degree) };
+    const walk = walkOptions(itopk, params.searchWidth ?? 1, params.maxIterations ?? 0, this.degree);
     return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings, mask ? [mask] : null);
   }
 
@@ -311,15 +309,10 @@ export class GraphIndex extends FlatIndex {
     const inDegree = new Uint32Array(n);
     for (const to of old.rows) if (to !== PAD_ID) inDegree[to]++;
     // The added rows, as the walk's queries (stored rows: unit norm for cosine, as queries are).
-    const added = new Float32Array((n - old.n) * d);
-    let row0 = 0;
-    for await (const block of this.store.readRows()) {
-      const rowsIn = block.length / d;
-      const from = Math.max(old.n, row0);
-      const to = Math.min(n, row0 + rowsIn);
-      if (to > from) added.set(block.subarray((from - row0) * d, (to - row0) * d), (from - old.n) * d);
-      row0 += rowsIn;
-    }
+    const slots = Array.from({ length: n - old.n }, (_, i) => old.n + i);
+    const rowAt = await this.store.rowsAt(slots);
+    const added = new Float32Array(slots.length * d);
+    slots.forEach((slot, i) => added.set(rowAt(slot), i * d));
     this.dropGraph();
     const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
     let linked = old.n;
@@ -331,7 +324,7 @@ export class GraphIndex extends FlatIndex {
         // 1. Candidates by a walk of the rows linked so far.
         const kin = Math.min(this.intermediateDegree, linked);
         const itopk = Math.min(GRAPH_MAX_ITOPK, Math.max(this.itopk, kin));
-        const walk = { itopk, searchWidth: 1, maxIterations: itopk + 32, hashBits: hashBitsFor(itopk, 1, degree) };
+        const walk = walkOptions(itopk, 1, 0, degree);
         const queries = added.subarray((linked - old.n) * d, (linked - old.n + step) * d);
         const found = await searchGraph(device, this.store, current.device, queries, step, kin, this.kernelMetric, walk);
         this.releaseGraph(current.device, false);
@@ -540,6 +533,11 @@ function checkItopk(v: unknown, what: string): number {
     throw new InvalidArgumentError(`${what} must be an integer in [1, ${GRAPH_MAX_ITOPK}]; got ${String(v)}`);
   }
   return v as number;
+}
+
+/** How a walk runs: maxIterations 0 is automatic (itopk / searchWidth + 32); the hash sized by hashBitsFor. */
+function walkOptions(itopk: number, searchWidth: number, maxIterations: number, degree: number): WalkOptions {
+  return { itopk, searchWidth, maxIterations: maxIterations || Math.ceil(itopk / searchWidth) + 32, hashBits: hashBitsFor(itopk, searchWidth, degree) };
 }
 
 /**
