@@ -25,7 +25,8 @@
 //   3. Output: the first k entries of the list that hold an id allowed by the mask (MASKED: bit
 //      mask_bit0 + v of mask, as ivf-scan.wgsl; a disallowed id is walked through like any other,
 //      only never written out), to out_s/out_i[r * k ..], padded with (+inf, PAD_ID); with iter0 !=
-//      PAD_ID, iterations to seeds_iter[iter0 + r]. itopk > n simply leaves empty entries.
+//      PAD_ID, the iterations and the ids scored to seeds_iter[iter0 + 2 r] and [iter0 + 2 r + 1].
+//      itopk > n simply leaves empty entries.
 //   Hash: open addressing, linear probing; id starts at slot (id * HASH_MUL mod 2^32) >> (32 -
 //   hash_bits). The encoder checks (src/device.ts checkGraphSearchArgs) that nseeds <= S,
 //   2 * search_width * degree <= S and itopk + search_width * degree <= S, so no batch fills it:
@@ -78,7 +79,7 @@ struct Params {
   hash_bits: u32,
   k: u32,
   mask_bit0: u32,
-  iter0: u32,           // where the iterations go in seeds_iter, or PAD_ID: nowhere
+  iter0: u32,           // where the iterations and ids scored go in seeds_iter, or PAD_ID: nowhere
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -288,8 +289,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
   merge(lid, candidates(lid));
 
-  // 2. Expansions.
+  // 2. Expansions. Invocation 0 counts the ids scored: hash_n's inserts, less the list's ids
+  // inserted again after a reset (`relisted`), which are not scored.
   var iterations = 0u;
+  var scored = 0u;
+  var relisted = 0u;
   loop {
     if (iterations >= p.max_iterations) {
       break;
@@ -303,7 +307,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
           np++;
         }
       }
-      let reset = np > 0u && atomicLoad(&hash_n) > slots / 2u;
+      let held = atomicLoad(&hash_n);
+      let reset = np > 0u && held > slots / 2u;
+      if (reset) {
+        scored += held - relisted;
+      }
       ctl = np | select(0u, 0x80000000u, reset);
       atomicStore(&cand_n, 0u);
     }
@@ -327,6 +335,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
       }
       workgroupBarrier();
+      if (lid == 0u) {
+        relisted = atomicLoad(&hash_n);
+      }
     }
     let nb = np * p.degree;
     for (var j = lid; j < nb; j += WG) {
@@ -361,6 +372,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
   }
   if (lid == 0u && p.iter0 != PAD_ID) {
-    seeds_iter[p.iter0 + row] = iterations;
+    seeds_iter[p.iter0 + 2u * row] = iterations;
+    seeds_iter[p.iter0 + 2u * row + 1u] = scored + atomicLoad(&hash_n) - relisted;
   }
 }

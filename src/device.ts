@@ -278,8 +278,8 @@ export interface GraphSearchArgs<B = DeviceBuffer> {
   /** f32 / u32 [rows * k]: query r's (score, id) best first at r * k, padded with (+Infinity, PAD_ID). */
   outS: B;
   outI: B;
-  /** u32[rows], or null: the iterations each query ran. */
-  outIterations?: B | null;
+  /** u32[2 rows], or null: each query's iterations and ids scored (its distances), (2 r, 2 r + 1). */
+  outWork?: B | null;
 }
 
 /** graph-search's caps (shaders/graph-search.wgsl sizes its workgroup memory by them). */

@@ -72,6 +72,12 @@ export interface SearchTimings {
    * of the rows, more candidates than the walk holds, or fewer than 2 rows).
    */
   strategy?: 'walk' | 'scan';
+  /**
+   * A CAGRA walk's work, summed over the queries it walked (the same on every device: the CPU
+   * twin takes the kernel's steps): iterations (parents expanded, searchWidth at a time), ids
+   * scored (distances computed) and the most iterations any query ran.
+   */
+  walk?: { queries: number; iterations: number; distances: number; maxIterations: number };
 }
 
 export function emptyTimings(): SearchTimings {

@@ -30,7 +30,7 @@ export interface GraphSearchHost {
   k: number;
   outS: Float32Array;
   outI: Uint32Array;
-  outIterations?: Uint32Array | null;
+  outWork?: Uint32Array | null;
 }
 
 /** The visited hash's multiplier (Fibonacci hashing: 2^32 / golden ratio, odd). WGSL: `HASH_MUL`. */
@@ -110,7 +110,8 @@ function compare(a: Entry, b: Entry): number {
  *   decoded exactly, halfToFloat); the list becomes the first itopk of the list
  *   followed by the new candidates (not expanded), stably sorted by (score, id);
  *   3. the first k entries of the list that hold an id the mask allows (every id without a mask)
- *      go to outS/outI[r * k ..], padded with (+Infinity, PAD_ID); iterations to outIterations[r].
+ *      go to outS/outI[r * k ..], padded with (+Infinity, PAD_ID); the iterations and the ids
+ *      scored to outWork[2 r] and outWork[2 r + 1].
  */
 export function graphSearch(a: GraphSearchHost): GraphSearchWork {
   checkGraphSearchArgs(a);
@@ -133,6 +134,7 @@ export function graphSearch(a: GraphSearchHost): GraphSearchWork {
       for (let j = 0; j < dpad; j++) dot += a.xq[qb + j] * element(v, j);
       return Math.fround(a.metric === 'l2' ? a.xnorm[v] - 2 * dot : -dot);
     };
+    const scored0 = work.scored;
     let list: Entry[] = Array.from({ length: itopk }, () => ({ s: Infinity, id: PAD_ID, expanded: false }));
     hash.clear();
     const merge = (batch: ArrayLike<number>): void => {
@@ -183,7 +185,10 @@ export function graphSearch(a: GraphSearchHost): GraphSearchWork {
       a.outS[r * k + m] = Infinity;
       a.outI[r * k + m] = PAD_ID;
     }
-    if (a.outIterations) a.outIterations[r] = iterations;
+    if (a.outWork) {
+      a.outWork[2 * r] = iterations;
+      a.outWork[2 * r + 1] = work.scored - scored0;
+    }
   }
   return work;
 }

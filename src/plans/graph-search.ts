@@ -54,8 +54,10 @@ export function searchGraph(
   const walkRows = g.halfRows ?? base.chunks[0];
   const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
   return withMasks(device, masks, (maskBufs) =>
-    searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, (scratch, xqBuf, rows) => {
+    searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, async (scratch, xqBuf, rows) => {
       const out = scratch.lists(rows * k);
+      // With timings, the walk's work too: each query's iterations and ids scored.
+      const work = timings ? scratch.buffer('graph-search work', 8 * rows) : null;
       device.dispatch({
         kernel: 'graph-search',
         metric,
@@ -80,8 +82,24 @@ export function searchGraph(
         k,
         outS: out.s,
         outI: out.i,
+        outWork: work,
       });
-      return readLists(device, out, rows, k, timings);
+      if (!work) return readLists(device, out, rows, k);
+      const bytes = 4 * rows * k;
+      const [ls, li, w] = await device.read([{ buffer: out.s, offset: 0, bytes }, { buffer: out.i, offset: 0, bytes }, { buffer: work, offset: 0, bytes: 8 * rows }], timings);
+      addWalkWork(timings!, new Uint32Array(w), rows);
+      return { s: new Float32Array(ls), i: new Uint32Array(li) };
     }),
   );
+}
+
+/** Adds a batch's per-query (iterations, ids scored) to `timings.walk`. */
+function addWalkWork(timings: SearchTimings, work: Uint32Array, rows: number): void {
+  const walk = (timings.walk ??= { queries: 0, iterations: 0, distances: 0, maxIterations: 0 });
+  walk.queries += rows;
+  for (let r = 0; r < rows; r++) {
+    walk.iterations += work[2 * r];
+    walk.distances += work[2 * r + 1];
+    walk.maxIterations = Math.max(walk.maxIterations, work[2 * r]);
+  }
 }

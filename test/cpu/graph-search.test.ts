@@ -45,7 +45,7 @@ describe('cpu graph-search: hand-made graphs', () => {
     expect(pairs(a)).toEqual([[[-289, 17], [-288, 16], [-288, 18]]]);
     // Iteration t expands node t - 1 (adding t) up to node 17; then 18, whose new neighbour 19
     // (-285) loses the tie with 15 for the fourth place; the list is all expanded after 19.
-    expect(a.outIterations![0]).toBe(19);
+    expect(a.outWork![0]).toBe(19);
   });
 
   it('maxIterations 1: the seeds and the first parent\'s neighbours', () => {
@@ -53,14 +53,14 @@ describe('cpu graph-search: hand-made graphs', () => {
     graphSearch(a);
     // 6: 36 - 204 = -168, 5: 25 - 170 = -145, 4: 16 - 136 = -120.
     expect(pairs(a)).toEqual([[[-168, 6], [-145, 5], [-120, 4], PAD]]);
-    expect(a.outIterations![0]).toBe(1);
+    expect(a.outWork![0]).toBe(1);
   });
 
   it('maxIterations 0: the seeds only, PAD and repeated seeds skipped', () => {
     const a = graphCase({ metric: 'ip', x: line(10), xq: Float32Array.of(1), d: 1, graph: graphRows(pathNeighbours(10), 2), degree: 2, seeds: [3, PAD_ID, 7, 3, 1], itopk: 8, k: 5, maxIterations: 0 });
     const work = graphSearch(a);
     expect(pairs(a)).toEqual([[[-7, 7], [-3, 3], [-1, 1], PAD, PAD]]);
-    expect(a.outIterations![0]).toBe(0);
+    expect(a.outWork![0]).toBe(0);
     expect(work.scored).toBe(3);
   });
 
@@ -73,7 +73,7 @@ describe('cpu graph-search: hand-made graphs', () => {
       const a = graphCase({ metric: 'l2', x: gridPoints(w, h), xq, d: 2, graph: graphRows(gridNeighbours(w, h), 4), degree: 4, seeds: [w * h - 1], itopk: 16, k: 6, searchWidth });
       graphSearch(a);
       expectBruteForce(a);
-      iterations.push(Math.max(...a.outIterations!));
+      iterations.push(Math.max(...a.outWork!.filter((_, i) => i % 2 === 0)));
     }
     // Three parents an iteration: fewer iterations.
     expect(iterations[1]).toBeLessThan(iterations[0]);
@@ -114,7 +114,7 @@ describe('cpu graph-search: hand-made graphs', () => {
       const a = graphCase({ metric: 'l2', x: line(n), xq: Float32Array.of(3), d: 1, graph: graphRows(completeNeighbours(n), n - 1), degree: n - 1, seeds: [0], itopk: 16, k: 8, searchWidth });
       graphSearch(a);
       expect(pairs(a)).toEqual([[[-9, 3], [-8, 2], [-8, 4], [-5, 1], [0, 0], PAD, PAD, PAD]]);
-      expect(a.outIterations![0]).toBe(Math.ceil(n / searchWidth));
+      expect(a.outWork![0]).toBe(Math.ceil(n / searchWidth));
     }
   });
 
@@ -131,11 +131,11 @@ describe('cpu graph-search: hand-made graphs', () => {
     const unmasked = graphCase({ metric: 'l2', x: line(n), xq: Float32Array.of(20.2), d: 1, graph: graphRows(pathNeighbours(n), 2), degree: 2, seeds: [0], itopk: 6, k: 4 });
     graphSearch(unmasked);
     expect(Array.from(unmasked.outI)).toEqual([20, 21, 19, 22]);
-    const nothing = { ...unmasked, mask: maskOf(randomAllow(n, 0, rng(4)), 5, rng(5)), maskBit0: 5, outIterations: new Uint32Array(1) };
+    const nothing = { ...unmasked, mask: maskOf(randomAllow(n, 0, rng(4)), 5, rng(5)), maskBit0: 5, outWork: new Uint32Array(2) };
     graphSearch(nothing);
     expect(pairs(nothing)).toEqual([[PAD, PAD, PAD, PAD]]);
-    expect(nothing.outIterations[0]).toBe(unmasked.outIterations![0]);
-    expect(a.outIterations![0]).toBe(unmasked.outIterations![0]);
+    expect(Array.from(nothing.outWork)).toEqual(Array.from(unmasked.outWork!));
+    expect(a.outWork![0]).toBe(unmasked.outWork![0]);
   });
 
   it('resets the visited hash when it is more than half full, with the same results', () => {
@@ -154,7 +154,13 @@ describe('cpu graph-search: hand-made graphs', () => {
     expect(small.work.scored).toBeGreaterThan(big.work.scored); // dropped ids are scored again
     expect(Array.from(small.a.outI)).toEqual(Array.from(big.a.outI));
     expect(Array.from(small.a.outS)).toEqual(Array.from(big.a.outS));
-    expect(Array.from(small.a.outIterations!)).toEqual(Array.from(big.a.outIterations!));
+    // The same iterations; more ids scored a query (outWork's odd entries), their sum the work's.
+    const iterationsOf = (w: Uint32Array) => Array.from(w).filter((_, i) => i % 2 === 0);
+    const scoredOf = (w: Uint32Array) => Array.from(w).filter((_, i) => i % 2 === 1);
+    expect(iterationsOf(small.a.outWork!)).toEqual(iterationsOf(big.a.outWork!));
+    scoredOf(small.a.outWork!).forEach((s, r) => expect(s).toBeGreaterThanOrEqual(scoredOf(big.a.outWork!)[r]));
+    expect(scoredOf(small.a.outWork!).reduce((a, b) => a + b)).toBe(small.work.scored);
+    expect(scoredOf(big.a.outWork!).reduce((a, b) => a + b)).toBe(big.work.scored);
     expectBruteForce(big.a);
   });
 
@@ -236,7 +242,7 @@ describe('cpu graph-search on half rows', () => {
       expect(wh).toEqual(wf);
       expect(Array.from(h.outI)).toEqual(Array.from(f.outI));
       expect(Array.from(h.outS)).toEqual(Array.from(f.outS));
-      expect(Array.from(h.outIterations!)).toEqual(Array.from(f.outIterations!));
+      expect(Array.from(h.outWork!)).toEqual(Array.from(f.outWork!));
     }
   });
 
@@ -298,7 +304,7 @@ describe('cpu graph-search through the CPU device', () => {
     graphSearch(a);
     expect(Array.from(got.i)).toEqual(Array.from(a.outI));
     expect(Array.from(got.s)).toEqual(Array.from(a.outS));
-    expect(Array.from(got.iterations)).toEqual(Array.from(a.outIterations!));
+    expect(Array.from(got.work)).toEqual(Array.from(a.outWork!));
   });
 });
 

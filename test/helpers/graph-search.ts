@@ -118,7 +118,7 @@ export function graphCase(c: GraphCaseInput): GraphSearchHost {
     k: c.k,
     outS: new Float32Array(rows * c.k).fill(NaN),
     outI: new Uint32Array(rows * c.k).fill(0xdeadbeef),
-    outIterations: new Uint32Array(rows).fill(0xdeadbeef),
+    outWork: new Uint32Array(2 * rows).fill(0xdeadbeef),
   };
 }
 
@@ -151,7 +151,7 @@ export function bruteForce(a: GraphSearchHost, candidate: (v: number) => boolean
  * Runs a case through a device's dispatch (the registries' 'graph-search' entries: TWINS, ENCODERS)
  * and reads back (scores, ids, iterations).
  */
-export async function searchOnDevice(device: Device, a: GraphSearchHost): Promise<{ s: Float32Array; i: Uint32Array; iterations: Uint32Array }> {
+export async function searchOnDevice(device: Device, a: GraphSearchHost): Promise<{ s: Float32Array; i: Uint32Array; work: Uint32Array }> {
   const up = (label: string, data: Float32Array | Uint32Array) => {
     const b = device.buffer(label, Math.max(4, data.byteLength));
     device.upload(b, 0, data);
@@ -160,14 +160,14 @@ export async function searchOnDevice(device: Device, a: GraphSearchHost): Promis
   const out = (label: string, words: number) => device.buffer(label, 4 * words);
   const call = {
     ...a, xq: up('xq', a.xq), xb: up('xb', a.xb), xnorm: up('xnorm', a.xnorm), graph: up('graph', a.graph), seeds: up('seeds', a.seeds),
-    mask: a.mask && up('mask', a.mask), outS: out('outS', a.rows * a.k), outI: out('outI', a.rows * a.k), outIterations: out('iterations', a.rows),
+    mask: a.mask && up('mask', a.mask), outS: out('outS', a.rows * a.k), outI: out('outI', a.rows * a.k), outWork: out('work', 2 * a.rows),
   };
   device.dispatch({ kernel: 'graph-search', ...call });
-  const [s, i, iterations] = await device.read([
+  const [s, i, work] = await device.read([
     { buffer: call.outS, offset: 0, bytes: 4 * a.rows * a.k },
     { buffer: call.outI, offset: 0, bytes: 4 * a.rows * a.k },
-    { buffer: call.outIterations, offset: 0, bytes: 4 * a.rows },
+    { buffer: call.outWork, offset: 0, bytes: 8 * a.rows },
   ]);
-  for (const b of [call.xq, call.xb, call.xnorm, call.graph, call.seeds, call.mask, call.outS, call.outI, call.outIterations]) if (b) device.release(b);
-  return { s: new Float32Array(s), i: new Uint32Array(i), iterations: new Uint32Array(iterations) };
+  for (const b of [call.xq, call.xb, call.xnorm, call.graph, call.seeds, call.mask, call.outS, call.outI, call.outWork]) if (b) device.release(b);
+  return { s: new Float32Array(s), i: new Uint32Array(i), work: new Uint32Array(work) };
 }

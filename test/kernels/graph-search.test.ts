@@ -84,22 +84,22 @@ function randomCase(s: Shape, metric: KernelMetric, seed: number, half: 'half' |
 }
 
 /** Records the GPU call of a twin's case (outputs poisoned), returning its output buffers. */
-function encodeCase(h: KernelHarness, a: GraphSearchHost, iterations = true) {
+function encodeCase(h: KernelHarness, a: GraphSearchHost, work = true) {
   const outS = h.output(a.rows * a.k, POISON);
   const outI = h.output(a.rows * a.k, POISON);
-  const outIterations = iterations ? h.output(a.rows, POISON) : null;
+  const outWork = work ? h.output(2 * a.rows, POISON) : null;
   encodeGraphSearch(h.kernels, {
     ...a, xq: h.upload(a.xq), xb: h.upload(a.xb), xnorm: h.upload(a.xnorm), graph: h.upload(a.graph), seeds: h.upload(a.seeds.length ? a.seeds : new Uint32Array(1)),
-    mask: a.mask && h.upload(a.mask), outS, outI, outIterations,
+    mask: a.mask && h.upload(a.mask), outS, outI, outWork,
   });
-  return { outS, outI, outIterations };
+  return { outS, outI, outWork };
 }
 
 async function expectTwin(h: KernelHarness, a: GraphSearchHost, out: ReturnType<typeof encodeCase>, what: string): Promise<GraphSearchWork> {
   const work = graphSearch(a);
   const got = { distances: await h.readF32(out.outS, a.rows * a.k), labels: await h.readU32(out.outI, a.rows * a.k) };
   expectIdentical(got, { distances: a.outS, labels: a.outI }, what);
-  if (out.outIterations) expect(Array.from(await h.readU32(out.outIterations, a.rows)), `${what}: iterations`).toEqual(Array.from(a.outIterations!));
+  if (out.outWork) expect(Array.from(await h.readU32(out.outWork, 2 * a.rows)), `${what}: iterations and distances`).toEqual(Array.from(a.outWork!));
   return work;
 }
 
@@ -156,7 +156,7 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
       const got = await searchOnDevice(gpu!.device, a);
       graphSearch(a);
       expectIdentical({ distances: got.s, labels: got.i }, { distances: a.outS, labels: a.outI }, `device d=${d}`);
-      expect(Array.from(got.iterations)).toEqual(Array.from(a.outIterations!));
+      expect(Array.from(got.work)).toEqual(Array.from(a.outWork!));
     }
   });
 
@@ -171,7 +171,7 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
       const outC = encodeCase(h, c);
       const outB = encodeCase(h, b);
       await h.run();
-      await expectTwin(h, a, outA, 'no iterations');
+      await expectTwin(h, a, outA, 'no work counts');
       await expectTwin(h, c, outC, 'first of two');
       await expectTwin(h, b, outB, 'second of two');
     } finally {
@@ -184,7 +184,7 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
     const got = await searchOnDevice(gpu!.device, a);
     graphSearch(a);
     expectIdentical({ distances: got.s, labels: got.i }, { distances: a.outS, labels: a.outI }, 'device');
-    expect(Array.from(got.iterations)).toEqual(Array.from(a.outIterations!));
+    expect(Array.from(got.work)).toEqual(Array.from(a.outWork!));
   });
 
   it('on a device with the default limits', async () => {

@@ -37,9 +37,9 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
   const { recorder } = kernels;
   let seedsIter = a.seeds;
   let iter0 = PAD_ID;
-  if (a.outIterations) {
+  if (a.outWork) {
     // Seeds at [0, nseeds), the counts after them.
-    seedsIter = scratchBuffer(kernels.ctx.device, 4 * (a.nseeds + a.rows));
+    seedsIter = scratchBuffer(kernels.ctx.device, 4 * (a.nseeds + 2 * a.rows));
     iter0 = a.nseeds;
     recorder.copy(a.seeds, 0, seedsIter, 0, 4 * a.nseeds);
   }
@@ -52,5 +52,5 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
     [a.xq, a.xb, a.xnorm, a.graph, seedsIter, a.mask ?? a.graph, a.outS, a.outI],
     kernels.fold(a.rows * WG, WG),
   );
-  if (a.outIterations) recorder.copy(seedsIter, 4 * a.nseeds, a.outIterations, 0, 4 * a.rows);
+  if (a.outWork) recorder.copy(seedsIter, 4 * a.nseeds, a.outWork, 0, 8 * a.rows);
 }

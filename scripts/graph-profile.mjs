@@ -1,0 +1,94 @@
+// The CAGRA walk's profile: per itopk, recall@k, queries/s, and the walk's work per query
+// (iterations, distances computed, from timings.walk: the same on every device, the CPU twin takes
+// the kernel's steps) and its time per iteration; and the build: how the intermediate graph was
+// made (exact or IVF) and, for IVF, its recall. One JSON line per row.
+//   node scripts/graph-profile.mjs --data siftsmall|fashion-mnist|clustered|uniform [--n 1000000 --d 128]
+//        [--backend webgpu|cpu] [--degree 32] [--itopk 16,32,64] [--k 10] [--nq 1000] [--batch 1000]
+//        [--intermediate auto|exact|ivf] [--intermediate-nprobe 16] [--no-truth]
+// Needs `npm run build` first (it runs dist/). Not interleaved: the comparison against the peers
+// is `bench compare`. Recall is against a Flat index of the same rows (skipped with --no-truth).
+import { parseArgs } from 'node:util';
+import { FlatIndex, GraphIndex, createBackend } from '../dist/index.js';
+import { loadBenchData } from '../dist/bench/data.js';
+
+const { values: v } = parseArgs({
+  options: {
+    data: { type: 'string', default: 'siftsmall' },
+    backend: { type: 'string', default: 'webgpu' },
+    degree: { type: 'string', default: '32' },
+    itopk: { type: 'string', default: '16,32,64' },
+    k: { type: 'string', default: '10' },
+    nq: { type: 'string' },
+    n: { type: 'string', default: '100000' },
+    d: { type: 'string', default: '128' },
+    batch: { type: 'string', default: '1000' },
+    intermediate: { type: 'string', default: 'auto' },
+    'intermediate-nprobe': { type: 'string', default: '16' },
+    'no-truth': { type: 'boolean', default: false },
+  },
+});
+const k = Number(v.k);
+const batch = Number(v.batch);
+const data = await loadBenchData(v.data, Number(v.n), Number(v.d), v.nq === undefined ? undefined : Number(v.nq), 1);
+const backend = await createBackend({ backend: v.backend });
+const log = (o) => console.log(JSON.stringify({ data: data.name, n: data.n, d: data.d, nq: data.nq, k, batch, backend: backend.kind, ...o }));
+const seconds = (t0) => (performance.now() - t0) / 1000;
+const round = (x, p = 3) => Number(x.toFixed(p));
+
+async function timedSearch(index, params) {
+  const labels = new Float64Array(data.nq * k);
+  const timings = { uploadMs: 0, computeMs: 0, readbackMs: 0 };
+  await index.search(data.xq.subarray(0, Math.min(batch, data.nq) * data.d), k, params); // warm
+  const t0 = performance.now();
+  for (let q0 = 0; q0 < data.nq; q0 += batch) {
+    const rows = Math.min(batch, data.nq - q0);
+    const r = await index.search(data.xq.subarray(q0 * data.d, (q0 + rows) * data.d), k, { ...params, timings });
+    labels.set(r.labels, q0 * k);
+  }
+  return { labels, qps: data.nq / seconds(t0), ms: performance.now() - t0, timings };
+}
+
+let truth = null;
+if (!v['no-truth']) {
+  const flat = new FlatIndex(backend, { dim: data.d });
+  await flat.add(data.xb);
+  truth = (await timedSearch(flat, {})).labels;
+  await flat.dispose();
+}
+const recall = (labels) => {
+  if (!truth) return null;
+  let hit = 0;
+  for (let q = 0; q < data.nq; q++) {
+    const t = new Set(truth.subarray(q * k, (q + 1) * k));
+    for (let j = 0; j < k; j++) if (t.has(labels[q * k + j])) hit++;
+  }
+  return hit / (data.nq * k);
+};
+
+const t0 = performance.now();
+const index = new GraphIndex(backend, {
+  dim: data.d,
+  degree: Number(v.degree),
+  intermediateGraph: v.intermediate,
+  intermediateNprobe: Number(v['intermediate-nprobe']),
+});
+await index.add(data.xb);
+await index.rebuildGraph();
+log({ build: true, buildSeconds: round(seconds(t0), 1), intermediate: index.lastIntermediate, unreachable: index.unreachableRows });
+for (const itopk of v.itopk.split(',').map(Number)) {
+  const r = await timedSearch(index, { itopk });
+  const w = r.timings.walk;
+  log({
+    itopk,
+    recall: recall(r.labels),
+    qps: round(r.qps, 1),
+    iterationsPerQuery: round(w.iterations / w.queries, 1),
+    maxIterations: w.maxIterations,
+    distancesPerQuery: round(w.distances / w.queries, 1),
+    // A batch's queries walk side by side: the search's time over its longest walks.
+    msPerIteration: round(r.ms / Math.ceil(data.nq / batch) / w.maxIterations, 3),
+    usPerQueryIteration: round((1000 * r.ms) / w.iterations, 2),
+  });
+}
+await index.dispose();
+await backend.dispose?.();
