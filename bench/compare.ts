@@ -215,7 +215,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     if (runs('faiss')) {
       try {
         const factory = o.indexes.length
-          ? o.indexes.map((s) => ({ ...faissString(s, o.nprobes, o.kFactors, o.hnsw.efSearch), niter: FACTORY_KMEANS_NITER, seed: o.seed }))
+          ? o.indexes.map((s) => ({ ...faissString(s, o.nprobes, o.kFactors, o.hnsw.efSearch, o.hnsw.faissM ?? null), niter: FACTORY_KMEANS_NITER, seed: o.seed }))
             .filter((f, i, all) => f.configs.length && all.findIndex((g) => g.description === f.description) === i) // CAGRA32 and CAGRA33: one HNSW16
           : null;
         o.log(factory ? `faiss: ${factory.map((f) => f.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
@@ -319,7 +319,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
             ...(o.indexes.some((s) => s.refine) ? [`,RFlat strings: kFactor ${o.kFactors.join(', ')} (k * kFactor candidates re-ranked exactly)`] : []),
             ...(o.indexes.some((s) => s.degree !== null)
               ? [`CAGRA strings: itopk ${o.itopks.join(', ')} (searchWidth 1, iterations automatic; the graph built by the first search, in the build time); ` +
-                `Faiss runs HNSW<degree/2> instead (IndexHNSWFlat, efConstruction ${FAISS_HNSW_EF_CONSTRUCTION}) at ef ${o.hnsw.efSearch.join(', ')}`]
+                `Faiss runs HNSW${o.hnsw.faissM ?? '<degree/2>'} instead (IndexHNSWFlat, efConstruction ${FAISS_HNSW_EF_CONSTRUCTION}) at ef ${o.hnsw.efSearch.join(', ')}`]
               : []),
           ]
           : [`IVF: nlist = ${o.nlist}, k-means ${o.niter} iterations (seed ${o.seed}), nprobe ${nprobes.join(', ') || 'none (nlist too small)'}`]),

@@ -94,13 +94,13 @@ export function faissHnswM(degree: number): number {
 
 /**
  * What Faiss runs for a string: the same factory string and searches; for CAGRA<degree>,
- * HNSW<degree/2> (IndexHNSWFlat, efConstruction FAISS_HNSW_EF_CONSTRUCTION) searched at each
- * efSearch.
+ * HNSW<degree/2> (or HNSW<hnswM>: bench compare --faiss-hnsw-m; IndexHNSWFlat, efConstruction
+ * FAISS_HNSW_EF_CONSTRUCTION) searched at each efSearch.
  */
-export function faissString(s: IndexString, nprobes: number[], kFactors: number[], efSearch: number[]): { description: string; efConstruction?: number; configs: FaissSearchConfig[] } {
+export function faissString(s: IndexString, nprobes: number[], kFactors: number[], efSearch: number[], hnswM: number | null = null): { description: string; efConstruction?: number; configs: FaissSearchConfig[] } {
   if (s.degree === null) return { description: s.description, configs: searchGrid(s, nprobes, kFactors) };
   return {
-    description: `HNSW${faissHnswM(s.degree)}`,
+    description: `HNSW${hnswM ?? faissHnswM(s.degree)}`,
     efConstruction: FAISS_HNSW_EF_CONSTRUCTION,
     configs: efSearch.map((ef) => ({ param: `ef=${ef}`, nprobe: null, kFactor: null, efSearch: ef })),
   };

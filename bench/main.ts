@@ -188,14 +188,15 @@ search and index settings:
   --nprobe P[,P..] the nprobe sweep (default 1,2,4,8,16,32,64; values above nlist are dropped)
   --kfactor F[,F..]  ,RFlat strings: re-rank k * F candidates exactly (default 4)
   --itopk L[,L..]  CAGRA strings: the walk's internal list lengths, one row each, in [1, 256]
-                   (default 32,64,128; one below the search's candidates, 32 for k = 10, walks a
-                   list of the candidates' length)
+                   (default 32,64,128; one below k walks a list of k)
   --niter I        k-means iterations of the default run, ours and Faiss's (default 10; --index
                    strings train with indexFactory's 10)
   --ef E[,E..]     HNSW ef for the peers (default k, 2k, 4k; with a CAGRA string, the --itopk
                    values, and Faiss's HNSW runs them too)
   --hnsw-m M       HNSW M / usearch connectivity (default 16)
   --ef-construction E  HNSW efConstruction / usearch expansion_add (default 200)
+  --faiss-hnsw-m M  M of Faiss's HNSW beside a CAGRA string (default degree / 2: HNSW16 beside
+                   CAGRA32, whose base layer holds as many links a node)
 
 timing and output (every index is built first and stays in memory; then each round runs one pass
 of every configuration, 100 ms apart, each pass after one untimed batch, so that a machine whose
@@ -377,6 +378,7 @@ async function compareOptions(
     hnsw: {
       m: positiveInt('hnsw-m', v['hnsw-m'], 16),
       efConstruction: positiveInt('ef-construction', v['ef-construction'], 200),
+      faissM: v['faiss-hnsw-m'] === undefined ? null : positiveInt('faiss-hnsw-m', v['faiss-hnsw-m'], 0),
       efSearch: intList('ef', v.ef, graphs ? itopks : [k, 2 * k, 4 * k]),
       seed,
     },

@@ -120,6 +120,8 @@ export interface HnswSettings {
   efConstruction: number;
   efSearch: number[];
   seed: number;
+  /** Faiss's HNSW beside a CAGRA string: its M (null: the degree / 2). */
+  faissM?: number | null;
 }
 
 /** One searchable configuration of a peer. */

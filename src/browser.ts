@@ -37,6 +37,8 @@ export type { IvfSearchParams } from './indexes/ivf/params.js';
 export type { GraphSearchParams } from './indexes/graph/params.js';
 export { GRAPH_MAX_ITOPK, GraphIndex } from './indexes/graph/graph-index.js';
 export type { GraphIndexOptions } from './indexes/graph/graph-index.js';
+export { GRAPH_EXACT_KNN_MAX_WORK } from './indexes/graph/intermediate.js';
+export type { IntermediateGraph, IntermediateGraphInfo } from './indexes/graph/intermediate.js';
 export { COMPACT_DEAD_FRACTION } from './indexes/ids.js';
 export type { IdFilter, IdList } from './indexes/ids.js';
 export type { RangeSearchResult } from './types.js';

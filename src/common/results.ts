@@ -101,3 +101,14 @@ export function dropSelf(labelsIn: ArrayLike<number>, distancesIn: Float32Array,
   }
   return { labels, distances };
 }
+
+/** Lists of `k` (score, label) a row widened to `width` a row, the new slots empty (+Infinity, -1). */
+export function padSlots(r: { distances: Float32Array; labels: Int32Array }, rows: number, k: number, width: number): { distances: Float32Array; labels: Int32Array } {
+  const distances = new Float32Array(rows * width).fill(Infinity);
+  const labels = new Int32Array(rows * width).fill(-1);
+  for (let q = 0; q < rows; q++) {
+    distances.set(r.distances.subarray(q * k, (q + 1) * k), q * width);
+    labels.set(r.labels.subarray(q * k, (q + 1) * k), q * width);
+  }
+  return { distances, labels };
+}

@@ -65,7 +65,10 @@ describe('GraphIndex', () => {
       const index = new GraphIndex(backend, { dim: d, degree: 16 });
       await index.add(xb);
       const r = await index.search(xq, 10, { itopk: 32 });
-      out.push({ graph: index.graphRows!.slice(), labels: Array.from(r.labels), distances: Array.from(r.distances) });
+      // A list shorter than the re-score's 32 candidates: the walk's 12, padded.
+      const short = await index.search(xq, 10, { itopk: 12 });
+      expect(short.labels.includes(-1)).toBe(false);
+      out.push({ graph: index.graphRows!.slice(), labels: [...r.labels, ...short.labels], distances: [...r.distances, ...short.distances] });
       await index.dispose();
     }
     expect(out[1].graph).toEqual(out[0].graph);
@@ -109,8 +112,8 @@ describe('GraphIndex', () => {
     const q = randomSmallInts(2 * d, 4);
     await expect(index.search(q, 5, { itopk: 0 })).rejects.toThrow(`itopk must be an integer in [1, ${GRAPH_MAX_ITOPK}]; got 0`);
     await expect(index.search(q, 5, { searchWidth: 0 })).rejects.toThrow('searchWidth must be an integer in [1, 32]; got 0');
-    await expect(index.search(q, 241)).rejects.toThrow(`k = 241: a CAGRA search walks a list of at least 512 (k and the re-score's margin, to a power of two); the walk holds at most ${GRAPH_MAX_ITOPK}: ask for at most 240 results`);
-    expect((await index.search(q, 240)).labels.length).toBe(2 * 240);
+    await expect(index.search(q, 257)).rejects.toThrow(`k = 257: a CAGRA search walks a list of at least k entries; the walk holds at most ${GRAPH_MAX_ITOPK}: ask for at most 256 results`);
+    expect((await index.search(q, 256)).labels.length).toBe(2 * 256);
     const wide = new GraphIndex(cpu, { dim: d, degree: 32 });
     await expect(wide.search(q, 5, { searchWidth: 17 })).rejects.toThrow('searchWidth must be an integer in [1, 16] (the walk scores at most 512 neighbours an iteration: 16 rows of degree 32); got 17');
     await wide.dispose();

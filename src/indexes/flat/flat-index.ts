@@ -282,7 +282,7 @@ export class FlatIndex extends IndexCore {
   }
 
   // In the kernels' order always (what `need` null asks for).
-  protected candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
+  protected candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams, _need?: number | null): Promise<SlotResult> {
     return this.backend.searchFlat(this.store, this.storeQueries(xq, nq), nq, kc, this.kernelMetric, params.timings, masks);
   }
 

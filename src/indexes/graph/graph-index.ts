@@ -1,8 +1,9 @@
 /**
  * A CAGRA graph index (Ootomo et al., arXiv 2308.15136; cuVS's cagra): float32 rows, as FlatIndex
  * stores them, and a graph of `degree` out-edges a row, built from them:
- *   1. the intermediate graph: each row's `intermediateDegree` nearest rows, by the exact flat
- *      search of the rows against themselves (the row itself left out);
+ *   1. the intermediate graph: each row's `intermediateDegree` nearest rows (the row itself left
+ *      out), by the exact flat search of the rows against themselves or, for many rows, an IVF
+ *      search of them (./intermediate.ts);
  *   2. rank-based pruning (cagra-prune) and the reverse edges merged in (src/plans/graph-build.ts).
  * A search walks the graph from seeded entry points (graph-search, one workgroup a query) and
  * hands the walk's best `candidates` to the exact re-score, as every index does. The graph is
@@ -23,7 +24,6 @@ import { platform } from '../../platform/platform.js';
 import { buildGraphRows, pruneRows } from '../../plans/graph-build.js';
 import { type DeviceGraph, type WalkOptions, searchGraph } from '../../plans/graph-search.js';
 import type { Metric, SearchResult, SlotResult } from '../../types.js';
-import { RESCORE_MARGIN, candidatesFor } from '../rescore.js';
 import { FlatIndex } from '../flat/flat-index.js';
 import type { SearchParams } from '../vector-index.js';
 import { CAGRA_MAX_DEGREE, CAGRA_MAX_KIN, PAD_ID } from '../../kernel-facts.js';
@@ -36,7 +36,8 @@ import {
   halfRowWords,
 } from '../../device.js';
 import { popcount } from '../../cpu/hamming-scores.js';
-import { dropSelf } from '../../common/results.js';
+import { padSlots } from '../../common/results.js';
+import { GRAPH_IVF_NPROBE, type IntermediateGraph, type IntermediateGraphInfo, checkIntermediateGraph, intermediateGraph, intermediatePlan } from './intermediate.js';
 import { halfRowsWithNorms } from '../../stores/half-rows.js';
 
 export interface GraphIndexOptions {
@@ -47,6 +48,14 @@ export interface GraphIndexOptions {
   degree?: number;
   /** Neighbours a row in the intermediate graph that pruning starts from (default 2 x degree, as cuVS; at most 256). */
   intermediateDegree?: number;
+  /**
+   * How the intermediate graph is made: 'exact' (the flat self-search), 'ivf' (an IVF-Flat
+   * self-search, `intermediateNprobe` lists a row) or 'auto' (default: exact while n^2 d <=
+   * GRAPH_EXACT_KNN_MAX_WORK, IVF above). See ./intermediate.ts.
+   */
+  intermediateGraph?: IntermediateGraph;
+  /** Lists an 'ivf' intermediate graph scans a row (default GRAPH_IVF_NPROBE, 16). */
+  intermediateNprobe?: number;
   /** As FlatIndexOptions.hostCopy. */
   hostCopy?: boolean;
   /** The walk's internal list length by default (64, as cuVS); a search's params may say otherwise. */
@@ -55,8 +64,8 @@ export interface GraphIndexOptions {
 
 /** The kernel's largest internal list (shaders/graph-search.wgsl MAX_ITOPK). */
 export const GRAPH_MAX_ITOPK = GRAPH_SEARCH_MAX_ITOPK;
-/** The most results a search may ask for: its candidates (k and the re-score's margin, to a power of two) within GRAPH_MAX_ITOPK. */
-export const GRAPH_MAX_K = GRAPH_MAX_ITOPK - RESCORE_MARGIN;
+/** The most results a search may ask for: the walk's list holds at least k (see `candidates`). */
+export const GRAPH_MAX_K = GRAPH_MAX_ITOPK;
 /**
  * A filter (with the removed rows) allowing at least this share of the rows is applied during the
  * walk; below it the search is the exact pre-filtered scan, as a walk through mostly disallowed
@@ -107,6 +116,10 @@ interface BuiltGraph {
 export class GraphIndex extends FlatIndex {
   readonly degree: number;
   readonly intermediateDegree: number;
+  readonly intermediateGraph: IntermediateGraph;
+  readonly intermediateNprobe: number;
+  /** How the last full build made its intermediate graph (null before one). */
+  lastIntermediate: IntermediateGraphInfo | null = null;
   /** The walk's internal list length when a search's params do not say. */
   itopk: number;
   private built: BuiltGraph | null = null;
@@ -126,6 +139,11 @@ export class GraphIndex extends FlatIndex {
       throw new InvalidArgumentError(`intermediateDegree must be an integer in [degree = ${this.degree}, ${CAGRA_MAX_KIN}]; got ${String(options.intermediateDegree)}`);
     }
     this.itopk = checkItopk(options.itopk ?? 64, 'itopk');
+    this.intermediateGraph = checkIntermediateGraph(options.intermediateGraph);
+    this.intermediateNprobe = options.intermediateNprobe ?? GRAPH_IVF_NPROBE;
+    if (!Number.isInteger(this.intermediateNprobe) || this.intermediateNprobe < 1) {
+      throw new InvalidArgumentError(`intermediateNprobe must be an integer >= 1; got ${String(options.intermediateNprobe)}`);
+    }
   }
 
   /**
@@ -198,26 +216,30 @@ export class GraphIndex extends FlatIndex {
     return p;
   }
 
-  /** Refuses, before anything runs, a k whose candidates the walk cannot hold (at most GRAPH_MAX_K). */
+  /** Refuses, before anything runs, a k the walk's list cannot hold (at most GRAPH_MAX_K). */
   override search(xq: Float32Array, k: number, params: SearchParams = {}): Promise<SearchResult> {
-    if (Number.isInteger(k) && k >= 1) {
-      const kc = candidatesFor(k, this.backend.maxK);
-      if (kc > GRAPH_MAX_ITOPK) {
-        return Promise.reject(
-          new InvalidArgumentError(
-            `k = ${k}: a CAGRA search walks a list of at least ${kc} (k and the re-score's margin, to a power of two); the walk holds at most ${GRAPH_MAX_ITOPK}: ask for at most ${GRAPH_MAX_K} results`,
-          ),
-        );
-      }
+    if (Number.isInteger(k) && k > GRAPH_MAX_K) {
+      return Promise.reject(
+        new InvalidArgumentError(`k = ${k}: a CAGRA search walks a list of at least k entries; the walk holds at most ${GRAPH_MAX_ITOPK}: ask for at most ${GRAPH_MAX_K} results`),
+      );
     }
     return super.search(xq, k, params);
   }
 
-  protected override async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams): Promise<SlotResult> {
+  /**
+   * The walk's list is itopk long, and at least the `need` results the re-score keeps, not the
+   * re-score's margin (`kc`): the walk is approximate, its list length is its recall knob, and a
+   * list of 16 for k = 10 scores fewer rows than one of candidatesFor(10) = 32. The walk
+   * hands back its whole list (at most kc), padded to kc with empty slots. Without `need` (a
+   * post-filter reads the candidates in the kernels' order), or with a mask, the list holds all kc.
+   */
+  protected override async candidates(xq: Float32Array, nq: number, kc: number, masks: Uint32Array[] | null, params: SearchParams, need: number | null): Promise<SlotResult> {
     // The rows a filter and the removals allow, as one mask over every row the walk may reach.
     const { mask, allowed } = masks ? this.walkMask(masks) : { mask: null, allowed: 1 };
     // The walk passes through disallowed rows and keeps them in its list: widen it by their share (cuVS).
-    const wide = allowed > 0 ? Math.max(Math.ceil((params.itopk ?? this.itopk) / allowed), Math.ceil(kc / allowed)) : Infinity;
+    // The allowed share is an average: a masked list keeps the re-score's margin against its spread.
+    const least = mask || need === null ? kc : need;
+    const wide = allowed > 0 ? Math.ceil(Math.max(params.itopk ?? this.itopk, least) / allowed) : Infinity;
     const strategy = params.strategy ?? 'auto';
     const itopk = strategy === 'walk' ? Math.min(wide, GRAPH_MAX_ITOPK) : wide;
     const walks = strategy === 'walk' ? allowed > 0 : strategy === 'auto' && allowed >= GRAPH_FILTER_MIN_SELECTIVITY && itopk <= GRAPH_MAX_ITOPK;
@@ -227,7 +249,9 @@ export class GraphIndex extends FlatIndex {
     if (params.timings) params.timings.strategy = g ? 'walk' : 'scan';
     if (!g) return super.candidates(xq, nq, kc, masks, params);
     const walk = walkOptions(itopk, params.searchWidth ?? 1, params.maxIterations ?? 0, this.degree);
-    return searchGraph(this.backend.device, this.store, g.device, xq, nq, kc, this.kernelMetric, walk, params.timings, mask ? [mask] : null);
+    const kw = Math.min(kc, itopk);
+    const r = await searchGraph(this.backend.device, this.store, g.device, xq, nq, kw, this.kernelMetric, walk, params.timings, mask ? [mask] : null);
+    return kw === kc ? r : { ...r, ...padSlots(r, nq, kw, kc) };
   }
 
   /**
@@ -265,17 +289,11 @@ export class GraphIndex extends FlatIndex {
     if (n < 2) return null;
     const d = this.dim;
     this.checkWalkRows(n);
-    // 1. Each row's kin nearest other rows, by the exact flat search of the rows themselves.
+    // 1. Each row's kin nearest other rows, exactly or by an IVF self-search.
     const kin = Math.min(this.intermediateDegree, n - 1);
-    const knn = new Uint32Array(n * kin);
-    let row0 = 0;
-    for await (const block of this.store.readRows()) {
-      const rows = block.length / d;
-      const r = await this.backend.searchFlat(this.store, block, rows, kin + 1, this.kernelMetric);
-      const { labels } = dropSelf(r.labels, r.distances, rows, kin, row0);
-      for (let j = 0; j < labels.length; j++) knn[row0 * kin + j] = labels[j] >= 0 ? labels[j] : PAD_ID;
-      row0 += rows;
-    }
+    const plan = intermediatePlan(this.intermediateGraph, n, d, this.intermediateNprobe);
+    const knn = await intermediateGraph(this.backend, this.store, n, kin, this.kernelMetric, plan);
+    this.lastIntermediate = plan;
     // 2. Pruned, with the reverse edges merged in.
     const degree = Math.min(this.degree, kin);
     const graphRows = await buildGraphRows(this.backend.device, knn, n, kin, degree);

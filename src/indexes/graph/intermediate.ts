@@ -1,0 +1,141 @@
+/**
+ * The intermediate graph a CAGRA build prunes: each row's `kin` nearest other rows (PAD_ID where a
+ * row has fewer), row-major, `n * kin` slots. Two ways to make it (cuVS builds it by IVF-PQ or
+ * NN-descent; we use our own plans):
+ *   - 'exact': the flat search of the rows against themselves, n^2 d work: exact, and the default
+ *     while n^2 d <= GRAPH_EXACT_KNN_MAX_WORK (Fashion-MNIST's 60,000 x 784 is 2.8e12);
+ *   - 'ivf': an IVF-Flat index of the rows (nlist = round(sqrt(8 n)), k-means on a seeded sample
+ *     of 64 rows a list), each row searched in the nprobe lists nearest it, about nprobe / nlist of
+ *     the exact work; a row's own list is always among them, so it finds itself and is left out.
+ * Both are deterministic (seeded) and run on either backend. 'exact' gives the same graph on every
+ * device; 'ivf' may differ in the few rows whose nprobe-th and next nearest lists nearly tie (IVF
+ * probes by float32 scores against fractional centroids, rounded differently per device: 1 row in
+ * 1,200 in test/index/graph-intermediate.test.ts).
+ */
+import type { Backend } from '../../backend/backend.js';
+import { dropSelf } from '../../common/results.js';
+import { rng } from '../../common/random.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { type KernelMetric, PAD_ID } from '../../kernel-facts.js';
+import type { BaseStore } from '../../contracts.js';
+import { IvfFlatIndex } from '../ivf/ivf-flat-index.js';
+
+export type IntermediateGraph = 'auto' | 'exact' | 'ivf';
+
+/** n^2 d at most for which 'auto' makes the intermediate graph exactly (above: 'ivf'); at d = 128, 176,776 rows. */
+export const GRAPH_EXACT_KNN_MAX_WORK = 4e12;
+/** Lists an 'ivf' intermediate graph scans a row, by default. */
+export const GRAPH_IVF_NPROBE = 16;
+/** k-means sample rows per list of an 'ivf' intermediate graph. */
+const IVF_TRAIN_ROWS_PER_LIST = 64;
+const SEED = 1234;
+
+/** How a build makes its intermediate graph, and, for 'ivf', with what and how well. */
+export interface IntermediateGraphInfo {
+  method: 'exact' | 'ivf';
+  nlist?: number;
+  nprobe?: number;
+  /** 'ivf': its recall of the exact intermediate graph over RECALL_SAMPLE_ROWS seeded rows (intermediateRecall). */
+  recall?: number;
+}
+
+/** Rows an 'ivf' build checks its intermediate graph's recall on (the flat search of 256 rows: cheap beside the build). */
+export const RECALL_SAMPLE_ROWS = 256;
+
+export function checkIntermediateGraph(v: unknown): IntermediateGraph {
+  if (v === undefined) return 'auto';
+  if (v === 'auto' || v === 'exact' || v === 'ivf') return v;
+  throw new InvalidArgumentError(`intermediateGraph must be 'auto', 'exact' or 'ivf'; got ${String(v)}`);
+}
+
+/** What 'auto' (or the method asked for) does for n rows of d. */
+export function intermediatePlan(method: IntermediateGraph, n: number, d: number, nprobe = GRAPH_IVF_NPROBE): IntermediateGraphInfo {
+  const exact = method === 'exact' || (method === 'auto' && n * n * d <= GRAPH_EXACT_KNN_MAX_WORK);
+  if (exact) return { method: 'exact' };
+  const nlist = Math.max(1, Math.min(Math.round(Math.sqrt(8 * n)), Math.floor(n / 2)));
+  return { method: 'ivf', nlist, nprobe: Math.min(nprobe, nlist) };
+}
+
+/** The `n * kin` intermediate graph of the store's rows (the index's prepared rows: normalised for cosine). */
+export async function intermediateGraph(backend: Backend, store: BaseStore, n: number, kin: number, metric: KernelMetric, plan: IntermediateGraphInfo): Promise<Uint32Array> {
+  const knn = new Uint32Array(n * kin);
+  const put = (labels: ArrayLike<number>, distances: Float32Array, rows: number, row0: number): void => {
+    const own = dropSelf(labels, distances, rows, kin, row0).labels;
+    for (let j = 0; j < own.length; j++) knn[row0 * kin + j] = own[j] >= 0 ? own[j] : PAD_ID;
+  };
+  if (plan.method === 'exact') {
+    let row0 = 0;
+    for await (const block of store.readRows()) {
+      const rows = block.length / store.d;
+      const r = await backend.searchFlat(store, block, rows, kin + 1, metric);
+      put(r.labels, r.distances, rows, row0);
+      row0 += rows;
+    }
+    return knn;
+  }
+  // The rows are prepared already (unit norm for cosine): inner product on them is cosine's order.
+  const ivf = new IvfFlatIndex(backend, { dim: store.d, nlist: plan.nlist!, metric: metric === 'l2' ? 'l2' : 'ip', nprobe: plan.nprobe });
+  try {
+    await ivf.train((await sampleRows(store, n, Math.min(n, plan.nlist! * IVF_TRAIN_ROWS_PER_LIST))).x);
+    for await (const block of store.readRows()) await ivf.add(block);
+    let row0 = 0;
+    for await (const block of store.readRows()) {
+      const rows = block.length / store.d;
+      const r = await ivf.search(block, kin + 1);
+      put(r.labels, r.distances, rows, row0);
+      row0 += rows;
+    }
+  } finally {
+    await ivf.dispose();
+  }
+  plan.recall = await intermediateRecall(backend, store, knn, n, kin, metric, RECALL_SAMPLE_ROWS);
+  return knn;
+}
+
+/** A seeded sample of `m` of the store's `n` rows, in row order: their row numbers and vectors. */
+async function sampleRows(store: BaseStore, n: number, m: number): Promise<{ rows: Uint32Array; x: Float32Array }> {
+  const random = rng(SEED);
+  const pick = new Uint8Array(n);
+  // Floyd's sampling: m distinct rows.
+  for (let j = n - m; j < n; j++) {
+    const t = Math.floor(random() * (j + 1));
+    pick[pick[t] ? j : t] = 1;
+  }
+  const d = store.d;
+  const rows = new Uint32Array(m);
+  const x = new Float32Array(m * d);
+  let row = 0;
+  let o = 0;
+  for await (const block of store.readRows()) {
+    const nb = block.length / d;
+    for (let i = 0; i < nb; i++, row++) {
+      if (!pick[row]) continue;
+      x.set(block.subarray(i * d, (i + 1) * d), d * o);
+      rows[o++] = row;
+    }
+  }
+  return { rows, x };
+}
+
+/**
+ * The intermediate graph's recall over `m` seeded rows: the share of each row's exact `kin`
+ * nearest other rows (the flat search) that `knn` holds. A neighbour tied with an exact one but
+ * not itself among them is not credited: a lower bound where distances tie.
+ */
+export async function intermediateRecall(backend: Backend, store: BaseStore, knn: Uint32Array, n: number, kin: number, metric: KernelMetric, m: number): Promise<number> {
+  const { rows, x } = await sampleRows(store, n, Math.min(m, n));
+  const r = await backend.searchFlat(store, x, rows.length, kin + 1, metric);
+  let found = 0;
+  let total = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const at = (i + 1) * (kin + 1);
+    const exact = dropSelf(r.labels.subarray(at - kin - 1, at), r.distances.subarray(at - kin - 1, at), 1, kin, rows[i]).labels;
+    const have = new Set(knn.subarray(rows[i] * kin, (rows[i] + 1) * kin));
+    for (const v of exact) {
+      if (v < 0) continue;
+      total++;
+      if (have.has(v)) found++;
+    }
+  }
+  return total ? found / total : 1;
+}
