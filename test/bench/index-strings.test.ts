@@ -33,5 +33,7 @@ describe('bench index strings', () => {
       configs: [{ param: 'ef=32', nprobe: null, kFactor: null, efSearch: 32 }, { param: 'ef=64', nprobe: null, kFactor: null, efSearch: 64 }],
     });
     expect([faissHnswM(64), faissHnswM(33), faissHnswM(1)]).toEqual([32, 16, 1]);
+    // bench compare --faiss-hnsw-m 32: HNSW32 beside CAGRA32.
+    expect(faissString(parseIndexString('CAGRA32')!, [8], [4], [16], 32)).toMatchObject({ description: 'HNSW32', configs: [{ param: 'ef=16', efSearch: 16 }] });
   });
 });
