@@ -4,11 +4,16 @@
 // made (exact or IVF) and, for IVF, its recall. One JSON line per row.
 //   node scripts/graph-profile.mjs --data siftsmall|fashion-mnist|clustered|uniform [--n 1000000 --d 128]
 //        [--backend webgpu|cpu] [--degree 32] [--itopk 16,32,64] [--k 10] [--nq 1000] [--batch 1000]
-//        [--intermediate auto|exact|ivf] [--intermediate-nprobe 16] [--no-truth]
+//        [--intermediate auto|exact|ivf] [--intermediate-nprobe 16] [--no-truth] [--check-cpu]
+// --check-cpu: the index saved, loaded on the CPU backend and searched with the same queries:
+// labelsEqual says whether every label is the same (the CPU walks with the kernel's twin).
 // Needs `npm run build` first (it runs dist/). Not interleaved: the comparison against the peers
 // is `bench compare`. Recall is against a Flat index of the same rows (skipped with --no-truth).
 import { parseArgs } from 'node:util';
-import { FlatIndex, GraphIndex, createBackend } from '../dist/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FlatIndex, GraphIndex, createBackend, loadIndex } from '../dist/index.js';
 import { loadBenchData } from '../dist/bench/data.js';
 
 const { values: v } = parseArgs({
@@ -25,6 +30,7 @@ const { values: v } = parseArgs({
     intermediate: { type: 'string', default: 'auto' },
     'intermediate-nprobe': { type: 'string', default: '16' },
     'no-truth': { type: 'boolean', default: false },
+    'check-cpu': { type: 'boolean', default: false },
   },
 });
 const k = Number(v.k);
@@ -75,8 +81,21 @@ const index = new GraphIndex(backend, {
 await index.add(data.xb);
 await index.rebuildGraph();
 log({ build: true, buildSeconds: round(seconds(t0), 1), intermediate: index.lastIntermediate, unreachable: index.unreachableRows });
+let onCpu = null;
+let cpu = null;
+const dir = mkdtempSync(join(tmpdir(), 'graph-profile-'));
+if (v['check-cpu']) {
+  await index.save(join(dir, 'g.idx'));
+  cpu = await createBackend({ backend: 'cpu' });
+  onCpu = await loadIndex(cpu, join(dir, 'g.idx'));
+}
 for (const itopk of v.itopk.split(',').map(Number)) {
   const r = await timedSearch(index, { itopk });
+  let labelsEqual;
+  if (onCpu) {
+    const c = await onCpu.search(data.xq.subarray(0, data.nq * data.d), k, { itopk });
+    labelsEqual = c.labels.every((x, i) => x === r.labels[i]);
+  }
   const w = r.timings.walk;
   log({
     itopk,
@@ -88,7 +107,10 @@ for (const itopk of v.itopk.split(',').map(Number)) {
     // A batch's queries walk side by side: the search's time over its longest walks.
     msPerIteration: round(r.ms / Math.ceil(data.nq / batch) / w.maxIterations, 3),
     usPerQueryIteration: round((1000 * r.ms) / w.iterations, 2),
+    ...(onCpu ? { labelsEqual } : {}),
   });
 }
+await onCpu?.dispose();
+rmSync(dir, { recursive: true, force: true });
 await index.dispose();
 await backend.dispose?.();
