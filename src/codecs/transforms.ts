@@ -227,7 +227,7 @@ export function covariance(x: Float32Array, n: number, d: number): Float64Array 
  * decreasing order (ties: the solver's order) and the eigenvectors as the rows of `vectors` in the
  * same order, each of unit norm with its largest-magnitude entry (the first of equal ones)
  * positive, so the result does not depend on the solver's signs. Agreement with the project's
- * former port of the same algorithm, and with the covariance itself, within EIGEN_TOLERANCE.
+ * former port of the same algorithm, and with the covariance itself: test/codecs/pca-eigen.test.ts.
  */
 export function symmetricEigen(a: Float64Array, d: number): { values: Float64Array; vectors: Float64Array } {
   if (!(Number.isInteger(d) && d >= 1 && a.length === d * d)) {
