@@ -3,6 +3,7 @@
  * option, the file formats, the outputs' guarantees and exit codes.
  */
 import { READ_FORMATS } from '../io/vectors.js';
+import { VULKAN_INSTALL } from '../platform/platform.js';
 
 export const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 export const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
@@ -23,5 +24,4 @@ Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 us
 
 /** What to do without a WebGPU adapter, true wherever the package is installed (no path into the repository). */
 export const SETUP_HINT = `No WebGPU adapter? Install a Vulkan loader and Mesa's Vulkan drivers for a software one (lavapipe):
-Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers (Debian 12: -t bookworm-backports);
-Fedora: dnf install vulkan-loader mesa-vulkan-drivers. Or run with --backend cpu.`;
+${VULKAN_INSTALL.join('\n')}. Or run with --backend cpu.`;

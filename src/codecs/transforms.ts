@@ -18,6 +18,7 @@
  * Cosine: the outputs are re-normalised (rows of unit norm, or zero), so that the inner product of
  * two outputs is the cosine of the prefixes or projections, as Matryoshka models are used.
  */
+import { EigenvalueDecomposition, Matrix } from 'ml-matrix';
 import { sampleRows } from './kmeans.js';
 import { randomOrthogonal, rng } from '../common/random.js';
 import type { Metric } from '../types.js';
@@ -220,177 +221,34 @@ export function covariance(x: Float32Array, n: number, d: number): Float64Array 
 }
 
 /**
- * Eigen-decomposition of the symmetric d x d matrix `a` (row-major; overwritten): Householder
- * reduction to tridiagonal form, then the QL algorithm with implicit shifts (EISPACK's tred2 and
- * tql2, as JAMA ports them). Returns the eigenvalues in decreasing order and the eigenvectors as
- * the rows of `vectors` in the same order, each of unit norm with its largest-magnitude entry
- * (the first of equal ones) positive, so the result does not depend on the solver's signs.
+ * Eigen-decomposition of the symmetric d x d matrix `a` (row-major; left as it is), by ml-matrix's
+ * EigenvalueDecomposition: Householder reduction to tridiagonal form, then the QL algorithm with
+ * implicit shifts (EISPACK's tred2 and tql2, as JAMA ports them). Returns the eigenvalues in
+ * decreasing order (ties: the solver's order) and the eigenvectors as the rows of `vectors` in the
+ * same order, each of unit norm with its largest-magnitude entry (the first of equal ones)
+ * positive, so the result does not depend on the solver's signs. Agreement with the project's
+ * former port of the same algorithm, and with the covariance itself: test/codecs/pca-eigen.test.ts.
  */
 export function symmetricEigen(a: Float64Array, d: number): { values: Float64Array; vectors: Float64Array } {
-  const v = a;
-  const dd = new Float64Array(d);
-  const e = new Float64Array(d);
-  tred2(v, dd, e, d);
-  // tql2 rotates pairs of columns of V: work on its transpose, whose rows are contiguous.
-  const w = transpose(v, d);
-  tql2(w, dd, e, d);
+  if (!(Number.isInteger(d) && d >= 1 && a.length === d * d)) {
+    throw new InvalidArgumentError(`symmetricEigen: a must hold d x d values; got ${a.length} for d = ${d}`);
+  }
+  const evd = new EigenvalueDecomposition(Matrix.from1DArray(d, d, a), { assumeSymmetric: true });
+  const dd = evd.realEigenvalues;
+  // Column i of the eigenvector matrix is the eigenvector of dd[i].
+  const V = evd.eigenvectorMatrix;
   const order = Array.from({ length: d }, (_, i) => i).sort((x, y) => dd[y] - dd[x] || x - y);
   const values = Float64Array.from(order, (i) => dd[i]);
   const vectors = new Float64Array(d * d);
+  const col = new Float64Array(d);
   order.forEach((src, i) => {
-    const row = w.subarray(src * d, (src + 1) * d);
+    for (let j = 0; j < d; j++) col[j] = V.get(j, src);
     let big = 0;
-    for (let j = 1; j < d; j++) if (Math.abs(row[j]) > Math.abs(row[big])) big = j;
-    const sign = row[big] < 0 ? -1 : 1;
-    for (let j = 0; j < d; j++) vectors[i * d + j] = sign * row[j];
+    for (let j = 1; j < d; j++) if (Math.abs(col[j]) > Math.abs(col[big])) big = j;
+    const sign = col[big] < 0 ? -1 : 1;
+    for (let j = 0; j < d; j++) vectors[i * d + j] = sign * col[j];
   });
   return { values, vectors };
-}
-
-function transpose(m: Float64Array, d: number): Float64Array {
-  const t = new Float64Array(d * d);
-  for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) t[j * d + i] = m[i * d + j];
-  return t;
-}
-
-/** Householder tridiagonalisation (JAMA's tred2): V = the orthogonal transform, d the diagonal, e the sub-diagonal. */
-function tred2(V: Float64Array, d: Float64Array, e: Float64Array, n: number): void {
-  for (let j = 0; j < n; j++) d[j] = V[(n - 1) * n + j];
-  for (let i = n - 1; i > 0; i--) {
-    let scale = 0;
-    let h = 0;
-    for (let k = 0; k < i; k++) scale += Math.abs(d[k]);
-    if (scale === 0) {
-      e[i] = d[i - 1];
-      for (let j = 0; j < i; j++) {
-        d[j] = V[(i - 1) * n + j];
-        V[i * n + j] = 0;
-        V[j * n + i] = 0;
-      }
-    } else {
-      for (let k = 0; k < i; k++) {
-        d[k] /= scale;
-        h += d[k] * d[k];
-      }
-      let f = d[i - 1];
-      let g = Math.sqrt(h);
-      if (f > 0) g = -g;
-      e[i] = scale * g;
-      h -= f * g;
-      d[i - 1] = f - g;
-      for (let j = 0; j < i; j++) e[j] = 0;
-      for (let j = 0; j < i; j++) {
-        f = d[j];
-        V[j * n + i] = f;
-        g = e[j] + V[j * n + j] * f;
-        for (let k = j + 1; k <= i - 1; k++) {
-          g += V[k * n + j] * d[k];
-          e[k] += V[k * n + j] * f;
-        }
-        e[j] = g;
-      }
-      f = 0;
-      for (let j = 0; j < i; j++) {
-        e[j] /= h;
-        f += e[j] * d[j];
-      }
-      const hh = f / (h + h);
-      for (let j = 0; j < i; j++) e[j] -= hh * d[j];
-      for (let j = 0; j < i; j++) {
-        f = d[j];
-        g = e[j];
-        for (let k = j; k <= i - 1; k++) V[k * n + j] -= f * e[k] + g * d[k];
-        d[j] = V[(i - 1) * n + j];
-        V[i * n + j] = 0;
-      }
-    }
-    d[i] = h;
-  }
-  for (let i = 0; i < n - 1; i++) {
-    V[(n - 1) * n + i] = V[i * n + i];
-    V[i * n + i] = 1;
-    const h = d[i + 1];
-    if (h !== 0) {
-      for (let k = 0; k <= i; k++) d[k] = V[k * n + i + 1] / h;
-      for (let j = 0; j <= i; j++) {
-        let g = 0;
-        for (let k = 0; k <= i; k++) g += V[k * n + i + 1] * V[k * n + j];
-        for (let k = 0; k <= i; k++) V[k * n + j] -= g * d[k];
-      }
-    }
-    for (let k = 0; k <= i; k++) V[k * n + i + 1] = 0;
-  }
-  for (let j = 0; j < n; j++) {
-    d[j] = V[(n - 1) * n + j];
-    V[(n - 1) * n + j] = 0;
-  }
-  V[(n - 1) * n + n - 1] = 1;
-  e[0] = 0;
-}
-
-/** Implicit-shift QL on the tridiagonal (d, e) (JAMA's tql2), accumulating into W = V^T (eigenvector i: row i). */
-function tql2(W: Float64Array, d: Float64Array, e: Float64Array, n: number): void {
-  for (let i = 1; i < n; i++) e[i - 1] = e[i];
-  e[n - 1] = 0;
-  let f = 0;
-  let tst1 = 0;
-  const eps = 2 ** -52;
-  for (let l = 0; l < n; l++) {
-    tst1 = Math.max(tst1, Math.abs(d[l]) + Math.abs(e[l]));
-    let m = l;
-    while (m < n) {
-      if (Math.abs(e[m]) <= eps * tst1) break;
-      m++;
-    }
-    if (m > l) {
-      let iter = 0;
-      do {
-        if (++iter > 100) throw new Error(`symmetricEigen: no convergence for eigenvalue ${l}`);
-        let g = d[l];
-        let p = (d[l + 1] - g) / (2 * e[l]);
-        let r = Math.hypot(p, 1);
-        if (p < 0) r = -r;
-        d[l] = e[l] / (p + r);
-        d[l + 1] = e[l] * (p + r);
-        const dl1 = d[l + 1];
-        let h = g - d[l];
-        for (let i = l + 2; i < n; i++) d[i] -= h;
-        f += h;
-        p = d[m];
-        let c = 1;
-        let c2 = c;
-        let c3 = c;
-        const el1 = e[l + 1];
-        let s = 0;
-        let s2 = 0;
-        for (let i = m - 1; i >= l; i--) {
-          c3 = c2;
-          c2 = c;
-          s2 = s;
-          g = c * e[i];
-          h = c * p;
-          r = Math.hypot(p, e[i]);
-          e[i + 1] = s * r;
-          s = e[i] / r;
-          c = p / r;
-          p = c * d[i] - s * g;
-          d[i + 1] = h + s * (c * g + s * d[i]);
-          const wi = i * n;
-          const wj = (i + 1) * n;
-          for (let k = 0; k < n; k++) {
-            h = W[wj + k];
-            W[wj + k] = s * W[wi + k] + c * h;
-            W[wi + k] = c * W[wi + k] - s * h;
-          }
-        }
-        p = (-s * s2 * c3 * el1 * e[l]) / dl1;
-        e[l] = s * p;
-        d[l] = c * p;
-      } while (Math.abs(e[l]) > eps * tst1);
-    }
-    d[l] += f;
-    e[l] = 0;
-  }
 }
 
 /** a (r x k) times b (k x c), row-major, float64. */

@@ -4,9 +4,11 @@
  * module with browser.ts.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { shaderFile } from './shader-files.js';
 import type { ChoiceStore, Platform } from './types.js';
 
@@ -48,6 +50,39 @@ function fileStore(dir: string): ChoiceStore {
   };
 }
 
+/** The packages that give WebGPU a software adapter (a Vulkan loader and Mesa's lavapipe), one line a system. */
+export const VULKAN_INSTALL: readonly string[] = [
+  'Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers (Debian 12: -t bookworm-backports);',
+  'Fedora: dnf install vulkan-loader mesa-vulkan-drivers',
+];
+
+/**
+ * The absolute path of the package's scripts/setup-webgpu.sh, as installed (in node_modules) or in
+ * a checkout, or null where this module is not in the package (an app's own bundle): the package's
+ * root is two folders above dist/platform/ and src/platform/, one above dist/index.cjs (whose
+ * import.meta.url is that file); a root counts only where its package.json names webgpu-knn.
+ */
+export function setupScript(from: string = import.meta.url): string | null {
+  for (const up of ['../../', '../']) {
+    const root = fileURLToPath(new URL(up, from));
+    const script = join(root, 'scripts', 'setup-webgpu.sh');
+    try {
+      const name = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name?: unknown }).name;
+      if (name === 'webgpu-knn' && existsSync(script)) return script;
+    } catch {
+      // No package.json there, or not JSON: not the package's root.
+    }
+  }
+  return null;
+}
+
+/** What to do without an adapter, true wherever the package is: its setup script by its path where it has one, and the packages. */
+function setupHint(script = setupScript()): string {
+  const what = "a Vulkan loader and Mesa's lavapipe driver, a software adapter, so WebGPU runs even without a GPU";
+  const install = VULKAN_INSTALL.join(' ');
+  return script ? `run bash ${script} (as root on Debian/Ubuntu it installs ${what}), or install them yourself: ${install}` : `install ${what}: ${install}`;
+}
+
 export const platform: Platform = {
   name: 'node',
   shaderSource: shaderFile,
@@ -64,9 +99,7 @@ export const platform: Platform = {
   choiceStore: (dir = gemmCacheDir()) => fileStore(dir),
   warn: (line) => void process.stderr.write(`${line}\n`),
   yieldToEvents: () => new Promise((r) => setImmediate(r)),
-  setupHint:
-    'run scripts/setup-webgpu.sh (on Debian/Ubuntu as root it installs the Vulkan loader and Mesa\'s ' +
-    'lavapipe driver, so WebGPU runs even without a GPU)',
+  setupHint: setupHint(),
   // Imported when first used: the file writer is the CLI's and save()'s, not every search's.
   writeIndexFile: async (...args) => (await import('../io/index-file.js')).writeIndexFile(...args),
 };

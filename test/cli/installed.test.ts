@@ -1,6 +1,7 @@
 /**
  * The CLI as a package user has it (issue 36): dist/, shaders/ and package.json copied into a
- * folder outside the repository whose node_modules holds only `webgpu`, so bullmq and ioredis
+ * folder outside the repository whose node_modules holds only what an install brings (the lock's
+ * packages that are neither dev nor peer: webgpu, ml-matrix and its helpers), so bullmq and ioredis
  * (optional: the worker's and --distributed's) cannot be resolved. Every other command, --help
  * and --version included, works; the worker and a --distributed run say what to install. The
  * demo's data (the devDependency @sap-ux/fiori-docs-embeddings) is missing there too.
@@ -8,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
@@ -19,7 +20,13 @@ const app = mkdtempSync(join(tmpdir(), 'webgpu-knn-installed-'));
 const pkg = join(app, 'node_modules', 'webgpu-knn');
 for (const part of ['dist', 'shaders', 'package.json']) cpSync(join(root, part), join(pkg, part), { recursive: true });
 mkdirSync(join(app, 'node_modules'), { recursive: true });
-symlinkSync(join(root, 'node_modules', 'webgpu'), join(app, 'node_modules', 'webgpu'), 'dir');
+const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; peer?: boolean }> };
+for (const [path, entry] of Object.entries(lock.packages)) {
+  // Nested copies come with the folder of the package above them.
+  if (!path.startsWith('node_modules/') || path.includes('/node_modules/', 1) || entry.dev || entry.peer) continue;
+  mkdirSync(dirname(join(app, path)), { recursive: true });
+  symlinkSync(join(root, path), join(app, path), 'dir');
+}
 
 const MISSING = 'need the packages bullmq and ioredis, which are not installed: npm install bullmq ioredis';
 

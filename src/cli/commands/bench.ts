@@ -17,7 +17,7 @@ async function loadBench(): Promise<BenchModule> {
 export const benchCommand: Command = {
   name: 'bench',
   summary: `benchmarks: compare, quantize, flat, kmeans, ivf, scheduler, dedup,
-clustered-dedup
+clustered-dedup, filters, remove
 ('webgpu-knn bench <case> --help')`,
   run: async (argv) => (await loadBench()).benchMain(argv),
 };
