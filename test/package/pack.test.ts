@@ -43,7 +43,8 @@ describe('npm pack --dry-run', () => {
     expect(files).toContain('LICENSE');
     expect(files).toContain('dist/index.js');
     expect(files).toContain('scripts/setup-webgpu.sh');
-    expect(files.filter((f) => f.startsWith('scripts/'))).toEqual(['scripts/setup-webgpu.sh']);
+    // setup-webgpu.sh probes the adapter with probe-adapter.mjs: both, and no other script.
+    expect(files.filter((f) => f.startsWith('scripts/')).sort()).toEqual(['scripts/probe-adapter.mjs', 'scripts/setup-webgpu.sh']);
     expect(files.filter((f) => /^(test|peers|\.ci|src)\//.test(f))).toEqual([]);
     const maps = files.filter((f) => f.endsWith('.map'));
     const sources = new Set(files);
@@ -101,6 +102,13 @@ describe('the installed package', () => {
 });
 
 describe('the installed CLI', () => {
+  // The no-adapter hint names this script by its path in node_modules: it must run from there.
+  it.skipIf(process.env.WEBGPU_REQUIRED !== '1')('the shipped setup-webgpu.sh --check finds the adapter from node_modules', () => {
+    const r = run('bash', [join(app, 'node_modules/webgpu-knn/scripts/setup-webgpu.sh'), '--check'], app);
+    expect(r.stdout, r.stderr).toMatch(/setup-webgpu: adapter found: /);
+    expect(r.status).toBe(0);
+  });
+
   it('prints its version', () => {
     const r = cli('--version');
     expect(r.stdout.trim()).toBe(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version);
