@@ -6,12 +6,15 @@
  * twin element by element; IVF with nprobe = nlist equals Flat. IVF at nprobe 8 equals the twin
  * exactly on the page's CPU backend (the same code); on WebGPU and gpu.js (WebGL2) k-means may round
  * centroids differently, so there its recall must be within IVF_RECALL_SLACK of the twin's.
+ * A CAGRA16 graph of the first GRAPH_ROWS rows (an exact intermediate graph: exact scores) is
+ * the Node twin's graph on every backend, and its walk returns the twin's labels.
  */
 import type { Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBackend } from '../../src/backend/create-backend.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
+import { GraphIndex } from '../../src/indexes/graph/graph-index.js';
 import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { browserMissing, openPage, serve } from '../helpers/browser.js';
 import { l2Exact, tieAwareRecall } from '../helpers/compare.js';
@@ -25,8 +28,11 @@ const NPROBES = [8, NLIST];
 const IVF_SEED = 1;
 const IVF_NITER = 10;
 const IVF_RECALL_SLACK = 0.02;
+const GRAPH_ROWS = 2000;
+const GRAPH_DEGREE = 16;
+const ITOPKS = [16, 32];
 
-interface PageResult { index: string; nprobe: number | null; labels: number[]; listSizes: number[] | null; qps: number; buildMs: number }
+interface PageResult { index: string; nprobe: number | null; itopk: number | null; labels: number[]; listSizes: number[] | null; graph: number[] | null; qps: number; buildMs: number }
 interface PageRun { backend: string; description: string; hasSubgroups8?: boolean; gemmVariant?: string; gpujsMode?: string; results: PageResult[] }
 
 const missing = browserMissing();
@@ -39,7 +45,7 @@ describe.skipIf(missing)('webgpu-knn in chromium (siftsmall)', () => {
   let browser: Browser;
   let page: Page;
   let adapter: { info?: Record<string, unknown>; limits?: Record<string, number>; features?: string[]; error?: string };
-  const twin: { flat: number[]; ivf: Map<number, number[]>; listSizes: number[] } = { flat: [], ivf: new Map(), listSizes: [] };
+  const twin: { flat: number[]; ivf: Map<number, number[]>; listSizes: number[]; graph: number[]; walk: Map<number, number[]> } = { flat: [], ivf: new Map(), listSizes: [], graph: [], walk: new Map() };
 
   beforeAll(async () => {
     let origin: string;
@@ -59,6 +65,11 @@ describe.skipIf(missing)('webgpu-knn in chromium (siftsmall)', () => {
     await ivf.add(set.xb);
     twin.listSizes = Array.from(ivf.listSizes());
     for (const nprobe of NPROBES) twin.ivf.set(nprobe, Array.from((await ivf.search(set.xq, K, { nprobe })).labels));
+    const graph = new GraphIndex(cpu, { dim: set.d, degree: GRAPH_DEGREE });
+    await graph.add(set.xb.subarray(0, GRAPH_ROWS * set.d));
+    await graph.rebuildGraph();
+    twin.graph = Array.from(graph.graphRows!);
+    for (const itopk of ITOPKS) twin.walk.set(itopk, Array.from((await graph.search(set.xq, K, { itopk })).labels));
     cpu.dispose();
   });
 
@@ -103,6 +114,17 @@ describe.skipIf(missing)('webgpu-knn in chromium (siftsmall)', () => {
           expect(run.gemmVariant).not.toBe('subgroup');
         }
       }
+    }, 600_000);
+
+    it(`${name}: CAGRA${GRAPH_DEGREE} of the first ${GRAPH_ROWS} rows: the Node CPU twin's graph, and its labels at itopk ${ITOPKS.join(', ')}`, async () => {
+      const spec = { backend: name, set: 'siftsmall', k: K, indexes: [{ type: 'CAGRA', degree: GRAPH_DEGREE, rows: GRAPH_ROWS, itopks: ITOPKS }] };
+      const run = await page.evaluate((s) => (globalThis as unknown as { knn: { run(x: unknown): Promise<PageRun> } }).knn.run(s), spec);
+      for (const r of run.results) {
+        console.log(`[browser] ${name} ${r.index} itopk ${r.itopk}: ${r.qps.toFixed(0)} queries/s, built in ${r.buildMs.toFixed(0)} ms`);
+        expect(r.graph, `${name}: the graph`).toEqual(twin.graph);
+        expect(r.labels, `${name}: itopk ${r.itopk} labels`).toEqual(twin.walk.get(r.itopk!));
+      }
+      expect(run.results.map((r) => r.itopk)).toEqual(ITOPKS);
     }, 600_000);
   }
 });

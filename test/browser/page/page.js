@@ -1,7 +1,7 @@
 // The browser suite's page (test/browser/*.test.ts, scripts/browser-bench.mjs): the browser build
 // of webgpu-knn, and window.knn for the test to drive it. Data come over HTTP from test/data (the
 // shipped .bvecs / .ivecs files) or are generated here from a seed, as Node generates them.
-import { FlatIndex, IvfFlatIndex, clusteredFloats, createBackend } from '/dist/browser/webgpu-knn.js';
+import { FlatIndex, GraphIndex, IvfFlatIndex, clusteredFloats, createBackend } from '/dist/browser/webgpu-knn.js';
 
 /**
  * The backends a run may name, each made as a page would make it. Another backend is one more line
@@ -61,8 +61,8 @@ async function adapterReport() {
 }
 
 /**
- * One backend: for each index spec (`{ type: 'Flat' }` or `{ type: 'IVF', nlist, nprobes, seed,
- * niter, trainRows }`)
+ * One backend: for each index spec (`{ type: 'Flat' }`, `{ type: 'IVF', nlist, nprobes, seed,
+ * niter, trainRows }` or `{ type: 'CAGRA', degree, rows, itopks }`: a graph of the first `rows`)
  * build on `set`, search every query `reps` times (after one warm-up), and return labels (of the
  * last search) and timings. What the device chose (gemm-scores variant, subgroups) comes back too.
  */
@@ -84,18 +84,24 @@ async function run({ backend: name, set, k, indexes, reps = 1 }) {
     for (const spec of indexes) {
       const t0 = performance.now();
       let index;
+      let xb = data.xb;
       if (spec.type === 'Flat') {
         index = new FlatIndex(backend, { dim: data.d });
+      } else if (spec.type === 'CAGRA') {
+        index = new GraphIndex(backend, { dim: data.d, degree: spec.degree });
+        xb = data.xb.subarray(0, (spec.rows ?? data.n) * data.d);
       } else {
         index = new IvfFlatIndex(backend, { dim: data.d, nlist: spec.nlist, niter: spec.niter ?? 10, seed: spec.seed ?? 1 });
         // trainRows: train on the first rows only (a large set's k-means would dominate a benchmark).
         await index.train(spec.trainRows ? data.xb.subarray(0, spec.trainRows * data.d) : data.xb);
       }
-      await index.add(data.xb);
+      await index.add(xb);
+      // A graph is built by the first search that needs it: part of the build.
+      if (spec.type === 'CAGRA') await index.rebuildGraph();
       const buildMs = performance.now() - t0;
-      const nprobes = spec.type === 'Flat' ? [undefined] : spec.nprobes;
-      for (const nprobe of nprobes) {
-        const params = nprobe === undefined ? undefined : { nprobe };
+      const settings = spec.type === 'Flat' ? [undefined] : spec.type === 'CAGRA' ? spec.itopks.map((itopk) => ({ itopk })) : spec.nprobes.map((nprobe) => ({ nprobe }));
+      for (const params of settings) {
+        const nprobe = params?.nprobe;
         let result = await index.search(data.xq, k, params); // warm-up (pipelines, buffers)
         const times = [];
         for (let r = 0; r < reps; r++) {
@@ -106,9 +112,10 @@ async function run({ backend: name, set, k, indexes, reps = 1 }) {
         times.sort((a, b) => a - b);
         const ms = times[Math.floor(times.length / 2)];
         report.results.push({
-          index: spec.type === 'Flat' ? 'Flat' : `IVF${spec.nlist}`, nprobe: nprobe ?? null, buildMs,
+          index: spec.type === 'Flat' ? 'Flat' : spec.type === 'CAGRA' ? `CAGRA${spec.degree}` : `IVF${spec.nlist}`, nprobe: nprobe ?? null, itopk: params?.itopk ?? null, buildMs,
           searchMs: ms, qps: data.nq / (ms / 1000),
-          listSizes: spec.type === 'Flat' ? null : Array.from(index.listSizes()),
+          listSizes: spec.type === 'IVF' ? Array.from(index.listSizes()) : null,
+          graph: spec.type === 'CAGRA' ? Array.from(index.graphRows) : null,
           labels: Array.from(result.labels),
         });
       }
