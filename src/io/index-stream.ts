@@ -21,16 +21,16 @@ export const INDEX_MAGIC = 'WGPUKNN\0';
 export const INDEX_FORMAT_VERSION = 2;
 /** Versions this build reads. */
 const READ_VERSIONS = [1, 2];
-export const HEADER_BYTES = 8 + 8 * 4;
+const HEADER_BYTES = 8 + 8 * 4;
 const METRIC_CODES: Metric[] = ['l2', 'ip', 'cosine'];
 const MAX_DIM = 65536;
 /** How far a stored cosine row's norm may be from 1 (float32 rounding of a normalised row). */
 const UNIT_NORM_TOLERANCE = 1e-3;
 /** Bytes hashed and written, or read, at a time. */
-export const IO_BLOCK = 1 << 24;
+const IO_BLOCK = 1 << 24;
 
 // Transforms before Flat: their type code and header word.
-/** The transform word's fields (see above): p in bits 0-16, the kind in bits 24-25. */
+/** The transform word's fields (see src/io/index-file.ts): p in bits 0-16, the kind in bits 24-25. */
 const TRANSFORM_P_MASK = 0x1ffff;
 const TRANSFORM_KIND_SHIFT = 24;
 /** Bits of a transform word that are neither p, the kind, nor refine: always 0. */
@@ -74,7 +74,7 @@ export function indexFileBytes(h: IndexFileHeader): number {
   return HEADER_BYTES + 4 * words + idBytes + 32;
 }
 
-/** The header's codec word (see above). */
+/** The header's codec word (see src/io/index-file.ts). */
 function codecWord(h: IndexFileHeader): number {
   if (!h.codec && !h.transform) return 0;
   const c = h.codec;

@@ -145,6 +145,18 @@ describe('bad bytes', () => {
   });
 });
 
+describe('serialize', () => {
+  it('refuses an index not yet trained (its tables are part of the bytes), naming the call', async () => {
+    const sq = createIndex(cpu, d, parseIndexType('SQ8'), 'l2');
+    const ivf = createIndex(cpu, d, parseIndexType('IVF4,Flat'), 'l2');
+    await expect(sq.serialize()).rejects.toThrow('FlatIndex.serialize: the SQ8 index is not trained; call train(xt) first');
+    await expect(ivf.serialize()).rejects.toThrow('IvfFlatIndex.serialize: the index is not trained; call train(xt) first');
+    await sq.dispose();
+    await ivf.dispose();
+    await expect(sq.serialize()).rejects.toThrow('FlatIndex.serialize: the index was disposed');
+  });
+});
+
 describe('memoryBytes', () => {
   it('Flat on the CPU: the rows are host memory, at least n * d * 4 bytes, and grow with the rows', async () => {
     const flat = new FlatIndex(cpu, { dim: d });
