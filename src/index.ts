@@ -12,5 +12,4 @@ export type { Corpus } from './cli/demo.js';
 export { INDEX_FORMAT_VERSION } from './io/index-file.js';
 export { VectorStreamWriter } from './io/stream-writer.js';
 export { readIdFile } from './io/id-file.js';
-export type { LoadOptions } from './indexes/kind.js';
 export { FileError, OutOfMemoryError } from './errors.js';

@@ -2,7 +2,9 @@
 // near-duplicate pairs (the library's dedup, cosine >= T, exact), a row's nearest neighbours
 // (FlatIndex, cosine), and the same dedup and a batch search timed on every backend, drawn as an
 // SVG bar chart. Everything runs in this tab on the browser build; the server only hands out files.
-import { FlatIndex, InvalidArgumentError, createBackend, dedup } from '/dist/browser/webgpu-knn.js';
+// The search's index is kept in IndexedDB (serialize) and reloaded on the next visit
+// (deserializeIndex), so searching the same vectors again does not rebuild it.
+import { FlatIndex, InvalidArgumentError, createBackend, dedup, deserializeIndex } from '/dist/browser/webgpu-knn.js';
 import { ACCEPTED, parseVectorFile } from './formats.js';
 
 /** Backends to offer, in this order; those createBackend does not accept (this build lacks them) are left out. */
@@ -95,11 +97,83 @@ const current = () => $('backend').value;
 
 async function indexFor(name) {
   if (!indexes.has(name)) {
-    const index = new FlatIndex(backends.get(name), { dim: data.d, metric: 'cosine' });
-    await index.add(data.x);
+    const kept = await keptIndex();
+    const fp = fingerprint(data.x);
+    let index;
+    if (kept && kept.fingerprint === fp && kept.n === data.n && kept.d === data.d) {
+      index = await deserializeIndex(backends.get(name), kept.bytes);
+      $('index-status').textContent = `Index of ${kept.data} reloaded from IndexedDB on ${name} (not rebuilt): ${describeIndex(index, kept.bytes)}.`;
+    } else {
+      index = new FlatIndex(backends.get(name), { dim: data.d, metric: 'cosine' });
+      await index.add(data.x);
+      const bytes = await index.serialize();
+      const why = await keepIndex({ data: data.name, n: data.n, d: data.d, fingerprint: fp, bytes, savedAt: Date.now() });
+      $('index-status').textContent = why
+        ? `Index built on ${name} (${describeIndex(index, bytes)}); it could not be kept in IndexedDB: ${why}.`
+        : `Index built on ${name} and kept in IndexedDB (${describeIndex(index, bytes)}): the next visit reloads it.`;
+    }
     indexes.set(name, index);
   }
   return indexes.get(name);
+}
+
+// ---- the index kept in IndexedDB (serialize / deserializeIndex) ----
+
+const DB_NAME = 'webgpu-knn-demo';
+const DB_STORE = 'indexes';
+const DB_KEY = 'search-index';
+
+/** Runs `request(store)` in one transaction of the demo's database: its result, or null where IndexedDB is unavailable. */
+function inDatabase(mode, request) {
+  return new Promise((resolve, reject) => {
+    if (!globalThis.indexedDB) return resolve(null);
+    const open = indexedDB.open(DB_NAME, 1);
+    open.onupgradeneeded = () => open.result.createObjectStore(DB_STORE);
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const db = open.result;
+      const tx = db.transaction(DB_STORE, mode);
+      const req = request(tx.objectStore(DB_STORE));
+      tx.oncomplete = () => { db.close(); resolve(req.result ?? null); };
+      tx.onerror = tx.onabort = () => { db.close(); reject(tx.error); };
+    };
+  });
+}
+
+/** The kept index ({ data, n, d, fingerprint, bytes, savedAt }), or null (none, or IndexedDB unreadable here). */
+const keptIndex = () => inDatabase('readonly', (s) => s.get(DB_KEY)).catch(() => null);
+/** Keeps `entry`; resolves to why it could not (a full or disabled storage), or '' when kept. */
+const keepIndex = (entry) => inDatabase('readwrite', (s) => s.put(entry, DB_KEY)).then(() => (globalThis.indexedDB ? '' : 'no IndexedDB here'), (err) => String(err?.message ?? err));
+const forgetIndex = () => inDatabase('readwrite', (s) => s.delete(DB_KEY)).catch(() => null);
+
+/** A 32-bit FNV-1a hash of the vectors' words: the kept index is used only for the very vectors it was built of. */
+function fingerprint(x) {
+  const w = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  let h = 0x811c9dc5 ^ w.length;
+  for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w[i], 0x01000193);
+  return h >>> 0;
+}
+
+const kib = (bytes) => `${fmt(Math.round(bytes / 1024))} KiB`;
+function describeIndex(index, bytes) {
+  const m = index.memoryBytes;
+  return `${fmt(index.ntotal)} vectors, ${kib(bytes.byteLength)} serialized; holds ${kib(m.host)} on the host, ${kib(m.device)} on the device`;
+}
+
+/** On load: reads the index kept by an earlier visit back (checking it whole) and says so. */
+async function reloadKept() {
+  const kept = await keptIndex();
+  if (!kept) return;
+  const [name, backend] = backends.entries().next().value;
+  try {
+    const index = await deserializeIndex(backend, kept.bytes);
+    const when = new Date(kept.savedAt).toLocaleString('en-US');
+    $('index-status').textContent = `Reloaded from IndexedDB: the index of ${kept.data} kept on ${when} (${describeIndex(index, kept.bytes)}, read on ${name}); searching those vectors uses it.`;
+    await index.dispose();
+  } catch (err) {
+    await forgetIndex();
+    $('index-status').textContent = `The index kept in IndexedDB could not be read (${err.message}); it was dropped.`;
+  }
 }
 
 // ---- data ----
@@ -297,5 +371,6 @@ wire();
 syncButtons();
 await startBackends();
 if (backends.size === 0) showError(new Error('no backend could start here'));
+else await reloadKept();
 syncButtons();
 window.knnReady = true;

@@ -101,6 +101,11 @@ export class RefineRows {
     old.dispose();
   }
 
+  /** The store holding the rows (IndexCore.memoryBytes counts its chunks). */
+  get rowStore(): BaseStore {
+    return this.store;
+  }
+
   /** Rows held. */
   get ntotal(): number {
     return this.store.ntotal;

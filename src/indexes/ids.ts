@@ -93,6 +93,11 @@ export class IdMap implements LiveRows {
     return this.nslots - this.ndead;
   }
 
+  /** The map's typed arrays (each slot's id, the tombstones), for memoryBytes; the id -> slot Map is not counted. */
+  get arrays(): ArrayBufferView[] {
+    return [this.ids, this.dead];
+  }
+
   /**
    * The ids of `n` vectors about to be added (`given`: caller ids, checked by checkIds; else
    * sequential). Throws if the index holds the other kind, or a given id is already stored. Changes

@@ -21,7 +21,17 @@ import type { RowAt } from '../contracts.js';
 import { dedupMargin } from '../common/threshold.js';
 import type { SearchParams, TrainOptions, VectorIndex } from './vector-index.js';
 import { POST_FILTER_MIN_SELECTIVITY } from './vector-index.js';
+import type { IndexFileHeader } from '../io/index-format.js';
+import { indexBytes } from '../io/index-bytes.js';
+import { type MemoryBytes, MemoryTally } from './memory.js';
+import { platform } from '../platform/platform.js';
 import { InvalidArgumentError } from '../errors.js';
+
+/** What `save` and `serialize` write (see IndexCore.savedIndex). */
+export interface SavedIndex {
+  header: IndexFileHeader;
+  parts: AsyncIterable<Float32Array | Uint32Array | BigInt64Array>;
+}
 
 /** The key the live rows' masks are cached under (a search without a filter). */
 const LIVE_ROWS = {};
@@ -92,6 +102,25 @@ export abstract class IndexCore implements VectorIndex {
 
   get ntotal(): number {
     return this.ids.ntotal;
+  }
+
+  /**
+   * Bytes the index holds now (a getter: after the operations that have resolved; see
+   * src/indexes/memory.ts): `host`, its typed arrays on the host (rows or codes where the host
+   * holds them: the CPU backend's stores, a WebGPU store's host copy; ids; tables; lists' ids;
+   * the graph), and `device`, its GPU buffers (0 on the CPU backend). Counted from the arrays and
+   * buffers themselves, as allocated (a store's spare capacity included).
+   */
+  get memoryBytes(): MemoryBytes {
+    const tally = new MemoryTally(this.backend.device);
+    this.countMemory(tally);
+    return tally.bytes;
+  }
+
+  /** Hands `tally` every array and buffer the index holds (a kind adds its own, then calls this). */
+  protected countMemory(tally: MemoryTally): void {
+    for (const a of this.ids.arrays) tally.array(a);
+    tally.store(this.refineRows?.rowStore);
   }
 
   protected get kernelMetric(): KernelMetric {
@@ -165,8 +194,46 @@ export abstract class IndexCore implements VectorIndex {
   abstract train(xt: Float32Array | VectorSource, options?: TrainOptions): Promise<void>;
   abstract addFrom(source: VectorSource, options?: { onProgress?: RowProgress; ids?: IdList }): Promise<void>;
   abstract reset(): Promise<void>;
-  abstract save(path: string, options?: { onProgress?: (bytesDone: number, bytesTotal: number) => void }): Promise<void>;
   abstract dispose(): Promise<void>;
+
+  /**
+   * What `save` and `serialize` write: the header and the arrays in file order (see
+   * src/io/index-file.ts). Called when they are (an argument such as IVF's nprobe is read then);
+   * the function it returns runs in the queue as a search does, so the index does not change while
+   * its parts are read. `what` names the call in errors (an untrained index is refused).
+   */
+  protected abstract savedIndex(what: 'save' | 'serialize'): () => Promise<SavedIndex>;
+
+  /**
+   * Writes the index to `path` (see src/io/index-file.ts): a versioned header, the live vectors,
+   * their ids and a checksum, through a temporary file, so a crash never leaves half an index.
+   * `loadIndex` reads it. It saves the index as it is after every operation called before it,
+   * block by block from the host copy (or the CPU's memory; without a host copy, read back from
+   * the device). Node only (the browser build has no files: `serialize` there).
+   */
+  async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
+    this.queue.checkOpen('save');
+    const saved = this.savedIndex('save');
+    return this.queue.search(async () => {
+      const { header, parts } = await saved();
+      await platform.writeIndexFile(path, header, parts, options.onProgress);
+    });
+  }
+
+  /**
+   * The bytes `save` would write to a file, in one Uint8Array (the same format, made by the same
+   * writer: src/io/index-stream.ts), for a page to keep in IndexedDB or OPFS, or to send;
+   * `deserializeIndex` reads them back. As `save`, the index as it is after every operation called
+   * before it. The array holds the whole index: for one larger than memory allows, `save`.
+   */
+  async serialize(options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<Uint8Array> {
+    this.queue.checkOpen('serialize');
+    const saved = this.savedIndex('serialize');
+    return this.queue.search(async () => {
+      const { header, parts } = await saved();
+      return indexBytes(header, parts, options.onProgress);
+    });
+  }
 
   /** Stores `n` prepared rows whose slots are ids.nslots onwards; if it throws, nothing was stored. */
   protected abstract storeRows(x: Float32Array, n: number): Promise<void>;

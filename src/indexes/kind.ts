@@ -9,7 +9,7 @@ import type { Backend } from '../backend/backend.js';
 import type { CodecSpec } from '../codecs/codec.js';
 import type { RefineKind } from '../codecs/refine.js';
 import type { TransformSpec } from '../codecs/transforms.js';
-import type { IndexFileReader } from '../io/index-file.js';
+import type { IndexReader } from '../io/index-stream.js';
 import type { IndexFileHeader, IndexFileType } from '../io/index-format.js';
 import type { Metric } from '../types.js';
 import { type IndexCore } from './index-core.js';
@@ -80,10 +80,10 @@ export interface IndexKind<I extends IndexCore = IndexCore> {
   create(backend: Backend, dim: number, type: IndexType, metric: Metric, options: CreateIndexOptions): I;
   /** The index file types (src/io/index-format.ts) its indexes are saved as: loadIndex picks the kind by them. */
   readonly fileTypes: readonly IndexFileType[];
-  /** An empty index for a file's header (loadIndex), which `read` fills. */
+  /** An empty index for a file's header (loadIndex, deserializeIndex), which `read` fills. */
   open(backend: Backend, header: IndexFileHeader, options: LoadOptions): I;
-  /** Reads the file's sections up to the refine rows (tables, rows, lists) into `index`. */
-  read(index: I, file: IndexFileReader): Promise<void>;
+  /** Reads the file's (or the bytes') sections up to the refine rows (tables, rows, lists) into `index`. */
+  read(index: I, file: IndexReader): Promise<void>;
   /**
    * The kind's own training stage for an index of `type` (IVF: k-means of its nlist lists): the
    * fewest vectors it trains on, as messages name them ("nlist = 1024"); null where the kind has

@@ -11,6 +11,7 @@ import type { KMeansProgress } from '../codecs/kmeans.js';
 
 import type { IvfSearchParams } from './ivf/params.js';
 import type { GraphSearchParams } from './graph/params.js';
+import type { MemoryBytes } from './memory.js';
 
 /**
  * A search's parameters: the common ones, and each kind's own (Faiss's SearchParametersIVF:
@@ -92,7 +93,12 @@ export interface VectorIndex {
   /** Every vector within `radius` of each query: l2 squared distance <= radius; ip / cosine score >= radius. */
   rangeSearch(xq: Float32Array, radius: number, params?: SearchParams): Promise<RangeSearchResult>;
   reset(): Promise<void>;
+  /** Writes the index to a file (Node); `loadIndex` reads it. */
   save(path: string, options?: { onProgress?: (bytesDone: number, bytesTotal: number) => void }): Promise<void>;
+  /** The bytes `save` writes, in memory (also in a browser); `deserializeIndex` reads them. */
+  serialize(options?: { onProgress?: (bytesDone: number, bytesTotal: number) => void }): Promise<Uint8Array>;
+  /** Bytes held now (a getter): `host` in typed arrays, `device` in GPU buffers (0 on the CPU backend); see IndexCore.memoryBytes. */
+  readonly memoryBytes: MemoryBytes;
   dispose(): Promise<void>;
 }
 

@@ -467,6 +467,11 @@ export class DeviceLists implements ListStore {
   }
 
   /** Frees every chunk; the lists are empty. */
+  /** The host arrays mapping each id to its position and its list (IvfFlatIndex.memoryBytes counts them). */
+  get idArrays(): Uint32Array[] {
+    return [this.positions, this.listOfId];
+  }
+
   reset(): void {
     for (const ch of this.chunks) this.free(ch);
     this.chunks = [];

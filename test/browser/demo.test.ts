@@ -162,6 +162,30 @@ describe.skipIf(missing)('the demo page in chromium (MiniLM)', () => {
     console.log(`[demo page] screenshot: ${SCREENSHOT}`);
   }, 600_000);
 
+  it('keeps the search index in IndexedDB (serialize) and reloads it on the next visit (deserializeIndex)', async () => {
+    await page.evaluate("new Promise((resolve) => { const r = indexedDB.deleteDatabase('webgpu-knn-demo'); r.onsuccess = r.onerror = resolve; })");
+    const search = async (): Promise<string[][]> => {
+      await act('#load-minilm');
+      await page.selectOption('#backend', 'cpu');
+      await page.fill('#search-row', '7');
+      await act('#run-search');
+      return cells('#neighbours');
+    };
+    const built = await search();
+    const keptLine = (await page.textContent('#index-status')) ?? '';
+    console.log(`[demo page] ${keptLine}`);
+    expect(keptLine).toMatch(/^Index built on cpu and kept in IndexedDB \(778 vectors, [\d,]+ KiB serialized; holds [\d,]+ KiB on the host, 0 KiB on the device\): the next visit reloads it\.$/);
+
+    await page.reload();
+    await page.waitForFunction(() => (globalThis as { knnReady?: boolean }).knnReady === true, null, { timeout: 60_000 });
+    const reloadLine = (await page.textContent('#index-status')) ?? '';
+    console.log(`[demo page] ${reloadLine}`);
+    expect(reloadLine).toMatch(/^Reloaded from IndexedDB: the index of .*MiniLM.* kept on .*778 vectors.*; searching those vectors uses it\.$/);
+    const again = await search();
+    expect(await page.textContent('#index-status')).toMatch(/^Index of .* reloaded from IndexedDB on cpu \(not rebuilt\): 778 vectors/);
+    expect(again, 'the reloaded index finds the same neighbours').toEqual(built);
+  }, 120_000);
+
   /** Hands the page's file input a file made here, waits for the page, and returns [data status, error]. */
   async function give(name: string, bytes: Uint8Array | string): Promise<[string, string]> {
     await page.setInputFiles('#file', { name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) });

@@ -12,11 +12,11 @@ import type { Metric, SlotResult } from '../../types.js';
 import { checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, preparedSource } from '../../common/vector-source.js';
 import { type IndexFileHeader, TRANSFORM_FILE_TYPE, codecFileType, idSection } from '../../io/index-format.js';
-import { platform } from '../../platform/platform.js';
 import { type SearchParams, type TrainOptions } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
 import type { BaseStore, RowAt } from '../../contracts.js';
-import { IndexCore, type RowSpace } from '../index-core.js';
+import { IndexCore, type RowSpace, type SavedIndex } from '../index-core.js';
+import type { MemoryTally } from '../memory.js';
 import { InvalidArgumentError } from '../../errors.js';
 
 export interface FlatIndexOptions {
@@ -328,17 +328,18 @@ export class FlatIndex extends IndexCore {
     return this.ids.liveRows(this.store.readRows(stored), stored ? this.store.rowWords : this.storeDim, (row) => row);
   }
 
-  /**
-   * Writes the index to `path` (see src/io/index-file.ts): a versioned header, the live vectors,
-   * their ids and a checksum, through a temporary file, so a crash never leaves half an index.
-   * `loadIndex` reads it. It saves the index as it is after every operation called before it,
-   * block by block from the host copy (or the CPU's memory; without a host copy, read back from
-   * the device).
-   */
-  async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
-    this.queue.checkOpen('save');
-    return this.queue.search(async () => {
-      this.requireTrained('save'); // its tables are part of the file
+  /** The store's chunks, and the codec's or transform's tables (as saved). */
+  protected override countMemory(tally: MemoryTally): void {
+    tally.store(this.store);
+    tally.array(this.codec?.tables());
+    tally.array(this.transform?.tables());
+    super.countMemory(tally);
+  }
+
+  /** Float32 rows, codes or transformed rows, by slot (see IndexCore.savedIndex). */
+  protected savedIndex(what: 'save' | 'serialize'): () => Promise<SavedIndex> {
+    return async () => {
+      this.requireTrained(what); // its tables are part of the file
       const live = { ids: this.ids.liveIds(), nextId: this.ids.savedNextId };
       const tables = this.codec?.tables() ?? this.transform?.tables() ?? null;
       const rows = this.liveRows(this.codec !== null);
@@ -351,8 +352,8 @@ export class FlatIndex extends IndexCore {
       }
       const type = this.codecSpec ? codecFileType(this.codecSpec, false) : this.transformSpec ? TRANSFORM_FILE_TYPE : 'Flat';
       const header: IndexFileHeader = { type, metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: 0, nprobe: 0, codec: this.codecSpec, refine: this.refine, transform: this.transformSpec };
-      await platform.writeIndexFile(path, header, parts(), options.onProgress);
-    });
+      return { header, parts: parts() };
+    };
   }
 
   /** Removes every vector, after every operation called before it (the index stays usable, and trained). */

@@ -20,7 +20,8 @@ import type { Backend } from '../../backend/backend.js';
 import { rng } from '../../common/random.js';
 import { InvalidArgumentError } from '../../errors.js';
 import { type IndexFileHeader, idSection } from '../../io/index-format.js';
-import { platform } from '../../platform/platform.js';
+import type { SavedIndex } from '../index-core.js';
+import type { MemoryTally } from '../memory.js';
 import { buildGraphRows, pruneRows } from '../../plans/graph-build.js';
 import { type DeviceGraph, type WalkOptions, searchGraph } from '../../plans/graph-search.js';
 import type { Metric, SearchResult, SlotResult } from '../../types.js';
@@ -465,13 +466,23 @@ export class GraphIndex extends FlatIndex {
     });
   }
 
+  /** The graph (on the host, and on the device with its seeds and, where kept, the rows as halves), then the rows. */
+  protected override countMemory(tally: MemoryTally): void {
+    const g = this.built;
+    if (g) {
+      tally.array(g.rows);
+      tally.array(g.seeds);
+      for (const b of [g.device.graph, g.device.seeds, g.device.halfRows?.xb, g.device.halfRows?.xnorm]) tally.buffer(b);
+    }
+    super.countMemory(tally);
+  }
+
   /**
-   * Writes the index (type CAGRA, src/io/index-file.ts): the live rows, the graph (built first if
-   * the rows changed; edges to removed rows left out), the ids and a checksum.
+   * Type CAGRA (src/io/index-file.ts): the live rows, the graph (built first if the rows changed;
+   * edges to removed rows left out) and the ids (see IndexCore.savedIndex).
    */
-  override async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
-    this.queue.checkOpen('save');
-    return this.queue.search(async () => {
+  protected override savedIndex(): () => Promise<SavedIndex> {
+    return async () => {
       const { rows, graph, ids } = await this.savedParts();
       const live = { ids, nextId: this.ids.savedNextId };
       async function* parts(): AsyncGenerator<Float32Array | Uint32Array | BigInt64Array> {
@@ -480,8 +491,8 @@ export class GraphIndex extends FlatIndex {
         yield* idSection(live);
       }
       const header: IndexFileHeader = { type: 'CAGRA', metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.degree, nprobe: 0, codec: null, refine: null, transform: null };
-      await platform.writeIndexFile(path, header, parts(), options.onProgress);
-    });
+      return { header, parts: parts() };
+    };
   }
 
   /**

@@ -31,7 +31,7 @@ export const GRAPH_KIND: IndexKind<GraphIndex> = {
     const { ntotal, nlist, metric } = file.header;
     await index.reserve(ntotal);
     for await (const block of file.vectorBlocks('xb', ntotal, metric === 'cosine')) await index.addPrepared(block);
-    await index.restoreGraph(await file.uints(ntotal * nlist), `${file.path}: graph`);
+    await index.restoreGraph(await file.uints(ntotal * nlist), `${file.name}: graph`);
   },
   training: () => null,
   searchParams: () => ({ itopk: { min: 1, max: GRAPH_MAX_ITOPK, expected: `an integer in [1, ${GRAPH_MAX_ITOPK}]` } }),

@@ -38,11 +38,11 @@ import type { Metric, SlotResult } from '../../types.js';
 import { checkDim, checkMetric, checkVectors, prepareOwnRows, prepareRows } from '../../types.js';
 import { type RowProgress, type VectorSource, checkIdRoom, checkSource, checkedBlocks, copyRows, preparedSource } from '../../common/vector-source.js';
 import { type IndexFileHeader, checkLists, codecFileType, idSection } from '../../io/index-format.js';
-import { platform } from '../../platform/platform.js';
 import { type SearchParams } from '../vector-index.js';
 import type { RangeCandidates } from '../../plans/range-search.js';
 import type { BaseStore, RowAt } from '../../contracts.js';
-import { IndexCore, type RowSpace } from '../index-core.js';
+import { IndexCore, type RowSpace, type SavedIndex } from '../index-core.js';
+import type { MemoryTally } from '../memory.js';
 import { InvalidArgumentError } from '../../errors.js';
 
 export interface IvfFlatIndexOptions {
@@ -441,15 +441,24 @@ export class IvfFlatIndex extends IndexCore {
     return this.codecSpec !== null;
   }
 
+  /** The centroids (on the device, and kept on the host), the lists, the codec's tables (as saved). */
+  protected override countMemory(tally: MemoryTally): void {
+    tally.store(this.coarse);
+    tally.array(this.trainedCentroids);
+    tally.lists(this.deviceLists);
+    for (const a of this.deviceLists.idArrays) tally.array(a);
+    tally.array(this.codec?.tables());
+    super.countMemory(tally);
+  }
+
   /**
-   * Writes the index to `path` (centroids, the live rows' lists in CSR form, their ids, checksum),
-   * block by block from the host's view of the lists (see FlatIndex.save); `loadIndex` reads it.
+   * The centroids, the live rows' lists in CSR form and their ids, block by block from the host's
+   * view of the lists (see IndexCore.savedIndex); nprobe as it is when save or serialize is called.
    */
-  async save(path: string, options: { onProgress?: (bytesDone: number, bytesTotal: number) => void } = {}): Promise<void> {
-    this.queue.checkOpen('save');
+  protected savedIndex(what: 'save' | 'serialize'): () => Promise<SavedIndex> {
     const nprobe = this.nprobe; // as it is when save is called, like every argument
-    return this.queue.search(async () => {
-      this.requireTrained('save'); // its centroids and tables are part of the file
+    return async () => {
+      this.requireTrained(what); // its centroids and tables are part of the file
       const centroids = this.trainedCentroids!;
       const { offsets, keep, renumbered, rows } = this.liveLists();
       const live = { ids: Float64Array.from(keep, (s) => this.ids.idOf(s)), nextId: this.ids.savedNextId };
@@ -466,8 +475,8 @@ export class IvfFlatIndex extends IndexCore {
       }
       const type = this.codecSpec ? codecFileType(this.codecSpec, true) : 'IVF';
       const header: IndexFileHeader = { type, metric: this.metric, dim: this.dim, ntotal: this.ntotal, nlist: this.nlist, nprobe, codec: this.codecSpec, refine: this.refine };
-      await platform.writeIndexFile(path, header, parts(), options.onProgress);
-    });
+      return { header, parts: parts() };
+    };
   }
 
   /**

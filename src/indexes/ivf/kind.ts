@@ -37,7 +37,7 @@ export const IVF_KIND: IndexKind<IvfFlatIndex> = {
     if (spec) await index.restoreCodec(await file.floats(`${codecName(spec)} tables`, codecTableFloats(spec, dim)));
     const offsets = await file.uints(nlist + 1);
     const ids = await file.uints(ntotal);
-    checkLists(file.path, offsets, ids, ntotal);
+    checkLists(file.name, offsets, ids, ntotal);
     const rows = spec ? file.codeBlocks('codes', ntotal, spec) : file.vectorBlocks('xb', ntotal, metric === 'cosine');
     await index.restoreLists(offsets, ids, rows);
     index.nprobe = nprobe; // checked in [1, nlist] with the header
