@@ -41,7 +41,7 @@ describe('the intermediate graph', () => {
     const d = 12;
     const xb = randomSmallInts(n * d, 21);
     const xq = randomSmallInts(40 * d, 22);
-    const out = [];
+    const out: { graph: Uint32Array; labels: number[]; recall: number | undefined }[] = [];
     for (const backend of [cpu, gpu!]) {
       const index = new GraphIndex(backend, { dim: d, degree: 16, intermediateGraph: 'ivf', intermediateNprobe: 4 });
       await index.add(xb);

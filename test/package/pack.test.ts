@@ -105,7 +105,7 @@ describe('the installed CLI', () => {
   // The no-adapter hint names this script by its path in node_modules: it must run from there.
   it.skipIf(process.env.WEBGPU_REQUIRED !== '1')('the shipped setup-webgpu.sh --check finds the adapter from node_modules', () => {
     const r = run('bash', [join(app, 'node_modules/webgpu-knn/scripts/setup-webgpu.sh'), '--check'], app);
-    expect(r.stdout, r.stderr).toMatch(/setup-webgpu: adapter found: /);
+    expect(r.out).toMatch(/setup-webgpu: adapter found: /);
     expect(r.status).toBe(0);
   });
 
