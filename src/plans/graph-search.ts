@@ -31,6 +31,8 @@ export interface WalkOptions {
   itopk: number;
   searchWidth: number;
   maxIterations: number;
+  /** Entry points: the first `seeds` of the graph's (all where it has fewer). */
+  seeds: number;
   hashBits: number;
 }
 
@@ -71,7 +73,7 @@ export function searchGraph(
         degree: g.degree,
         n: base.ntotal,
         seeds: g.seeds,
-        nseeds: g.nseeds,
+        nseeds: Math.min(g.nseeds, walk.seeds),
         mask: maskBufs?.[0] ?? null,
         maskBit0: 0,
         dpad: base.dpad,

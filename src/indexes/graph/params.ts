@@ -1,11 +1,18 @@
 /** The CAGRA kind's own search parameters (cuVS's cagra::search_params), beside the common ones (src/indexes/vector-index.ts). */
 export interface GraphSearchParams {
-  /** CAGRA: the walk's internal list length (default the index's itopk, 64); at least the search's candidates (k and the re-score's margin). Ignored by other kinds. */
+  /** CAGRA: the walk's internal list length (default the index's itopk, 64); at least k (with a filter or removals, the search's candidates: k and the re-score's margin). Ignored by other kinds. */
   itopk?: number;
   /** CAGRA: parents expanded per iteration (default 1). */
   searchWidth?: number;
   /** CAGRA: most iterations of the walk (default 0: as many as itopk / searchWidth + 32). */
   maxIterations?: number;
+  /**
+   * CAGRA: entry points the walk starts from (default GRAPH_DEFAULT_SEEDS, 64; at most
+   * GRAPH_MAX_SEEDS, 256): the first `seeds` of the graph's seeded rows, each scored first. Raise
+   * it for rows in many tight clusters, which the walk reaches best from a seed near them
+   * (docs/graph-index.md).
+   */
+  seeds?: number;
   /**
    * CAGRA: how to find the candidates (`timings.strategy` says which ran): `auto` (default) walks
    * the graph where a filter and the removals allow at least GRAPH_FILTER_MIN_SELECTIVITY of the
