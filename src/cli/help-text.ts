@@ -21,10 +21,12 @@ in the output's directory and renamed into place together at the end: after a fa
 (old files stay as they were); Ctrl-C removes the temporary files (an output already renamed into
 place is complete); a temporary file left by a killed run is removed by the next run on the same
 host writing that output (another host's are left to it).
-Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.`;
+Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.
+-q, --quiet (nothing on stderr but an error) and --json (a summary on stdout): 'webgpu-knn --help'.`;
 
 /** The --stdin-format option of a command with a vector input that may be `-`. */
-export const STDIN_OPT = `  --stdin-format F  the format of the vector input given as - (read from stdin): ${STDIN_FORMATS.join(' | ')}`;
+export const STDIN_OPT = `  --stdin-format F  the format of the vector input given as - (read from stdin):
+                    ${STDIN_FORMATS.join(' | ')}`;
 /** The --stdout-format option of a command with an output that may be `-`. */
 export const STDOUT_OPT = `  --stdout-format F the format of the output given as - (written to stdout): one that flag
                     writes, without the dot (csv, jsonl, npy, ...)`;

@@ -106,6 +106,11 @@ describe('--json', () => {
     const i = summaryOf(run('info', ...cpu, '--json'));
     expect(i).toMatchObject({ command: 'info', kind: 'cpu' });
     expect(i.maxK).toBeGreaterThan(0);
+    // The demo prints its report on stdout; with --json that goes to stderr, and its findings here.
+    const demo = summaryOf(run('demo', '--json'));
+    expect(demo).toMatchObject({ command: 'demo', rows: 778, dim: 384, threshold: 0.95 });
+    expect(demo.pairs).toBeGreaterThan(0);
+    expect((demo.timings as unknown[]).length).toBeGreaterThan(0);
   });
 
   it('on failure: exit code as without it, the message on stderr and as {"error", "exitCode"} on stdout', () => {
