@@ -219,6 +219,15 @@ describe('- for stdin and stdout', () => {
     expect(readdirSync(childTmp)).toEqual([]);
   });
 
+  // `script` runs the command on a pseudo-terminal: its stdin is a terminal, not a pipe.
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  it.skipIf(!hasScript)(`refuses - for stdin when stdin is a terminal${hasScript ? '' : ' [skipped: no script(1)]'}`, () => {
+    const command = [process.execPath, main, 'search', '--index', 'x.idx', '--queries', '-', '--stdin-format', 'fvecs', '--k', '1', '--out', 'tty.csv', ...cpu].join(' ');
+    const r = spawnSync('script', ['-qec', command, '/dev/null'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stdout).toMatch(/--queries - reads stdin, which is a terminal: pipe the vectors in/);
+  });
+
   it('--help says so, for the tool and the commands that take -', () => {
     const top = run('--help').out.toString();
     expect(top).toMatch(/-q, --quiet/);
