@@ -1,19 +1,19 @@
 /**
  * The tool-wide --quiet and --json, and `-` for stdin and stdout (src/cli/report.ts,
  * src/cli/stdio.ts). End to end through a child process, against the built CLI (scripts/test.sh
- * builds first); --backend cpu throughout, so that no native driver writes to stderr.
+ * builds first), spawned here rather than by test/helpers/cli.ts's cliIn, which neither feeds
+ * stdin nor keeps stdout's bytes; --backend cpu throughout, so that no native driver writes to stderr.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { randomFloats } from '../../src/common/random.js';
 import { writeVectors } from '../../src/io/vectors.js';
+import { CLI_MAIN } from '../helpers/cli.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const main = join(root, 'dist/cli/main.js');
+const main = CLI_MAIN;
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-streams-'));
 /** The child's own temporary directory: what the private files behind `-` leave there is checked. */
 const childTmp = join(dir, 'tmp');
