@@ -8,8 +8,12 @@
  *
  * `run` throws to fail: main.ts prints the message; a UsageError (src/cli/flags.ts) exits 2, any
  * other error 1 (with a stack trace unless it is the user's to fix: an InvalidArgumentError, a
- * FileError, a WebGpuUnavailableError).
+ * FileError, a WebGpuUnavailableError). It returns what it did, as --json prints it (undefined
+ * after --help, which prints the help and does nothing else); main.ts adds the command's name and
+ * the seconds it took (src/cli/report.ts).
  */
+import type { Summary } from './report.js';
+
 export interface Command {
   /** `webgpu-knn NAME ...`. */
   name: string;
@@ -17,5 +21,7 @@ export interface Command {
   summary: string;
   /** Its --help text (absent for bench, whose cases print their own). */
   usage?: string;
-  run(argv: string[]): Promise<void>;
+  /** False for a command that prints its own report or never finishes (bench, worker): --json is refused. */
+  json?: boolean;
+  run(argv: string[]): Promise<Summary | undefined>;
 }

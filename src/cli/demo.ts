@@ -75,7 +75,8 @@ export function generatedCorpus(n = 778, d = 384, seed = 36): Corpus {
 
 const short = (s: string, w = 60): string => (s.length > w ? `${s.slice(0, w - 1)}…` : s).padEnd(w);
 
-export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> {
+/** Runs the demo, printing as it goes; returns what it found, for --json (src/cli/report.ts). */
+export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<Record<string, unknown>> {
   const real = fioriFolder() !== null;
   const { x, n, d, titles } = real ? loadFioriCorpus() : generatedCorpus();
   if (real) console.log(`${n} documents of SAP Fiori documentation, embedded by all-MiniLM-L6-v2 (${d}-d), from npm ${PACKAGE}\n`);
@@ -85,6 +86,8 @@ export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> 
   backends.push(auto);
   if (auto.kind !== 'cpu') backends.push(await createBackend({ backend: 'cpu' }));
   const timings: string[][] = [];
+  const summary: Record<string, unknown> = { corpus: real ? PACKAGE : 'generated', rows: n, dim: d, threshold, k };
+  const measured: { backend: string; dedupMs: number; knnMs: number }[] = [];
   try {
     let pairsShown = false;
     for (const backend of backends) {
@@ -100,6 +103,7 @@ export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> 
       const knnMs = performance.now() - t1;
       if (!pairsShown) {
         pairsShown = true;
+        Object.assign(summary, { pairs: r.i.length, clusters: r.clusters.length, drop: r.drop.length });
         console.log(`Near-duplicate pairs at cosine >= ${threshold}: ${r.i.length}, in ${r.clusters.length} groups; keeping the lowest id of each group drops ${r.drop.length} documents.`);
         for (let p = 0; p < r.i.length; p++) {
           console.log(`  ${r.score[p].toFixed(3)}  #${String(r.i[p]).padEnd(4)} ${short(titles[r.i[p]], 48)} ~ #${String(r.j[p]).padEnd(4)} ${short(titles[r.j[p]], 48).trimEnd()}`);
@@ -115,6 +119,7 @@ export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> 
           }
         }
       }
+      measured.push({ backend: backend.description, dedupMs: Number(dedupMs.toFixed(1)), knnMs: Number(knnMs.toFixed(1)) });
       timings.push([backend.description.length > 70 ? `${backend.description.slice(0, 69)}…` : backend.description, dedupMs.toFixed(1), knnMs.toFixed(1), String(r.i.length)]);
       await index.dispose();
     }
@@ -126,4 +131,5 @@ export async function runDemo(threshold = 0.95, show = 3, k = 4): Promise<void> 
   const widths = header.map((h, i) => Math.max(h.length, ...timings.map((t) => t[i].length)));
   for (const row of [header, ...timings]) console.log(('  ' + row.map((c, i) => c.padEnd(widths[i])).join('  ')).trimEnd());
   if (backends.length === 1) console.log('  (no WebGPU adapter here: CPU only; see webgpu-knn --help for how to get a software one)');
+  return { ...summary, timings: measured };
 }

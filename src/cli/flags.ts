@@ -8,6 +8,7 @@ import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { thresholdTakenAs } from '../common/threshold.js';
 import { UsageError } from '../errors.js';
+import { printHelp } from './report.js';
 
 const INTEGER = /^[+-]?\d+$/;
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
@@ -68,7 +69,7 @@ export function parseFlags(usage: string, argv: string[]): Values | null {
     options: Object.fromEntries([...names.map((n) => [n, { type: 'string' as const }]), ['help', { type: 'boolean' as const, short: 'h' }]]),
   }) as { values: Values };
   if (values.help) {
-    console.log(usage);
+    printHelp(usage);
     return null;
   }
   return values;

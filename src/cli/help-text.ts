@@ -4,6 +4,7 @@
  */
 import { READ_FORMATS } from '../io/vectors.js';
 import { VULKAN_INSTALL } from '../platform/platform.js';
+import { STDIN_FORMATS } from './stdio.js';
 
 export const BACKEND_OPT = '  --backend B       auto | webgpu | cpu (default auto: WebGPU when an adapter exists)';
 export const FILES = `Vector files: ${READ_FORMATS.join(', ')}.`;
@@ -20,7 +21,22 @@ in the output's directory and renamed into place together at the end: after a fa
 (old files stay as they were); Ctrl-C removes the temporary files (an output already renamed into
 place is complete); a temporary file left by a killed run is removed by the next run on the same
 host writing that output (another host's are left to it).
-Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.`;
+Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 usage error.
+-q, --quiet (nothing on stderr but an error) and --json (a summary on stdout): 'webgpu-knn --help'.`;
+
+/** The --stdin-format option of a command with a vector input that may be `-`. */
+export const STDIN_OPT = `  --stdin-format F  the format of the vector input given as - (read from stdin):
+                    ${STDIN_FORMATS.join(' | ')}`;
+/** The --stdout-format option of a command with an output that may be `-`. */
+export const STDOUT_OPT = `  --stdout-format F the format of the output given as - (written to stdout): one that flag
+                    writes, without the dot (csv, jsonl, npy, ...)`;
+/** What `-` does, for the commands that take it. */
+export const STREAMS = `Streams: - as an input's path (flags marked "or -") reads stdin: read whole into a private
+temporary file ($TMPDIR) first, as the readers need the row count; - as an output's path writes
+stdout: the output is written to a temporary file and copied to stdout only once the command has
+succeeded (after a failure stdout gets nothing). At most one input and one output can be -.
+Index and id files, and paths handed to --distributed workers, refuse -. --json (see
+'webgpu-knn --help') is refused with an output on stdout.`;
 
 /** What to do without a WebGPU adapter, true wherever the package is installed (no path into the repository). */
 export const SETUP_HINT = `No WebGPU adapter? Install a Vulkan loader and Mesa's Vulkan drivers for a software one (lavapipe):

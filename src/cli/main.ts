@@ -22,6 +22,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SETUP_HINT } from './help-text.js';
 import { removeTempsOnSignals } from '../io/temp-files.js';
+import { backendNoted, printError, printHelp, printJson, restoreStreams, setMode, stdoutWrite, takeModeFlags } from './report.js';
+import { sendStdout, shownPaths } from './stdio.js';
 import { FileError, InvalidArgumentError, WebGpuUnavailableError, UsageError } from '../errors.js';
 
 /** The commands, in the order the usage lists them; the first is the default. */
@@ -57,6 +59,17 @@ ${COMMANDS.map(entry).join('\n')}
 'webgpu-knn <command> --help' describes each command. Exit codes: 0 ok, 1 failure (a missing,
 unreadable or malformed file, a full disk), 2 usage error (a bad flag, an output that is an input),
 130 / 143 interrupted (SIGINT / SIGTERM; temporary files are removed).
+
+Every command also takes:
+  -q, --quiet       no progress or informational lines on stderr (errors still go there; the
+                    exit codes are the same)
+  --json            on success, one JSON object on stdout summarising what the command did
+                    (its name, seconds, and its counts and files); on failure {"error": MESSAGE,
+                    "exitCode": CODE} there, and the message on stderr as always; what would go
+                    to stdout otherwise goes to stderr. Not for bench and worker, nor with an
+                    output on stdout (-)
+A vector input given as - is read from stdin (its format named by --stdin-format), a result
+file given as - is written to stdout (--stdout-format), where the command's --help lists them.
 ${SETUP_HINT}
 'worker' and --distributed runs need the optional packages bullmq and ioredis (npm install bullmq ioredis).`;
 
@@ -67,30 +80,41 @@ function version(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const [name = COMMANDS[0].name, ...rest] = argv;
+  const { argv: args, quiet, json } = takeModeFlags(argv);
+  const [name = COMMANDS[0].name, ...rest] = args;
   try {
     if (name === '-h' || name === '--help' || name === 'help') {
-      console.log(USAGE);
+      printHelp(USAGE);
       return 0;
     }
     if (name === '-V' || name === '--version') {
-      console.log(version());
+      if (json) printJson({ version: version() });
+      else console.log(version());
       return 0;
     }
     const command = COMMANDS.find((c) => c.name === name);
     if (!command) {
       throw new UsageError(`unknown command '${name}'; expected ${NAMES.slice(0, -1).join(', ')} or ${NAMES.at(-1)} (see webgpu-knn --help)`);
     }
-    await command.run(rest);
+    if (json && command.json === false) throw new UsageError(`--json does not apply to ${name}, which ${name === 'bench' ? 'prints its own report' : 'runs until it is stopped'}`);
+    setMode({ quiet, json });
+    const t0 = performance.now();
+    const summary = await command.run(rest);
+    await sendStdout(stdoutWrite);
+    restoreStreams();
+    if (json && summary) printJson({ command: name, backend: backendNoted(), ...summary, seconds: Number(((performance.now() - t0) / 1000).toFixed(3)) });
     return 0;
   } catch (err) {
+    restoreStreams();
     const e = err as Error;
+    const message = shownPaths(e.message);
     const usage = e instanceof UsageError || e.name === 'UsageError' || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`webgpu-knn ${name}: ${e.message}\n`);
-    if (usage) return 2;
+    printError(`webgpu-knn ${name}: ${message}\n`);
+    const code = usage ? 2 : 1;
+    if (json) printJson({ error: message, exitCode: code });
     // Bad input (a missing or malformed file, a wrong dim, a full disk) is the user's to fix: no stack trace for it.
-    if (!(e instanceof InvalidArgumentError || e instanceof FileError || e instanceof WebGpuUnavailableError)) process.stderr.write(`${e.stack ?? ''}\n`);
-    return 1;
+    if (!usage && !(e instanceof InvalidArgumentError || e instanceof FileError || e instanceof WebGpuUnavailableError)) printError(`${e.stack ?? ''}\n`);
+    return code;
   }
 }
 

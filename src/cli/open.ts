@@ -19,6 +19,7 @@ import { openCluster } from './cluster/flow.js';
 import { type Values, text } from './flags.js';
 import type { IndexSettings } from './index-flags.js';
 import { Progress } from './progress.js';
+import { noteBackend } from './report.js';
 import { UsageError } from '../errors.js';
 
 /**
@@ -41,6 +42,7 @@ export async function clusterOf(v: Values): Promise<string | undefined> {
 export async function openBackend(choice: 'auto' | 'webgpu' | 'cpu', k?: number, spare = 0): Promise<Backend> {
   const backend = await createBackend({ backend: choice });
   process.stderr.write(`backend: ${backend.description}\n`);
+  noteBackend(backend.description);
   if (k !== undefined && k > backend.maxK - spare) {
     backend.dispose();
     throw new UsageError(`--k must be an integer in [1, ${backend.maxK - spare}] on the ${backend.kind} backend; got ${k}`);

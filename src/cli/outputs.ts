@@ -11,8 +11,10 @@ import type { DedupResult } from '../jobs/dedup.js';
 import { knnGraph } from '../jobs/knn-graph.js';
 import type { RangeSearchResult } from '../types.js';
 import type { SearchParams, VectorIndex } from '../indexes/vector-index.js';
+import { type SearchTimings, emptyTimings } from '../types.js';
 import { type Values, checkExt, required, text } from './flags.js';
 import { Progress } from './progress.js';
+import { jsonWanted } from './report.js';
 
 /** Pairs formatted per write of the dedup and range-search outputs (bounded memory however many pairs there are). */
 const PAIRS_PER_WRITE = 1 << 16;
@@ -20,19 +22,38 @@ const PAIRS_PER_WRITE = 1 << 16;
 /** Queries per range search: its results are held until written. */
 const RANGE_QUERIES_PER_SEARCH = 1024;
 
+/** The types of the outputs: neighbour ids (search, knn-graph --out), their distances (--distances), pairs and range-search results. */
+export const NEIGHBOUR_FORMATS = ['.ivecs', '.npy', '.csv', '.jsonl'];
+export const DISTANCE_FORMATS = ['.fvecs', '.npy', '.csv', '.jsonl'];
+export const PAIR_FORMATS = ['.csv', '.jsonl'];
+
+/** The formats of search and knn-graph's outputs as --stdout-format names them (src/cli/stdio.ts). */
+export const NEIGHBOUR_STREAMS = { out: NEIGHBOUR_FORMATS.map((f) => f.slice(1)), distances: DISTANCE_FORMATS.map((f) => f.slice(1)) };
+
 /** --out (ids) and --distances, checked for types that can hold them. */
 export function neighbourOutputs(v: Values): { out: string; dist: string | undefined } {
   const out = required(v, 'out');
-  checkExt(out, ['.ivecs', '.npy', '.csv', '.jsonl'], '--out');
+  checkExt(out, NEIGHBOUR_FORMATS, '--out');
   const dist = text(v, 'distances');
-  if (dist !== undefined) checkExt(dist, ['.fvecs', '.npy', '.csv', '.jsonl'], '--distances');
+  if (dist !== undefined) checkExt(dist, DISTANCE_FORMATS, '--distances');
   return { out, dist };
+}
+
+/** Adds `t` (one search's timings) to `total`: every time, and each kernel's. */
+function addTimings(total: SearchTimings, t: SearchTimings): void {
+  total.uploadMs += t.uploadMs;
+  total.computeMs += t.computeMs;
+  total.readbackMs += t.readbackMs;
+  if (t.rescoreMs !== undefined) total.rescoreMs = (total.rescoreMs ?? 0) + t.rescoreMs;
+  for (const [name, ms] of Object.entries(t.kernelMs ?? {})) (total.kernelMs ??= {})[name] = (total.kernelMs[name] ?? 0) + ms;
+  if (t.strategy !== undefined) total.strategy = t.strategy;
 }
 
 /**
  * The k nearest neighbours in `index` of every row of `source.queries` (or, as a kNN graph, of
  * `source.self`, each row's own vector left out), written block by block as they are found: ids
- * to `out`, distances to `dist`; committed together at the end.
+ * to `out`, distances to `dist`; committed together at the end. Returns the rows written, and with
+ * --json the searches' timings summed (SearchTimings; `strategy`: the last block's).
  */
 export async function writeNeighbours(
   index: VectorIndex,
@@ -47,8 +68,11 @@ export async function writeNeighbours(
    * own id is then left out of its neighbours (knnGraph's `self` leaves out the row number).
    */
   selfIds?: BigInt64Array,
-): Promise<void> {
+): Promise<{ rows: number; timings?: SearchTimings }> {
   const n = (source.queries ?? source.self)!.rows;
+  // Timed only for --json's summary: each block's timings are added up, then the block gets fresh ones.
+  const timings = jsonWanted() ? emptyTimings() : undefined;
+  if (timings) params = { ...params, timings: emptyTimings() };
   const outputs: VectorStreamWriter[] = [];
   try {
     const ids = new VectorStreamWriter(out, n, k, 'id');
@@ -64,6 +88,10 @@ export async function writeNeighbours(
         const { labels, distances } = ownIds ? dropOwnIds(found, foundDistances, rows, k, (i) => Number(selfIds[start + i])) : { labels: found, distances: foundDistances };
         ids.write(labels, rows);
         ds?.write(distances, rows);
+        if (timings) {
+          addTimings(timings, params.timings!);
+          params.timings = emptyTimings();
+        }
         // Let the event loop turn, so that Ctrl-C (which removes the temporary files) is handled
         // between blocks even when the backend computes synchronously (CPU).
         await new Promise((resolve) => setImmediate(resolve));
@@ -76,6 +104,7 @@ export async function writeNeighbours(
   }
   commitOutputs(outputs);
   process.stderr.write(`wrote ${out}${dist ? ` and ${dist}` : ''}: ${n} rows of ${k}\n`);
+  return { rows: n, timings };
 }
 
 /**

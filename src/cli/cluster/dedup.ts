@@ -110,11 +110,11 @@ function tooMany(job: DedupPlan, where: string): string {
   return `the threshold lets through more than ${job.maxCandidates} candidate pairs${where}; use a stricter threshold or raise --max-candidates`;
 }
 
-/** `dedup --distributed URL`: enqueues the flow and waits for its reduce, with progress on stderr. */
+/** `dedup --distributed URL`: enqueues the flow and waits for its reduce, with progress on stderr; returns the reduce's counts and the tiles. */
 export async function distributedDedup(
   url: string,
   opts: { input: string; metric: DedupMetric; threshold: number; out: string; clusters?: string; tileRows: number; maxCandidates: number },
-): Promise<void> {
+): Promise<Record<string, number>> {
   const out = resolve(opts.out);
   const file = await openVectors(resolve(opts.input));
   const input = inputFile(file.path, file);
@@ -147,6 +147,7 @@ export async function distributedDedup(
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters} clusters; ${r.drop} ids to drop; ` +
         `${children.length} tiles; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${opts.out}${opts.clusters ? ` and ${opts.clusters}` : ''}\n`,
     );
+    return { rows: n, ...r, tiles: children.length };
   } finally {
     removeRunFolder(tiles);
   }

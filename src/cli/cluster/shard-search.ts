@@ -194,8 +194,8 @@ async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
   };
 }
 
-/** `search --index MANIFEST` without --distributed: every job of the plan here, shard by shard (each loaded once), then the merge. */
-export async function searchShards(backend: Backend, o: ShardedSearch): Promise<void> {
+/** `search --index MANIFEST` without --distributed: every job of the plan here, shard by shard (each loaded once), then the merge; returns the number of shards. */
+export async function searchShards(backend: Backend, o: ShardedSearch): Promise<number> {
   const plan = await planSearch(o);
   const blocks = plan.starts.length - 1;
   try {
@@ -215,6 +215,7 @@ export async function searchShards(backend: Backend, o: ShardedSearch): Promise<
     removeRunFolder(plan.tiles);
   }
   process.stderr.write(`wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${plan.starts[blocks]} rows of ${o.k} (${plan.shards.length} shards)\n`);
+  return plan.shards.length;
 }
 
 /** The search plan as search-shard children of one search-merge job, on the workers at `url`. */
@@ -231,9 +232,10 @@ async function runSearchFlow(url: string, plan: SearchMergeJob): Promise<void> {
 
 /**
  * `search --index MANIFEST --distributed URL`. Once the merge is reported done, its receipt must
- * name the outputs as they are (checkReceipt): its row count is what is reported.
+ * name the outputs as they are (checkReceipt): its row count is what is reported. Returns the
+ * number of shards.
  */
-export async function distributedSearchShards(url: string, o: ShardedSearch): Promise<void> {
+export async function distributedSearchShards(url: string, o: ShardedSearch): Promise<number> {
   const t0 = performance.now();
   const plan = await planSearch(o);
   let rows: number;
@@ -249,6 +251,7 @@ export async function distributedSearchShards(url: string, o: ShardedSearch): Pr
   process.stderr.write(
     `wrote ${o.out}${o.dist ? ` and ${o.dist}` : ''}: ${rows} rows of ${o.k}; ${blocks * plan.shards.length} (query block, shard) jobs; ${((performance.now() - t0) / 1000).toFixed(2)} s\n`,
   );
+  return plan.shards.length;
 }
 
 /**

@@ -19,5 +19,9 @@ export const benchCommand: Command = {
   summary: `benchmarks: compare, quantize, flat, kmeans, ivf, scheduler, dedup,
 clustered-dedup, filters, remove
 ('webgpu-knn bench <case> --help')`,
-  run: async (argv) => (await loadBench()).benchMain(argv),
+  json: false,
+  run: async (argv) => {
+    await (await loadBench()).benchMain(argv);
+    return undefined;
+  },
 };

@@ -2,7 +2,7 @@
  * `webgpu-knn build`: vectors (and their ids) to an index file, or to a sharded index (--shards,
  * --distributed).
  */
-import { FACTORY_FORMS } from '../../indexes/factory.js';
+import { FACTORY_FORMS, describeIndexType } from '../../indexes/factory.js';
 import { lockFile } from '../../io/file-lock.js';
 import { READ_FORMATS } from '../../io/vectors.js';
 import { openVectors } from '../../io/vector-reader.js';
@@ -11,11 +11,13 @@ import { buildShards, checkShardable, shardsOf } from '../cluster/shard-build.js
 import { checkShardOutputs } from '../cluster/shard-files.js';
 import type { Command } from '../command.js';
 import { backendChoice, checkExt, parseFlags, required, text } from '../flags.js';
-import { BACKEND_OPT, FILES, ID_FILES, OUTPUTS } from '../help-text.js';
+import { BACKEND_OPT, FILES, ID_FILES, OUTPUTS, STDIN_OPT, STREAMS } from '../help-text.js';
 import { checkTypeFor, indexSettingsOf } from '../index-flags.js';
 import { buildIndex, clusterOf, indexOf, naming, openBackend, vectorIds } from '../open.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { Progress } from '../progress.js';
+import { type Summary, jsonWanted } from '../report.js';
+import { ID_FILE, INDEX_OUT, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn build --input FILE --out INDEX [options]
@@ -23,7 +25,8 @@ const USAGE = `usage: webgpu-knn build --input FILE --out INDEX [options]
 Builds an index from a vector file and saves it (versioned, checksummed; written atomically).
 
 options:
-  --input FILE      the vectors (${READ_FORMATS.slice(0, 5).join(' ')}, IDX)
+  --input FILE      the vectors (${READ_FORMATS.slice(0, 5).join(' ')}, IDX), or - (stdin; not
+                    with --shards)
   --out INDEX       the index file to write (locked while it is built: a second build or a
                     remove of it fails at once, exit 1)
   --ids FILE        the vectors' ids, one per row of --input, in order, none twice (default:
@@ -49,15 +52,27 @@ options:
   --secret-file FILE  with --distributed: the job secret the workers share (default: the file
                     $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
                     with it (README, "Securing a cluster")
+${STDIN_OPT}
 ${BACKEND_OPT}
   -h, --help        this text
 ${FILES}
 ${ID_FILES}
-${OUTPUTS}`;
+${OUTPUTS}
+${STREAMS}`;
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  const sharded = v.shards !== undefined;
+  const manifestInput = "a sharded build's manifest names its input file, which knn-graph --index reads again";
+  await useStdio(
+    v,
+    {
+      inputs: sharded ? [] : ['input'],
+      refused: { out: INDEX_OUT, ids: ID_FILE, ...(sharded ? { input: manifestInput } : {}), ...(v.distributed !== undefined ? onWorkers('input') : {}) },
+    },
+    jsonWanted(),
+  );
   const input = required(v, 'input');
   const out = required(v, 'out');
   const idsPath = text(v, 'ids');
@@ -82,13 +97,18 @@ async function run(argv: string[]): Promise<void> {
     if (shards !== undefined) checkShardOutputs(out, shards, pathFlags(['--input', input], ['--ids', idsPath]));
     const ids = await vectorIds(idsPath, file);
     const backend = await openBackend(choice);
+    const summary = { input: asGiven(input), out, type: describeIndexType(settings.type), metric: settings.metric, rows: file.rows, dim: file.dim };
     try {
-      if (shards !== undefined) return await buildShards(backend, settings, file, shards, out, ids?.path, url);
-      await naming(indexOf(file), async () => {
+      if (shards !== undefined) {
+        await buildShards(backend, settings, file, shards, out, ids?.path, url);
+        return { ...summary, shards, ...(url !== undefined ? { distributed: true } : {}) };
+      }
+      return await naming(indexOf(file), async () => {
         const index = await buildIndex(backend, settings, file, false, ids?.ids);
         const p = new Progress('saving');
         await index.save(out, { onProgress: (done, total) => p.update(done, total) });
         process.stderr.write(`wrote ${out}: ${index.ntotal} vectors of dim ${file.dim}\n`);
+        return { ...summary, ntotal: index.ntotal };
       });
     } finally {
       backend.dispose();

@@ -4,14 +4,16 @@
  */
 import { type VectorReader, openVectors } from '../../io/vector-reader.js';
 import { clusteredDedup } from '../../jobs/clustered-dedup.js';
-import { type DedupMetric, dedup } from '../../jobs/dedup.js';
+import { type DedupMetric, type DedupResult, dedup } from '../../jobs/dedup.js';
 import { DEFAULT_MAX_CANDIDATES } from '../../common/pairs.js';
 import { distributedDedup } from '../cluster/dedup.js';
 import type { Command } from '../command.js';
 import { backendChoice, checkExt, intFlag, parseFlags, required, text, thresholdFlag } from '../flags.js';
-import { BACKEND_OPT, OUTPUTS } from '../help-text.js';
+import { BACKEND_OPT, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
 import { clusterOf, indexHeaderOf, loadWithProgress, naming, openBackend, openQueries, reporting, sizeOf } from '../open.js';
-import { writeDedupOutputs, writeRange } from '../outputs.js';
+import { PAIR_FORMATS, writeDedupOutputs, writeRange } from '../outputs.js';
+import { type Summary, jsonWanted } from '../report.js';
+import { INDEX_FILE, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { Progress } from '../progress.js';
 import { UsageError } from '../../errors.js';
@@ -22,12 +24,13 @@ Finds every pair i < j of near-duplicate vectors: cosine >= T, or squared L2 <= 
 found on the backend with a safety margin and confirmed exactly (float64), so none is missed.
 
 options:
-  --input FILE      the vectors
+  --input FILE      the vectors, or - (stdin)
   --metric M        cosine | l2
   --threshold T     cosine: the smallest similarity, in [-1, 1]; l2: the largest squared
                     distance, >= 0
   --out FILE        the pairs: .csv (header i,j,score; 0-based rows, i < j, sorted by i then j;
-                    rows also for a .jsonl input with 'id' fields) or .jsonl (the same fields)
+                    rows also for a .jsonl input with 'id' fields) or .jsonl (the same fields);
+                    or - (stdout)
   --clusters FILE   also the groups (JSON: clusters with the lowest id first = kept, and drop: the
                     ids to drop)
   --max-candidates N  fail (exit 1, nothing written) when the threshold lets through more than N
@@ -57,16 +60,29 @@ options:
                     $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
                     with it (README, "Securing a cluster")
   --tile-rows R     rows per block with --distributed (default 65536)
+${STDIN_OPT}
+${STDOUT_OPT}
 ${BACKEND_OPT}
   -h, --help        this text
-${OUTPUTS}`;
+${OUTPUTS}
+${STREAMS}`;
 
 /** What a dedup of `file` allocates (its rows, held for the exact check, and the join's copy). */
 const rowsOf = (file: VectorReader): string => `the rows of ${file.path} for the dedup (${sizeOf(file)})`;
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  const local = v.distributed === undefined;
+  await useStdio(
+    v,
+    {
+      inputs: local ? ['input'] : [],
+      outputs: local ? { out: PAIR_FORMATS.map((f) => f.slice(1)) } : {},
+      refused: { against: INDEX_FILE, clusters: 'only the pairs (--out) can go to stdout', ...(local ? {} : onWorkers('input', 'out')) },
+    },
+    jsonWanted(),
+  );
   const metric = required(v, 'metric');
   if (metric !== 'cosine' && metric !== 'l2') throw new UsageError(`--metric must be cosine or l2; got ${metric}`);
   const threshold =
@@ -75,16 +91,17 @@ async function run(argv: string[]): Promise<void> {
       : thresholdFlag('threshold', text(v, 'threshold'), 0, Infinity, 'a squared L2 distance');
   const maxCandidates = intFlag('max-candidates', text(v, 'max-candidates'), 0, Number.MAX_SAFE_INTEGER, DEFAULT_MAX_CANDIDATES);
   const out = required(v, 'out');
-  checkExt(out, ['.csv', '.jsonl'], '--out');
+  checkExt(out, PAIR_FORMATS, '--out');
   const input = required(v, 'input');
   const clusters = text(v, 'clusters');
+  const given = { input: asGiven(input), metric, threshold, out: asGiven(out), clustersFile: clusters };
   const choice = backendChoice(v);
   const against = text(v, 'against');
   checkOutputs(pathFlags(['--out', out], ['--clusters', clusters]), pathFlags(['--input', input], ['--against', against]));
   for (const flag of ['partitions', 'overlap', 'distributed', 'secret-file', 'tile-rows']) {
     if (against !== undefined && v[flag] !== undefined) throw new UsageError(`--${flag} applies to a dedup within one input; it does not combine with --against`);
   }
-  if (against !== undefined) return dedupAgainst(against, input, metric, threshold, maxCandidates, out, clusters, choice);
+  if (against !== undefined) return { ...given, against, ...(await dedupAgainst(against, input, metric, threshold, maxCandidates, out, clusters, choice)) };
   const distributed = text(v, 'distributed');
   const partitions = text(v, 'partitions');
   const overlap = text(v, 'overlap');
@@ -94,11 +111,11 @@ async function run(argv: string[]): Promise<void> {
   if (partitions !== undefined) {
     if (distributed !== undefined) throw new UsageError('--partitions runs in one process; it does not combine with --distributed');
     const C = intFlag('partitions', partitions, 1, 2 ** 31 - 1);
-    return clusteredDedupCommand(input, metric as DedupMetric, threshold, maxCandidates, out, clusters, choice, C, intFlag('overlap', overlap, 1, C, 1));
+    return { ...given, ...(await clusteredDedupCommand(input, metric as DedupMetric, threshold, maxCandidates, out, clusters, choice, C, intFlag('overlap', overlap, 1, C, 1))) };
   }
   if (distributed !== undefined) {
     const tileRows = intFlag('tile-rows', text(v, 'tile-rows'), 1, 2 ** 31 - 1, 65536);
-    return distributedDedup((await clusterOf(v))!, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows, maxCandidates });
+    return { ...given, distributed: true, ...(await distributedDedup((await clusterOf(v))!, { input, metric: metric as DedupMetric, threshold, out, clusters, tileRows, maxCandidates })) };
   }
   const file = await openVectors(input);
   const backend = await openBackend(choice);
@@ -120,10 +137,20 @@ async function run(argv: string[]): Promise<void> {
       `${r.pairs} pairs (${r.candidates} candidates checked) in ${r.clusters.length} clusters; ${r.drop.length} ids to drop; ` +
         `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
     );
+    return { ...given, ...counts(file, r) };
   } finally {
     backend.dispose();
   }
 }
+
+/** A dedup's counts for --json's summary. */
+const counts = (file: VectorReader, r: Pick<DedupResult, 'pairs' | 'candidates' | 'clusters' | 'drop'>): Summary => ({
+  rows: file.rows,
+  pairs: r.pairs,
+  candidates: r.candidates,
+  clusters: r.clusters.length,
+  drop: r.drop.length,
+});
 
 /** dedup --partitions C --overlap M: clustered (approximate) dedup in this process. */
 async function clusteredDedupCommand(
@@ -136,7 +163,7 @@ async function clusteredDedupCommand(
   choice: 'auto' | 'webgpu' | 'cpu',
   partitions: number,
   overlap: number,
-): Promise<void> {
+): Promise<Summary> {
   const file = await openVectors(input);
   if (partitions > Math.max(1, file.rows)) throw new UsageError(`--partitions must be an integer in [1, ${Math.max(1, file.rows)}] (the rows of ${input}); got ${partitions}`);
   const backend = await openBackend(choice);
@@ -164,6 +191,7 @@ async function clusteredDedupCommand(
         `${partitions} partitions x overlap ${overlap} (largest ${largest} rows; ${(100 * r.scoredFraction).toFixed(2)}% of the pairs scored); ` +
         `${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}${clusters ? ` and ${clusters}` : ''}\n`,
     );
+    return { ...counts(file, r), partitions, overlap, largestPartition: largest, scoredFraction: r.scoredFraction };
   } finally {
     backend.dispose();
   }
@@ -179,7 +207,7 @@ async function dedupAgainst(
   out: string,
   clusters: string | undefined,
   choice: 'auto' | 'webgpu' | 'cpu',
-): Promise<void> {
+): Promise<Summary> {
   if (clusters !== undefined) throw new UsageError('--clusters groups the pairs within one input; it does not apply with --against');
   const header = await indexHeaderOf('--against', indexPath, 'dedup --against');
   if (header.metric !== metric) throw new UsageError(`--against ${indexPath} is a ${header.metric} index; --metric is ${metric} (they must agree)`);
@@ -190,6 +218,7 @@ async function dedupAgainst(
     const index = await loadWithProgress(backend, indexPath);
     const pairs = await writeRange(index, file, threshold, { maxCandidates }, out, ['i', 'j', 'score'], 'dedup');
     process.stderr.write(`${pairs} pairs of ${file.rows} new rows against ${index.ntotal} indexed; ${((performance.now() - t0) / 1000).toFixed(2)} s; wrote ${out}\n`);
+    return { rows: file.rows, ntotal: index.ntotal, pairs };
   } finally {
     backend.dispose();
   }

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import type { Command } from '../command.js';
 import { runDemo } from '../demo.js';
 import { intFlag, numberFlag } from '../flags.js';
+import { type Summary, printHelp } from '../report.js';
 
 const USAGE = `usage: webgpu-knn demo [--threshold T] [--k K]
 
@@ -19,15 +20,15 @@ options:
   --k K           neighbours shown (default 4)
   -h, --help      this text`;
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const { values } = parseArgs({
     args: argv,
     options: { threshold: { type: 'string' }, k: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
-  if (values.help) return void console.log(USAGE);
+  if (values.help) return void printHelp(USAGE);
   const threshold = numberFlag('threshold', values.threshold, -1, 1, 'a cosine', 0.95);
   const k = intFlag('k', values.k, 1, 100, 4);
-  await runDemo(threshold, 3, k);
+  return runDemo(threshold, 3, k);
 }
 
 export const demoCommand: Command = {

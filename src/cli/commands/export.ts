@@ -11,6 +11,8 @@ import { backendChoice, parseFlags, required } from '../flags.js';
 import { BACKEND_OPT, OUTPUTS } from '../help-text.js';
 import { indexHeaderOf, loadWithProgress, openBackend } from '../open.js';
 import { checkOutputs, pathFlags } from '../paths.js';
+import { type Summary, jsonWanted } from '../report.js';
+import { INDEX_FILE, useStdio } from '../stdio.js';
 import { InvalidArgumentError, UsageError } from '../../errors.js';
 
 const FORMATS = ['hnswlib'];
@@ -40,9 +42,10 @@ function spaceOf(metric: Metric): string {
   return "'ip' (1 - inner product; the rows are unit-norm: normalise the queries, or use hnswlib-node's 'cosine' space, which does)";
 }
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  await useStdio(v, { refused: { index: INDEX_FILE, out: 'an hnswlib file is written to a temporary file and renamed into place' } }, jsonWanted());
   const format = required(v, 'format');
   if (!FORMATS.includes(format)) throw new UsageError(`--format must be ${FORMATS.join(' or ')}; got ${format}`);
   const indexPath = required(v, 'index');
@@ -67,6 +70,7 @@ async function run(argv: string[]): Promise<void> {
         `wrote ${out}: hnswlib index of ${n} vectors of dim ${header.dim}, one layer, maxM0 ${header.nlist}, entry point ${n > 0 ? entry : 'none'}; ` +
           `load it with the space ${spaceOf(header.metric)}\n`,
       );
+      return { format, index: indexPath, out, n, dim: header.dim, maxM0: header.nlist, entryPoint: n > 0 ? entry : null, space: header.metric === 'l2' ? 'l2' : 'ip' };
     } finally {
       await index.dispose();
     }

@@ -2,7 +2,7 @@
  * `webgpu-knn knn-graph`: every vector's (or query's) k nearest others, here, of a sharded index
  * (--index) or on workers (--distributed).
  */
-import { FACTORY_FORMS } from '../../indexes/factory.js';
+import { FACTORY_FORMS, describeIndexType } from '../../indexes/factory.js';
 import { openVectors } from '../../io/vector-reader.js';
 import { isManifestPath } from '../../indexes/shards.js';
 import { checkShardable, shardsOf } from '../cluster/shard-build.js';
@@ -10,10 +10,12 @@ import { checkManifest, manifestInput } from '../cluster/shard-files.js';
 import { distributedKnnGraph, distributedSearchShards, searchShards } from '../cluster/shard-search.js';
 import type { Command } from '../command.js';
 import { type Values, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
-import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS } from '../help-text.js';
+import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
 import { K_LIMIT, checkTypeFor, indexSettingsOf, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { buildIndex, clusterOf, indexOf, naming, openBackend, openQueries, vectorIds } from '../open.js';
-import { neighbourOutputs, writeNeighbours } from '../outputs.js';
+import { NEIGHBOUR_STREAMS, neighbourOutputs, writeNeighbours } from '../outputs.js';
+import { type Summary, jsonWanted } from '../report.js';
+import { INDEX_FILE, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { UsageError } from '../../errors.js';
 
@@ -24,14 +26,14 @@ written block by block so that memory stays bounded.
 
 options:
   --input FILE      the vectors to index (a .jsonl input's 'id' fields, if it has them, are
-                    the neighbour ids written; else row numbers)
+                    the neighbour ids written; else row numbers), or - (stdin)
   --index MANIFEST  instead of --input, --type, --metric: the vectors of a sharded index (from
                     'build --shards' without --ids; its input file, checked by size and mtime),
                     searched shard by shard
-  --queries FILE    optional: search these instead of the input itself
+  --queries FILE    optional: search these instead of the input itself; or - (stdin)
   --k K             neighbours per row (at most the backend's max k: 'webgpu-knn info')
-  --out FILE        ${NEIGHBOUR_IDS}
-  --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl
+  --out FILE        ${NEIGHBOUR_IDS}; or - (stdout)
+  --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl; or - (stdout)
   --type T          ${FACTORY_FORMS} (default Flat);
                     nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
@@ -47,13 +49,26 @@ options:
                     with it (README, "Securing a cluster")
   --shards S        with --distributed: shards to build (default 3)
   --query-rows Q    with --distributed or --index: query rows per job (default 65536)
+${STDIN_OPT}
+${STDOUT_OPT}
 ${BACKEND_OPT}
   -h, --help        this text
-${OUTPUTS}`;
+${OUTPUTS}
+${STREAMS}`;
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  const local = v.distributed === undefined;
+  await useStdio(
+    v,
+    {
+      inputs: local ? ['input', 'queries'] : [],
+      outputs: local ? NEIGHBOUR_STREAMS : {},
+      refused: { index: INDEX_FILE, ...(local ? {} : onWorkers('input', 'queries', 'out', 'distances')) },
+    },
+    jsonWanted(),
+  );
   const { out, dist } = neighbourOutputs(v);
   const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
   const indexPath = text(v, 'index');
@@ -76,27 +91,39 @@ async function run(argv: string[]): Promise<void> {
   const url = await clusterOf(v);
   const shards = url === undefined ? undefined : shardsOf(text(v, 'shards'), file.rows, 3);
   const backend = await openBackend(choice, k, queries ? 0 : 1);
+  const summary = {
+    input: asGiven(input),
+    queries: asGiven(queriesPath),
+    rows: (queries ?? file).rows,
+    k,
+    out: asGiven(out),
+    distances: asGiven(dist),
+    type: describeIndexType(settings.type),
+    metric: settings.metric,
+  };
   if (url !== undefined && shards !== undefined) {
     try {
-      return await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v) });
+      await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v) });
+      return { ...summary, shards, distributed: true };
     } finally {
       backend.dispose();
     }
   }
   try {
     const t0 = performance.now();
-    await naming(indexOf(file), async () => {
+    const { timings } = await naming(indexOf(file), async () => {
       const index = await buildIndex(backend, settings, file, undefined, ids?.ids);
-      await writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', {}, ids?.ids);
+      return writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', {}, ids?.ids);
     });
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
+    return { ...summary, timings };
   } finally {
     backend.dispose();
   }
 }
 
 /** knn-graph --index MANIFEST: the graph of a sharded index's own vectors (or of --queries), here or with --distributed. */
-async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: string, dist: string | undefined): Promise<void> {
+async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: string, dist: string | undefined): Promise<Summary> {
   if (!isManifestPath(indexPath)) throw new UsageError(`knn-graph --index takes a shard manifest (.json, from 'build --shards'); got ${indexPath}`);
   for (const flag of ['input', 'type', 'metric', 'train-sample', 'shards']) {
     if (v[flag] !== undefined) throw new UsageError(`--${flag} does not apply with --index (the index is built already)`);
@@ -107,13 +134,14 @@ async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: st
   const url = await clusterOf(v);
   const header = await checkManifest(indexPath);
   const queries = queriesPath ?? manifestInput(indexPath);
-  await openQueries(queries, header);
+  const { rows } = await openQueries(queries, header);
   const { nprobe } = await searchParamsOf(v, header, undefined);
   const o = { manifest: indexPath, queries, k, out, dist, nprobe, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
-  if (url !== undefined) return distributedSearchShards(url, o);
+  const summary = { index: indexPath, queries: asGiven(queriesPath), rows, k, out: asGiven(out), distances: asGiven(dist) };
+  if (url !== undefined) return { ...summary, shards: await distributedSearchShards(url, o), distributed: true };
   const backend = await openBackend(choice, k, o.excludeSelf ? 1 : 0);
   try {
-    await searchShards(backend, o);
+    return { ...summary, shards: await searchShards(backend, o) };
   } finally {
     backend.dispose();
   }

@@ -6,10 +6,12 @@ import type { Metric } from '../../types.js';
 
 import type { Command } from '../command.js';
 import { type Values, backendChoice, checkExt, intFlag, parseFlags, required, text, thresholdFlag } from '../flags.js';
-import { BACKEND_OPT, ID_FILES, OUTPUTS } from '../help-text.js';
+import { BACKEND_OPT, ID_FILES, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
 import { searchParamsOf } from '../index-flags.js';
 import { indexHeaderOf, loadWithProgress, openBackend, openQueries } from '../open.js';
-import { writeRange } from '../outputs.js';
+import { PAIR_FORMATS, writeRange } from '../outputs.js';
+import { type Summary, jsonWanted } from '../report.js';
+import { ID_FILE, INDEX_FILE, asGiven, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { MAX_RADIUS } from '../../indexes/index-core.js';
 
@@ -20,22 +22,26 @@ cosine: cosine similarity >= R. Prints how many results there are in all.
 
 options:
   --index INDEX     an index file from 'webgpu-knn build'
-  --queries FILE    the query vectors
+  --queries FILE    the query vectors, or - (stdin)
   --radius R        l2: a squared distance in [0, 1e38]; ip: a number in [-1e38, 1e38]; cosine:
                     in [-1, 1] (decimal; a negative one as --radius=-0.5)
   --out FILE        .csv (header query,id,distance; one line per result) or .jsonl (one
                     {"query", "id", "distance"} object a line): queries in file order (0-based
-                    rows), each query's results best first (ties: the smaller id first)
+                    rows), each query's results best first (ties: the smaller id first);
+                    or - (stdout)
   --filter-ids FILE only vectors with these ids may be results
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved); only vectors
                     in the scanned lists are found
   --max-candidates N  fail (exit 1, nothing written) when the radius lets through more than N
                     candidates in a block of 1024 queries (default ${DEFAULT_MAX_CANDIDATES}): a
                     radius too loose for the corpus
+${STDIN_OPT}
+${STDOUT_OPT}
 ${BACKEND_OPT}
   -h, --help        this text
 ${ID_FILES}
-${OUTPUTS}`;
+${OUTPUTS}
+${STREAMS}`;
 
 /** --radius for `metric`: l2 a squared distance in [0, MAX_RADIUS], cosine in [-1, 1], ip within +-MAX_RADIUS. */
 function radiusOf(v: Values, metric: Metric): number {
@@ -45,11 +51,12 @@ function radiusOf(v: Values, metric: Metric): number {
   return thresholdFlag('radius', given, -MAX_RADIUS, MAX_RADIUS, 'an inner product');
 }
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  await useStdio(v, { inputs: ['queries'], outputs: { out: PAIR_FORMATS.map((f) => f.slice(1)) }, refused: { index: INDEX_FILE, 'filter-ids': ID_FILE } }, jsonWanted());
   const out = required(v, 'out');
-  checkExt(out, ['.csv', '.jsonl'], '--out');
+  checkExt(out, PAIR_FORMATS, '--out');
   required(v, 'radius');
   const indexPath = required(v, 'index');
   const queriesPath = required(v, 'queries');
@@ -66,6 +73,7 @@ async function run(argv: string[]): Promise<void> {
     const index = await loadWithProgress(backend, indexPath);
     const results = await writeRange(index, queries, radius, params, out, ['query', 'id', 'distance'], 'range-search');
     process.stderr.write(`${results} results for ${queries.rows} queries within radius ${radius}; wrote ${out}\n`);
+    return { index: indexPath, queries: asGiven(queriesPath), rows: queries.rows, radius, results, out: asGiven(out) };
   } finally {
     backend.dispose();
   }

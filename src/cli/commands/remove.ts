@@ -9,6 +9,8 @@ import { BACKEND_OPT, ID_FILES, OUTPUTS } from '../help-text.js';
 import { indexHeaderOf, loadWithProgress, openBackend } from '../open.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { Progress } from '../progress.js';
+import { type Summary, jsonWanted } from '../report.js';
+import { ID_FILE, INDEX_FILE, INDEX_OUT, useStdio } from '../stdio.js';
 
 const USAGE = `usage: webgpu-knn remove --index INDEX --ids FILE [--out INDEX2] [options]
 
@@ -29,9 +31,10 @@ ${BACKEND_OPT}
 ${ID_FILES}
 ${OUTPUTS}`;
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  await useStdio(v, { refused: { index: INDEX_FILE, ids: ID_FILE, out: INDEX_OUT } }, jsonWanted());
   const indexPath = required(v, 'index');
   const idsPath = required(v, 'ids');
   const outFlag = text(v, 'out');
@@ -63,6 +66,7 @@ async function run(argv: string[]): Promise<void> {
         `removed ${removed} of the ${ids.length} ids given (${ids.length - removed} not in the index); ` +
           `ntotal ${before} -> ${index.ntotal}; wrote ${out}${inPlace && out !== indexPath ? ` (the file --index ${indexPath} links to)` : ''}\n`,
       );
+      return { index: indexPath, out, idsGiven: ids.length, removed, ntotalBefore: before, ntotal: index.ntotal };
     } finally {
       backend.dispose();
     }

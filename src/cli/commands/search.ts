@@ -7,10 +7,12 @@ import { checkManifest } from '../cluster/shard-files.js';
 import { distributedSearchShards, searchShards } from '../cluster/shard-search.js';
 import type { Command } from '../command.js';
 import { backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
-import { BACKEND_OPT, ID_FILES, NEIGHBOUR_IDS, OUTPUTS } from '../help-text.js';
+import { BACKEND_OPT, ID_FILES, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
 import { K_LIMIT, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { clusterOf, loadWithProgress, openBackend, openQueries } from '../open.js';
-import { neighbourOutputs, writeNeighbours } from '../outputs.js';
+import { NEIGHBOUR_STREAMS, neighbourOutputs, writeNeighbours } from '../outputs.js';
+import { type Summary, jsonWanted } from '../report.js';
+import { ID_FILE, INDEX_FILE, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { UsageError } from '../../errors.js';
 
@@ -24,10 +26,10 @@ options:
                     'build --shards': shards searched in turn, their top-k merged (the same
                     output as the unsharded index); each shard checked against the manifest
                     first (a file in its folder, listed once, its header, count and ids)
-  --queries FILE    the query vectors
+  --queries FILE    the query vectors, or - (stdin)
   --k K             neighbours per query (at most the backend's max k: 'webgpu-knn info')
-  --out FILE        ${NEIGHBOUR_IDS}
-  --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl
+  --out FILE        ${NEIGHBOUR_IDS}; or - (stdout)
+  --distances FILE  also their distances: .fvecs, .npy, .csv or .jsonl; or - (stdout)
   --filter-ids FILE only vectors with these ids may be neighbours: each query gets its k nearest
                     allowed vectors (fewer only if fewer are allowed); ids the index does not
                     hold are ignored
@@ -45,14 +47,27 @@ options:
                     $WEBGPU_KNN_SECRET_FILE names, else $WEBGPU_KNN_SECRET); every job is signed
                     with it (README, "Securing a cluster")
   --query-rows Q    with a manifest: query rows per (query block, shard) search (default 65536)
+${STDIN_OPT}
+${STDOUT_OPT}
 ${BACKEND_OPT}
   -h, --help        this text
 ${ID_FILES}
-${OUTPUTS}`;
+${OUTPUTS}
+${STREAMS}`;
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<Summary | undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
+  const local = v.distributed === undefined;
+  await useStdio(
+    v,
+    {
+      inputs: local ? ['queries'] : [],
+      outputs: local ? NEIGHBOUR_STREAMS : {},
+      refused: { index: INDEX_FILE, 'filter-ids': ID_FILE, ...(local ? {} : onWorkers('queries', 'out', 'distances')) },
+    },
+    jsonWanted(),
+  );
   const { out, dist } = neighbourOutputs(v);
   const k = intFlag('k', text(v, 'k'), 1, K_LIMIT);
   const indexPath = required(v, 'index');
@@ -68,12 +83,13 @@ async function run(argv: string[]): Promise<void> {
   const header = sharded ? await checkManifest(indexPath) : await readIndexHeader(indexPath);
   const queries = await openQueries(queriesPath, header);
   const params = await searchParamsOf(v, header, filterPath);
+  const summary = { index: indexPath, queries: asGiven(queriesPath), rows: queries.rows, k, out: asGiven(out), distances: asGiven(dist) };
   if (sharded) {
     const o = { manifest: indexPath, queries: queriesPath, k, out, dist, nprobe: params.nprobe, kFactor: params.kFactor, filter: filterPath, queryRows: queryRowsOf(v) };
-    if (url !== undefined) return distributedSearchShards(url, o);
+    if (url !== undefined) return { ...summary, shards: await distributedSearchShards(url, o), distributed: true };
     const backend = await openBackend(choice, k);
     try {
-      return await searchShards(backend, o);
+      return { ...summary, shards: await searchShards(backend, o) };
     } finally {
       backend.dispose();
     }
@@ -81,7 +97,8 @@ async function run(argv: string[]): Promise<void> {
   const backend = await openBackend(choice, k);
   try {
     const index = await loadWithProgress(backend, indexPath);
-    await writeNeighbours(index, { queries }, k, out, dist, 'search', params);
+    const { timings } = await writeNeighbours(index, { queries }, k, out, dist, 'search', params);
+    return { ...summary, timings };
   } finally {
     backend.dispose();
   }

@@ -36,9 +36,11 @@ options:
   --concurrency N   jobs at once (default 1)
   --lock-ms MS      BullMQ lockDuration and stalledInterval (default 60000)
 ${BACKEND_OPT}
-  -h, --help        this text`;
+  -h, --help        this text
+-q, --quiet (see 'webgpu-knn --help') also holds back the "refused job" lines; --json does not
+apply (a worker runs until it is stopped).`;
 
-async function run(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<undefined> {
   const v = parseFlags(USAGE, argv);
   if (!v) return;
   await queuePackages(); // before the flags' checks: without bullmq and ioredis nothing else matters
@@ -49,6 +51,7 @@ async function run(argv: string[]): Promise<void> {
   const backend = backendChoice(v);
   const secret = readJobSecret(text(v, 'secret-file'), 'a worker');
   await runWorker({ url, root, secret, backend, concurrency, lockMs });
+  return undefined;
 }
 
 export const workerCommand: Command = {
@@ -56,5 +59,6 @@ export const workerCommand: Command = {
   summary: `takes 'dedup --distributed' and sharded search / knn-graph jobs from Redis (BullMQ)
 until SIGTERM`,
   usage: USAGE,
+  json: false,
   run,
 };
