@@ -3,8 +3,8 @@
  * takes from any position of the command line before a command parses its own flags.
  *
  * --quiet: nothing the command writes to stderr reaches it (progress, notes, "wrote ..." lines;
- * also what a library writes there through process.stderr); main.ts's error message still does,
- * and the exit codes are unchanged. Messages a native driver prints on its own (Mesa, Dawn) are
+ * also what a library writes there through process.stderr); main.ts's error message and the
+ * security warnings (printWarning) still do, and the exit codes are unchanged. Messages a native driver prints on its own (Mesa, Dawn) are
  * outside the process's streams and cannot be held back.
  *
  * --json: stdout is one JSON object: on success the command's summary (`summary` below), on failure
@@ -92,6 +92,9 @@ export function printJson(value: Summary): void {
 export function printError(line: string): void {
   realStderr(shownPaths(line));
 }
+
+/** A security warning's line on stderr: --quiet does not hold it back (a job secret others can read, a refused job). */
+export const printWarning = printError;
 
 /** The real stdout's write (for the bytes of an output given as `-`). */
 export const stdoutWrite: Write = realStdout;

@@ -110,12 +110,13 @@ describe('distributed settings checked before anything starts', () => {
     writeSecret(open);
     chmodSync(open, 0o644);
     const worker = (args: string[], env: NodeJS.ProcessEnv = {}) => cli(['worker', '--redis', 'redis://127.0.0.1:1', ...args], env).done;
-    const [noRoot, badRoot, noSecret, short, warned] = await Promise.all([
+    const [noRoot, badRoot, noSecret, short, warned, quietWarned] = await Promise.all([
       worker(['--secret-file', secret]),
       worker(['--root', join(dir, 'nowhere'), '--secret-file', secret]),
       worker(['--root', dir]),
       worker(['--root', dir], { WEBGPU_KNN_SECRET: 'too-short' }),
       worker(['--root', dir], { WEBGPU_KNN_SECRET_FILE: open }),
+      worker(['--root', dir, '--quiet'], { WEBGPU_KNN_SECRET_FILE: open }),
     ]);
     expect([noRoot.code, lastLine(noRoot.err)]).toEqual([2, 'webgpu-knn worker: --root is required']);
     expect([badRoot.code, lastLine(badRoot.err)]).toEqual([2, `webgpu-knn worker: --root ${join(dir, 'nowhere')}: no such directory`]);
@@ -125,6 +126,8 @@ describe('distributed settings checked before anything starts', () => {
     expect(lastLine(short.err)).toMatch(/^webgpu-knn worker: the job secret from WEBGPU_KNN_SECRET has 9 bytes; at least 16 are needed/);
     expect(warned.err).toContain(`warning: the job secret ${open} is accessible to group or others (mode 0644); chmod 600 ${open}`);
     expect(warned.code, 'then Redis is not there: exit 1').toBe(1);
+    // A security warning is not held back by --quiet.
+    expect(quietWarned.err).toContain(`warning: the job secret ${open} is accessible to group or others (mode 0644); chmod 600 ${open}`);
   }, 60_000);
 
   it('a command with --distributed and no job secret: a usage error (exit 2) saying how to give one', async () => {

@@ -21,6 +21,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { fileError } from '../../io/file-error.js';
 import { UsageError } from '../../errors.js';
+import { printWarning } from '../report.js';
 
 /** How long a queued job stays valid. */
 export const JOB_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -54,7 +55,7 @@ export function readJobSecret(flag: string | undefined, who: string): Buffer {
       throw fileError(fromFile, 'cannot read the job secret', err);
     }
     if ((mode & 0o077) !== 0) {
-      process.stderr.write(`warning: the job secret ${fromFile} is accessible to group or others (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); chmod 600 ${fromFile}\n`);
+      printWarning(`warning: the job secret ${fromFile} is accessible to group or others (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); chmod 600 ${fromFile}\n`);
     }
     // One trailing newline, as `echo` or an editor leaves it, is not part of the secret.
     const end = secret.length - (secret.at(-1) === 0x0a ? (secret.at(-2) === 0x0d ? 2 : 1) : 0);

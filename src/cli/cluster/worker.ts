@@ -40,6 +40,7 @@ import { QUEUE } from './flow.js';
 import { RedisWatch, connection, printable, probeRedis, redactUrl } from './redis-link.js';
 import { releaseShardCache } from './shard-search.js';
 import { InvalidArgumentError, SchemaError } from '../../errors.js';
+import { printWarning } from '../report.js';
 
 export const DEFAULT_LOCK_MS = 60_000;
 
@@ -131,7 +132,7 @@ export async function runWorker(s: WorkerSettings): Promise<void> {
         payload = accept(job, s.secret, s.root);
       } catch (err) {
         if (!(err instanceof RefusedJob)) throw err;
-        log(`refused job ${job.name} ${job.id}: ${err.why}`);
+        printWarning(`worker: ${printable(`refused job ${job.name} ${job.id}: ${err.why}`)}\n`);
         const unrecoverable = new UnrecoverableError(err.message);
         refused.add(unrecoverable);
         throw unrecoverable;
