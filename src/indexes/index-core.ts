@@ -18,6 +18,7 @@ import { Codec, type CodecSpec, codecName } from '../codecs/codec.js';
 import { type RefineKind, RefineRows, checkRefine } from '../codecs/refine.js';
 import { type TransformSpec, checkTransform, parseTransform, TRANSFORM_FORMS } from '../codecs/transforms.js';
 import type { RowAt } from '../contracts.js';
+import { gatherRows } from '../stores/rows.js';
 import { dedupMargin } from '../common/threshold.js';
 import type { SearchParams, TrainOptions, VectorIndex } from './vector-index.js';
 import { POST_FILTER_MIN_SELECTIVITY } from './vector-index.js';
@@ -309,9 +310,7 @@ export abstract class IndexCore implements VectorIndex {
         return slot;
       });
       const rowAt = this.refineRows ? await this.refineRows.rowsAt(slots) : await this.rowsAt(slots);
-      const out = new Float32Array(slots.length * this.dim);
-      slots.forEach((slot, i) => out.set(rowAt(slot).subarray(0, this.dim), i * this.dim));
-      return out;
+      return gatherRows(rowAt, slots, this.dim);
     });
   }
 

@@ -149,3 +149,10 @@ export class ChunkRows {
     if (pending.length > 0) yield* await flush();
   }
 }
+
+/** The rows `rowAt` gives for `slots`, in that order, as one array of `slots.length * d` (each row's first d values). */
+export function gatherRows(rowAt: RowAt, slots: ArrayLike<number>, d: number): Float32Array {
+  const out = new Float32Array(slots.length * d);
+  for (let i = 0; i < slots.length; i++) out.set(rowAt(slots[i]).subarray(0, d), i * d);
+  return out;
+}

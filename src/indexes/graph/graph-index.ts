@@ -40,6 +40,7 @@ import { popcount } from '../../cpu/hamming-scores.js';
 import { padSlots } from '../../common/results.js';
 import { GRAPH_IVF_NPROBE, type IntermediateGraph, type IntermediateGraphInfo, checkIntermediateGraph, intermediateGraph, intermediatePlan } from './intermediate.js';
 import { halfRowsWithNorms } from '../../stores/half-rows.js';
+import { gatherRows } from '../../stores/rows.js';
 
 export interface GraphIndexOptions {
   dim: number;
@@ -288,8 +289,8 @@ export class GraphIndex extends FlatIndex {
     // 1. Each row's kin nearest other rows, exactly or by an IVF self-search.
     const kin = Math.min(this.intermediateDegree, n - 1);
     const plan = intermediatePlan(this.intermediateGraph, n, d, this.intermediateNprobe);
-    const knn = await intermediateGraph(this.backend, this.store, n, kin, this.kernelMetric, plan);
-    this.lastIntermediate = plan;
+    const { knn, info } = await intermediateGraph(this.backend, this.store, n, kin, this.kernelMetric, plan);
+    this.lastIntermediate = info;
     // 2. Pruned, with the reverse edges merged in.
     const degree = Math.min(this.degree, kin);
     const graphRows = await buildGraphRows(this.backend.device, knn, n, kin, degree);
@@ -313,13 +314,10 @@ export class GraphIndex extends FlatIndex {
     for (let round = 0; round < CONNECT_ROUNDS; round++) {
       const entries = entryRows(b.rows, degree, reachable(b.rows, degree, b.seeds.subarray(0, GRAPH_DEFAULT_SEEDS)));
       if (!entries.length) break;
-      const rowAt = await this.store.rowsAt(entries);
-      const queries = new Float32Array(entries.length * d);
-      entries.forEach((u, i) => queries.set(rowAt(u), i * d));
+      const queries = gatherRows(await this.store.rowsAt(entries), entries, d);
       const found = await searchGraph(this.backend.device, this.store, b.device, queries, entries.length, CONNECT_CANDIDATES, this.kernelMetric, walkOptions(CONNECT_CANDIDATES, 1, 0, degree));
       const rows = b.rows;
-      const inDegree = new Uint32Array(b.n);
-      for (const to of rows) if (to !== PAD_ID) inDegree[to]++;
+      const inDegree = inDegrees(rows, b.n);
       entries.forEach((u, i) => {
         let linked = 0;
         for (let j = i * CONNECT_CANDIDATES; j < (i + 1) * CONNECT_CANDIDATES && linked < CONNECT_LINKS; j++) {
@@ -330,9 +328,8 @@ export class GraphIndex extends FlatIndex {
         const r = found.labels[i * CONNECT_CANDIDATES];
         if (r >= 0) addReverseEdge(rows, degree, inDegree, u, r);
       });
-      const halfRows = b.device.halfRows;
-      this.releaseGraph(b.device, false);
-      b = this.installGraph(rows, b.n, b.n, halfRows, b.nBuilt);
+      // The rows changed in place: the device's copy is the same size.
+      this.backend.device.upload(b.device.graph, 0, rows);
     }
     return b;
   }
@@ -360,13 +357,10 @@ export class GraphIndex extends FlatIndex {
     this.checkWalkRows(n);
     const rows = new Uint32Array(n * degree).fill(PAD_ID);
     rows.set(old.rows);
-    const inDegree = new Uint32Array(n);
-    for (const to of old.rows) if (to !== PAD_ID) inDegree[to]++;
+    const inDegree = inDegrees(old.rows, n);
     // The added rows, as the walk's queries (stored rows: unit norm for cosine, as queries are).
     const slots = Array.from({ length: n - old.n }, (_, i) => old.n + i);
-    const rowAt = await this.store.rowsAt(slots);
-    const added = new Float32Array(slots.length * d);
-    slots.forEach((slot, i) => added.set(rowAt(slot), i * d));
+    const added = gatherRows(await this.store.rowsAt(slots), slots, d);
     this.dropGraph();
     const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
     let linked = old.n;
@@ -571,6 +565,13 @@ function addReverseEdge(rows: Uint32Array, degree: number, inDegree: Uint32Array
   row[at] = to;
   inDegree[to]++;
   return true;
+}
+
+/** Each of `n` rows' in-edges in a graph's rows. */
+function inDegrees(rows: Uint32Array, n: number): Uint32Array {
+  const inDegree = new Uint32Array(n);
+  for (const to of rows) if (to !== PAD_ID) inDegree[to]++;
+  return inDegree;
 }
 
 /** Which of the graph's rows a walk from the seeds can reach (a breadth-first search): 1 a row. */

@@ -56,8 +56,11 @@ export function intermediatePlan(method: IntermediateGraph, n: number, d: number
   return { method: 'ivf', nlist, nprobe: Math.min(nprobe, nlist) };
 }
 
-/** The `n * kin` intermediate graph of the store's rows (the index's prepared rows: normalised for cosine). */
-export async function intermediateGraph(backend: Backend, store: BaseStore, n: number, kin: number, metric: KernelMetric, plan: IntermediateGraphInfo): Promise<Uint32Array> {
+/**
+ * The `n * kin` intermediate graph of the store's rows (the index's prepared rows: normalised for
+ * cosine), made as `plan` says, and the plan with, for 'ivf', the graph's measured recall.
+ */
+export async function intermediateGraph(backend: Backend, store: BaseStore, n: number, kin: number, metric: KernelMetric, plan: IntermediateGraphInfo): Promise<{ knn: Uint32Array; info: IntermediateGraphInfo }> {
   const knn = new Uint32Array(n * kin);
   const put = (labels: ArrayLike<number>, distances: Float32Array, rows: number, row0: number): void => {
     const own = dropSelf(labels, distances, rows, kin, row0).labels;
@@ -71,7 +74,7 @@ export async function intermediateGraph(backend: Backend, store: BaseStore, n: n
       put(r.labels, r.distances, rows, row0);
       row0 += rows;
     }
-    return knn;
+    return { knn, info: plan };
   }
   // The rows are prepared already (unit norm for cosine): inner product on them is cosine's order.
   const ivf = new IvfFlatIndex(backend, { dim: store.d, nlist: plan.nlist!, metric: metric === 'l2' ? 'l2' : 'ip', nprobe: plan.nprobe });
@@ -88,8 +91,7 @@ export async function intermediateGraph(backend: Backend, store: BaseStore, n: n
   } finally {
     await ivf.dispose();
   }
-  plan.recall = await intermediateRecall(backend, store, knn, n, kin, metric, RECALL_SAMPLE_ROWS);
-  return knn;
+  return { knn, info: { ...plan, recall: await intermediateRecall(backend, store, knn, n, kin, metric, RECALL_SAMPLE_ROWS) } };
 }
 
 /** A seeded sample of `m` of the store's `n` rows, in row order: their row numbers and vectors. */
