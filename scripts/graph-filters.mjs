@@ -7,7 +7,7 @@
 // Needs `npm run build` first (it runs dist/). Not interleaved with the peers: a figure for our own switch.
 import { parseArgs } from 'node:util';
 import { FlatIndex, GraphIndex, createBackend } from '../dist/index.js';
-import { loadBenchData } from '../dist/bench/data.js';
+import { loadData, recallAt, timedSearch } from './graph-kit.mjs';
 
 const { values: v } = parseArgs({
   options: {
@@ -24,30 +24,12 @@ const { values: v } = parseArgs({
 });
 const k = Number(v.k);
 const batch = Number(v.batch);
-const data = await loadBenchData(v.data, Number(v.n), 128, v.nq === undefined ? undefined : Number(v.nq), 1);
+const data = await loadData(v);
 const backend = await createBackend({ backend: v.backend });
 const log = (o) => console.log(JSON.stringify({ data: data.name, n: data.n, d: data.d, nq: data.nq, k, batch, backend: backend.kind, ...o }));
 
-async function timed(index, params) {
-  const labels = new Float64Array(data.nq * k);
-  await index.search(data.xq.subarray(0, Math.min(batch, data.nq) * data.d), k, params); // warm
-  const t0 = performance.now();
-  for (let q0 = 0; q0 < data.nq; q0 += batch) {
-    const r = Math.min(batch, data.nq - q0);
-    labels.set((await index.search(data.xq.subarray(q0 * data.d, (q0 + r) * data.d), k, params)).labels, q0 * k);
-  }
-  return { labels, qps: data.nq / ((performance.now() - t0) / 1000) };
-}
-function recall(labels, exact) {
-  let hit = 0;
-  let want = 0;
-  for (let q = 0; q < data.nq; q++) {
-    const truth = new Set(Array.from(exact.subarray(q * k, (q + 1) * k)).filter((id) => id >= 0));
-    want += truth.size;
-    for (let j = 0; j < k; j++) if (truth.has(labels[q * k + j])) hit++;
-  }
-  return hit / want;
-}
+const timed = (index, params) => timedSearch(index, data, k, batch, params);
+const recall = (labels, exact) => recallAt(labels, exact, data.nq, k);
 
 const graph = new GraphIndex(backend, { dim: data.d, degree: Number(v.degree) });
 const flat = new FlatIndex(backend, { dim: data.d });

@@ -7,7 +7,7 @@
 // Needs `npm run build` first (it runs dist/). The ground truth at each size: a Flat index of the same rows.
 import { parseArgs } from 'node:util';
 import { FlatIndex, GraphIndex, createBackend } from '../dist/index.js';
-import { loadBenchData } from '../dist/bench/data.js';
+import { loadData, recallAt, seconds, timedSearch } from './graph-kit.mjs';
 
 const { values: v } = parseArgs({
   options: {
@@ -27,30 +27,15 @@ const k = Number(v.k);
 const batch = Number(v.batch);
 const degree = Number(v.degree);
 const itopks = v.itopk.split(',').map(Number);
-const data = await loadBenchData(v.data, Number(v.n), 128, v.nq === undefined ? undefined : Number(v.nq), 1);
+const data = await loadData(v);
 const backend = await createBackend({ backend: v.backend });
 const n0 = Math.floor(data.n * Number(v.from));
 const sizes = v.growth.split(',').map((g) => Math.min(data.n, Math.round(n0 * (1 + Number(g) / 100))));
 const log = (o) => console.log(JSON.stringify({ data: data.name, d: data.d, nq: data.nq, k, degree, backend: backend.kind, n0, ...o }));
-const seconds = (t0) => (performance.now() - t0) / 1000;
 const rows = (from, to) => data.xb.subarray(from * data.d, to * data.d);
 
-async function labelsOf(index, params) {
-  const labels = new Float64Array(data.nq * k);
-  for (let q0 = 0; q0 < data.nq; q0 += batch) {
-    const r = Math.min(batch, data.nq - q0);
-    labels.set((await index.search(data.xq.subarray(q0 * data.d, (q0 + r) * data.d), k, params)).labels, q0 * k);
-  }
-  return labels;
-}
-function recall(labels, exact) {
-  let hit = 0;
-  for (let q = 0; q < data.nq; q++) {
-    const truth = new Set(exact.subarray(q * k, (q + 1) * k));
-    for (let j = 0; j < k; j++) if (truth.has(labels[q * k + j])) hit++;
-  }
-  return hit / (data.nq * k);
-}
+const labelsOf = async (index, params) => (await timedSearch(index, data, k, batch, params, false)).labels;
+const recall = (labels, exact) => recallAt(labels, exact, data.nq, k);
 
 const grown = new GraphIndex(backend, { dim: data.d, degree });
 const flat = new FlatIndex(backend, { dim: data.d });

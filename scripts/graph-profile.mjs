@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlatIndex, GraphIndex, createBackend, loadIndex } from '../dist/index.js';
-import { loadBenchData } from '../dist/bench/data.js';
+import { loadData, recallAt, seconds, timedSearch as timedIn } from './graph-kit.mjs';
 
 const { values: v } = parseArgs({
   options: {
@@ -35,23 +35,16 @@ const { values: v } = parseArgs({
 });
 const k = Number(v.k);
 const batch = Number(v.batch);
-const data = await loadBenchData(v.data, Number(v.n), Number(v.d), v.nq === undefined ? undefined : Number(v.nq), 1);
+const data = await loadData(v);
 const backend = await createBackend({ backend: v.backend });
 const log = (o) => console.log(JSON.stringify({ data: data.name, n: data.n, d: data.d, nq: data.nq, k, batch, backend: backend.kind, ...o }));
-const seconds = (t0) => (performance.now() - t0) / 1000;
 const round = (x, p = 3) => Number(x.toFixed(p));
 
+/** As graph-kit's timedSearch, with the timed batches' timings (the untimed first batch left out). */
 async function timedSearch(index, params) {
-  const labels = new Float64Array(data.nq * k);
   const timings = { uploadMs: 0, computeMs: 0, readbackMs: 0 };
   await index.search(data.xq.subarray(0, Math.min(batch, data.nq) * data.d), k, params); // warm
-  const t0 = performance.now();
-  for (let q0 = 0; q0 < data.nq; q0 += batch) {
-    const rows = Math.min(batch, data.nq - q0);
-    const r = await index.search(data.xq.subarray(q0 * data.d, (q0 + rows) * data.d), k, { ...params, timings });
-    labels.set(r.labels, q0 * k);
-  }
-  return { labels, qps: data.nq / seconds(t0), ms: performance.now() - t0, timings };
+  return { ...(await timedIn(index, data, k, batch, { ...params, timings }, false)), timings };
 }
 
 let truth = null;
@@ -61,15 +54,7 @@ if (!v['no-truth']) {
   truth = (await timedSearch(flat, {})).labels;
   await flat.dispose();
 }
-const recall = (labels) => {
-  if (!truth) return null;
-  let hit = 0;
-  for (let q = 0; q < data.nq; q++) {
-    const t = new Set(truth.subarray(q * k, (q + 1) * k));
-    for (let j = 0; j < k; j++) if (t.has(labels[q * k + j])) hit++;
-  }
-  return hit / (data.nq * k);
-};
+const recall = (labels) => (truth ? recallAt(labels, truth, data.nq, k) : null);
 
 const t0 = performance.now();
 const index = new GraphIndex(backend, {

@@ -6,7 +6,7 @@
 // comparison against the peers is `bench compare`.
 import { parseArgs } from 'node:util';
 import { FlatIndex, GraphIndex, IvfFlatIndex, createBackend } from '../dist/index.js';
-import { loadBenchData } from '../dist/bench/data.js';
+import { loadData, recallAt, seconds, timedSearch as timedIn } from './graph-kit.mjs';
 
 const { values: v } = parseArgs({
   options: {
@@ -24,22 +24,10 @@ const { values: v } = parseArgs({
 });
 const k = Number(v.k);
 const batch = Number(v.batch);
-const data = await loadBenchData(v.data, Number(v.n), 128, v.nq === undefined ? undefined : Number(v.nq), 1);
+const data = await loadData(v);
 const backend = await createBackend({ backend: v.backend });
 const log = (o) => console.log(JSON.stringify({ data: data.name, n: data.n, d: data.d, nq: data.nq, k, batch, backend: backend.kind, ...o }));
-const seconds = (t0) => (performance.now() - t0) / 1000;
-
-async function timedSearch(index, params) {
-  const labels = new Int32Array(data.nq * k);
-  await index.search(data.xq.subarray(0, Math.min(batch, data.nq) * data.d), k, params); // warm
-  const t0 = performance.now();
-  for (let q0 = 0; q0 < data.nq; q0 += batch) {
-    const rows = Math.min(batch, data.nq - q0);
-    const r = await index.search(data.xq.subarray(q0 * data.d, (q0 + rows) * data.d), k, params);
-    labels.set(r.labels, q0 * k);
-  }
-  return { labels, qps: data.nq / seconds(t0) };
-}
+const timedSearch = (index, params) => timedIn(index, data, k, batch, params);
 
 // Ground truth: exact, from a Flat index (ties aside, what every recall here is measured against).
 let t0 = performance.now();
@@ -47,14 +35,7 @@ const flat = new FlatIndex(backend, { dim: data.d });
 await flat.add(data.xb);
 const exact = await timedSearch(flat, {});
 log({ index: 'Flat', param: '-', buildSeconds: seconds(t0), recall: 1, qps: exact.qps });
-const recall = (labels) => {
-  let hit = 0;
-  for (let q = 0; q < data.nq; q++) {
-    const truth = new Set(exact.labels.subarray(q * k, (q + 1) * k));
-    for (let j = 0; j < k; j++) if (truth.has(labels[q * k + j])) hit++;
-  }
-  return hit / (data.nq * k);
-};
+const recall = (labels) => recallAt(labels, exact.labels, data.nq, k);
 await flat.dispose();
 
 t0 = performance.now();

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { FlatIndex, GraphIndex, createBackend } from '../dist/index.js';
-import { loadBenchData } from '../dist/bench/data.js';
+import { loadData, recallAt, seconds } from './graph-kit.mjs';
 
 const { values: v } = parseArgs({
   options: {
@@ -24,7 +24,7 @@ const { values: v } = parseArgs({
 const k = Number(v.k);
 const require = createRequire(import.meta.url);
 const { HierarchicalNSW } = require(require.resolve('hnswlib-node', { paths: [new URL('../peers', import.meta.url).pathname] }));
-const data = await loadBenchData(v.data, Number(v.n), 128, v.nq === undefined ? undefined : Number(v.nq), 1);
+const data = await loadData(v);
 const backend = await createBackend({ backend: 'auto' });
 const dir = mkdtempSync(join(tmpdir(), 'hnswlib-export-'));
 const flat = new FlatIndex(backend, { dim: data.d });
@@ -36,21 +36,15 @@ await graph.save(join(dir, 'g.idx'));
 execFileSync(process.execPath, [new URL('../dist/cli/main.js', import.meta.url).pathname, 'export', '--format', 'hnswlib', '--index', join(dir, 'g.idx'), '--out', join(dir, 'g.hnsw')], { stdio: 'inherit' });
 const h = new HierarchicalNSW('l2', data.d);
 h.readIndexSync(join(dir, 'g.hnsw'));
-const recall = (labelsOf) => {
-  let hit = 0;
-  for (let q = 0; q < data.nq; q++) {
-    const truth = new Set(exact.subarray(q * k, (q + 1) * k));
-    for (const id of labelsOf(q)) if (truth.has(id)) hit++;
-  }
-  return hit / (data.nq * k);
-};
+const recall = (labels) => recallAt(labels, exact, data.nq, k);
 for (const ef of v.ef.split(',').map(Number)) {
   h.setEf(ef);
   const t0 = performance.now();
-  const theirs = Array.from({ length: data.nq }, (_, q) => h.searchKnn(Array.from(data.xq.subarray(q * data.d, (q + 1) * data.d)), k).neighbors);
-  const hnswQps = data.nq / ((performance.now() - t0) / 1000);
+  const theirs = new Float64Array(data.nq * k).fill(-1);
+  for (let q = 0; q < data.nq; q++) theirs.set(h.searchKnn(Array.from(data.xq.subarray(q * data.d, (q + 1) * data.d)), k).neighbors, q * k);
+  const hnswQps = data.nq / seconds(t0);
   const ours = (await graph.search(data.xq, k, { itopk: ef })).labels;
-  console.log(JSON.stringify({ data: data.name, n: data.n, nq: data.nq, k, degree: Number(v.degree), ef, recallHnswlib: recall((q) => theirs[q]), hnswlibQps: hnswQps, recallOurs: recall((q) => ours.subarray(q * k, (q + 1) * k)) }));
+  console.log(JSON.stringify({ data: data.name, n: data.n, nq: data.nq, k, degree: Number(v.degree), ef, recallHnswlib: recall(theirs), hnswlibQps: hnswQps, recallOurs: recall(ours) }));
 }
 await graph.dispose();
 await flat.dispose();
