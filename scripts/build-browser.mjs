@@ -5,11 +5,11 @@
 //   time and an app bundled with esbuild, or a single-file executable, keeps WebGPU;
 // - dist/index.cjs, the Node entry as one CommonJS file for require('webgpu-knn') (Node 20 cannot
 //   require ES modules), its packages left as imports;
-// - dist/browser/webgpu-knn.js, src/browser.ts as one ES module with no imports at all, where
-//   src/platform/platform.ts (files, Dawn, stderr) is replaced by src/platform/browser.ts and the
-//   shaders are defined as __WEBGPU_KNN_SHADERS__ (name -> text). The build fails if the bundle
-//   still imports anything (a `node:` module or a package): test/browser/bundle.test.ts checks
-//   the file the same way.
+// - dist/browser/webgpu-knn.js, src/browser.ts as ES modules (the entry and its chunks under
+//   dist/browser/chunks/) that import nothing but each other, where src/platform/platform.ts
+//   (files, Dawn, stderr) is replaced by src/platform/browser.ts and shader-files.ts by the texts
+//   with their comments stripped. The build fails if the output still imports anything else (a
+//   `node:` module or a package): test/browser/bundle.test.ts checks the files the same way.
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -64,32 +64,68 @@ await build({
   plugins: [inlinedShaders],
 });
 
-/** Resolves the core's `platform/platform.js` to the browser's platform. */
+/**
+ * The WGSL texts for the browser, smaller: comment lines and trailing comments dropped (the
+ * `//!include` directives kept: src/gpu/shaders.ts expands them), indentation and blank lines
+ * removed. WGSL has no string literals, so `//` always starts a comment. Halves the texts (about
+ * 108 KB to 51 KB); a compile error's line numbers then count the stripped text.
+ */
+function stripWgsl(text) {
+  return text
+    .split('\n')
+    .map((line) => (line.trimStart().startsWith('//!include ') ? line.trim() : line.replace(/\/\/.*$/, '').trim()))
+    .filter((line) => line !== '')
+    .join('\n');
+}
+
+const strippedShaders = Object.fromEntries(Object.entries(shaders).map(([name, text]) => [name, stripWgsl(text)]));
+
+/**
+ * The core's `platform/platform.js` resolved to the browser's platform, and `shader-files.js` to
+ * the stripped texts (imported only by GPU code, so they land in the WebGPU device's chunk).
+ */
 const browserPlatform = {
   name: 'browser-platform',
   setup(b) {
     b.onResolve({ filter: /(^|\/)platform\/platform\.js$/ }, () => ({ path: `${root}src/platform/browser.ts` }));
+    b.onResolve({ filter: /(^|\/)shader-files\.js$/ }, () => ({ path: 'browser-shader-files', namespace: 'webgpu-knn' }));
+    b.onLoad({ filter: /.*/, namespace: 'webgpu-knn' }, () => ({
+      loader: 'js',
+      contents:
+        `const SHADERS = ${JSON.stringify(strippedShaders)};\n` +
+        'export function shaderFile(name) {\n' +
+        '  const text = SHADERS[name];\n' +
+        '  if (text === undefined) throw new Error(`shader ${name}.wgsl is not in this build`);\n' +
+        '  return text;\n' +
+        '}\n',
+    }));
   },
 };
 
+// ES modules split where the core imports lazily (the WebGPU device with its kernels and shaders,
+// the CPU device, gpu.js, ml-matrix): a page loads the entry and only the chunks its backend and
+// indexes reach, and a bundler that splits dynamic imports (Vite, Rollup, esbuild --splitting)
+// keeps them apart in the page it builds.
+rmSync(`${root}dist/browser`, { recursive: true, force: true });
 const result = await build({
-  entryPoints: [`${root}src/browser.ts`],
-  outfile: `${root}${BROWSER_BUNDLE}`,
+  entryPoints: { 'webgpu-knn': `${root}src/browser.ts` },
+  outdir: `${root}dist/browser`,
+  chunkNames: 'chunks/[name]-[hash]',
   bundle: true,
+  splitting: true,
   format: 'esm',
   platform: 'browser',
   target: 'es2022',
   sourcemap: true,
   metafile: true,
   logLevel: 'warning',
-  define: { __WEBGPU_KNN_SHADERS__: JSON.stringify(shaders) },
   // The gpujs backend's gpu.js is bundled (the build has no imports to resolve at run time): its
-  // minified browser build, which carries its own parser, about 0.6 MB of the bundle.
+  // minified browser build, which carries its own parser, about 0.6 MB, in a chunk of its own.
   alias: { 'gpu.js': 'gpu.js/dist/gpu-browser.min.js' },
   plugins: [browserPlatform],
 });
-const imports = Object.values(result.metafile.outputs).flatMap((o) => o.imports.map((i) => i.path));
+const imports = Object.values(result.metafile.outputs).flatMap((o) => o.imports.filter((i) => i.external || !i.path.startsWith('dist/browser/')).map((i) => i.path));
 if (imports.length > 0) {
-  console.error(`build-browser: ${BROWSER_BUNDLE} still imports ${imports.join(', ')}; the core must not reach Node-only code`);
+  console.error(`build-browser: dist/browser still imports ${imports.join(', ')}; the core must not reach Node-only code`);
   process.exit(1);
 }

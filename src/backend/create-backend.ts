@@ -6,7 +6,7 @@
 import { Backend, type BackendKind } from './backend.js';
 import type { DeviceTuning } from '../device.js';
 import { checkMaxBindingBytes, checkTuning } from '../device.js';
-import { type GemmVariantOption, checkGemmVariantOption } from '../gpu/kernel-choice.js';
+import { type GemmVariantOption, checkGemmVariantOption } from '../gpu/kernels/gemm-variant.js';
 import type { GpujsMode } from '../gpujs/gpujs-device.js';
 import { platform } from '../platform/platform.js';
 import { InvalidArgumentError, WebGpuUnavailableError } from '../errors.js';

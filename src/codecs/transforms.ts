@@ -18,7 +18,6 @@
  * Cosine: the outputs are re-normalised (rows of unit norm, or zero), so that the inner product of
  * two outputs is the cosine of the prefixes or projections, as Matryoshka models are used.
  */
-import { EigenvalueDecomposition, Matrix } from 'ml-matrix';
 import { sampleRows } from './kmeans.js';
 import { randomOrthogonal, rng } from '../common/random.js';
 import type { Metric } from '../types.js';
@@ -107,7 +106,7 @@ export class Transform {
     const sample = await sampleRows(x, d, PCA_MAX_TRAIN_ROWS, rng(seed));
     const n = sample.length / d;
     if (n < 1) throw new InvalidArgumentError(`${transformName(spec)} needs at least one training vector; got none`);
-    const { values, vectors } = symmetricEigen(covariance(sample, n, d), d);
+    const { values, vectors } = await symmetricEigen(covariance(sample, n, d), d);
     let axes = vectors.subarray(0, spec.p * d);
     if (spec.kind === 'PCAR') axes = matMul(randomOrthogonal(spec.p, seed), axes, spec.p, spec.p, d);
     return new Transform(spec, d, Float32Array.from(axes), Float32Array.from(values.subarray(0, spec.p)));
@@ -228,11 +227,14 @@ export function covariance(x: Float32Array, n: number, d: number): Float64Array 
  * same order, each of unit norm with its largest-magnitude entry (the first of equal ones)
  * positive, so the result does not depend on the solver's signs. Agreement with the project's
  * former port of the same algorithm, and with the covariance itself: test/codecs/pca-eigen.test.ts.
+ * ml-matrix is imported here, on first use, so that a page that trains no PCA never loads it (in
+ * the browser build it is a chunk of its own).
  */
-export function symmetricEigen(a: Float64Array, d: number): { values: Float64Array; vectors: Float64Array } {
+export async function symmetricEigen(a: Float64Array, d: number): Promise<{ values: Float64Array; vectors: Float64Array }> {
   if (!(Number.isInteger(d) && d >= 1 && a.length === d * d)) {
     throw new InvalidArgumentError(`symmetricEigen: a must hold d x d values; got ${a.length} for d = ${d}`);
   }
+  const { EigenvalueDecomposition, Matrix } = await import('ml-matrix');
   const evd = new EigenvalueDecomposition(Matrix.from1DArray(d, d, a), { assumeSymmetric: true });
   const dd = evd.realEigenvalues;
   // Column i of the eigenvector matrix is the eigenvector of dd[i].

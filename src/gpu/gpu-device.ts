@@ -9,7 +9,8 @@ import type { SearchTimings } from '../types.js';
 
 import { BufferPool, type PoolStats } from './buffer-pool.js';
 import { GpuContext } from './context.js';
-import { type GemmChoice, type GemmVariantOption, checkGemmVariantOption, chooseGemmVariant, timeGemmVariants } from './kernel-choice.js';
+import { type GemmChoice, chooseGemmVariant, timeGemmVariants } from './kernel-choice.js';
+import { type GemmVariantOption, checkGemmVariantOption } from './kernels/gemm-variant.js';
 import { Kernels } from './kernels/kernels.js';
 import { GPU_MAX_K, encode, gemmVariants, workgroupTile } from './kernels/registry.js';
 import { PipelineCache } from './pipelines.js';

@@ -21,17 +21,12 @@ import type { ChoiceStore } from '../platform/types.js';
 import { BufferPool } from './buffer-pool.js';
 import type { AdapterSummary, GpuContext } from './context.js';
 import { GEMM_SHADERS, encodeGemmScores, gemmPipeline } from './kernels/gemm-scores.js';
-import type { GemmVariant } from './kernels/gemm-variant.js';
+import { type GemmVariant, type GemmVariantOption, checkGemmVariantOption } from './kernels/gemm-variant.js';
 import { Kernels } from './kernels/kernels.js';
 import type { PipelineCache } from './pipelines.js';
 import { Recorder, STORAGE } from './recorder.js';
 import { shaderText } from './shaders.js';
 import { InvalidArgumentError } from '../errors.js';
-
-/** `auto` measures (or reads the cache); a variant's name forces it. */
-export type GemmVariantOption = 'auto' | GemmVariant;
-
-export const GEMM_VARIANT_OPTIONS: readonly GemmVariantOption[] = ['auto', 'subgroup', 'portable', 'tiled'];
 
 export interface GemmChoice {
   variant: GemmVariant;
@@ -70,13 +65,6 @@ interface CacheFile {
   adapters: Record<string, CacheEntry>;
 }
 
-/** Throws unless `v` is undefined or one of GEMM_VARIANT_OPTIONS. */
-export function checkGemmVariantOption(v: unknown): void {
-  if (v !== undefined && !GEMM_VARIANT_OPTIONS.includes(v as GemmVariantOption)) {
-    throw new InvalidArgumentError(`gemmVariant must be ${GEMM_VARIANT_OPTIONS.slice(0, -1).join(', ')} or ${GEMM_VARIANT_OPTIONS.at(-1)}; got ${String(v)}`);
-  }
-}
-
 /** The cache key of an adapter: every string Dawn reports about it. */
 export function gemmCacheKey(a: AdapterSummary): string {
   return [a.backend, a.vendor, a.architecture, a.device, a.description].join(' | ');
@@ -97,10 +85,24 @@ export function gemmShaderHash(variants: GemmVariant[]): string {
 }
 
 /**
+ * The variants `auto` measures on `adapter` among those it offers: all of them, except on a
+ * CPU-emulated (fallback) adapter, where `tiled` is left out: its workgroup-memory tiles pay a
+ * barrier per step that a CPU runs as a thread synchronisation, and it was the slowest on both
+ * software adapters every time it was timed (lavapipe 43-74 ms a tile against subgroup's 8-12;
+ * SwiftShader in Chromium chose portable), while its compile was 1.2 s of a first run's 2.6-2.9 s
+ * on lavapipe (llvmpipe compiles a kernel at its first dispatch, one after another). It can still
+ * be forced with the gemmVariant option.
+ */
+export function autoCandidates(adapter: AdapterSummary, variants: GemmVariant[]): GemmVariant[] {
+  const kept = adapter.isFallbackAdapter ? variants.filter((v) => v !== 'tiled') : variants;
+  return kept.length > 0 ? kept : variants;
+}
+
+/**
  * The variant to run among `variants` (those the device offers): `option` when it names one, else
- * the cached choice for `adapter`, else the fastest by `measure` (milliseconds per variant; a
- * variant it leaves out is never chosen), which is then stored in `store` (a directory's path
- * means the cache file in it: Node only).
+ * the cached choice for `adapter`, else the fastest by `measure` of autoCandidates (milliseconds
+ * per variant; a variant it leaves out is never chosen), which is then stored in `store` (a
+ * directory's path means the cache file in it: Node only).
  */
 export async function chooseGemmVariant(
   adapter: AdapterSummary,
@@ -119,14 +121,15 @@ export async function chooseGemmVariant(
   if (typeof store === 'string') store = platform.choiceStore(store);
   const file = store.where;
   const key = gemmCacheKey(adapter);
-  const shaderHash = gemmShaderHash(variants);
+  const candidates = autoCandidates(adapter, variants);
+  const shaderHash = gemmShaderHash(candidates);
   const hit = (await readCache(store)).adapters[key];
-  if (hit && hit.shaderHash === shaderHash && variants.includes(hit.variant)) {
+  if (hit && hit.shaderHash === shaderHash && candidates.includes(hit.variant)) {
     return { variant: hit.variant, source: 'cache', ms: hit.ms, cacheFile: file };
   }
-  const ms = await measure(variants);
-  const timed = variants.filter((v) => Number.isFinite(ms[v]));
-  if (timed.length === 0) throw new Error(`gemm-scores: no variant could be timed on this adapter (tried ${variants.join(', ')})`);
+  const ms = await measure(candidates);
+  const timed = candidates.filter((v) => Number.isFinite(ms[v]));
+  if (timed.length === 0) throw new Error(`gemm-scores: no variant could be timed on this adapter (tried ${candidates.join(', ')})`);
   const variant = timed.reduce((best, v) => (ms[v]! < ms[best]! ? v : best));
   // Read again: another process may have stored another adapter's entry meanwhile.
   const cache = await readCache(store);

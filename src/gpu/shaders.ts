@@ -1,12 +1,14 @@
 /**
- * Loads WGSL kernels from `shaders/` (real .wgsl files, read once and cached; inlined in the browser
- * build: src/platform/) and specialises them.
+ * Loads WGSL kernels from `shaders/` (real .wgsl files, read once and cached; inlined in the builds:
+ * src/platform/shader-files.ts) and specialises them. Only GPU code imports this module, so in the
+ * browser build the shader texts sit in the WebGPU device's chunk, which a page on the CPU or gpu.js
+ * backend never loads.
  *
  * Constants declared with `override` are passed as pipeline constants. A constant that sizes a
  * private array (such as topk's K_CAP) must be a WGSL `const`, so its declaration line
  * `const NAME: u32 = ...;` is rewritten in the text instead. Either way the file stays valid WGSL.
  */
-import { platform } from '../platform/platform.js';
+import { shaderFile } from '../platform/shader-files.js';
 
 const textCache = new Map<string, string>();
 
@@ -26,7 +28,7 @@ export function shaderText(name: string, swap: Record<string, string> = {}): str
   const key = [name, ...Object.entries(swap).map(([from, to]) => `${from}>${to}`)].join('|');
   let text = textCache.get(key);
   if (text === undefined) {
-    text = platform.shaderSource(name).replace(/^\/\/!include (\S+)\.wgsl$/gm, (_, inc: string) =>
+    text = shaderFile(name).replace(/^\/\/!include (\S+)\.wgsl$/gm, (_, inc: string) =>
       shaderText(swap[inc] ?? inc, swap),
     );
     textCache.set(key, text);

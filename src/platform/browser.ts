@@ -1,14 +1,11 @@
 /**
  * The browser platform (see types.ts), which scripts/build-browser.mjs puts in place of
- * platform.ts: the WGSL files inlined at build time, WebGPU from `navigator.gpu`, kernel choices in
- * localStorage (else in memory for the page's life), diagnostics on the console, no files.
+ * platform.ts: WebGPU from `navigator.gpu`, kernel choices in localStorage (else in memory for the
+ * page's life), diagnostics on the console, no files.
  */
 
 import type { ChoiceStore, Platform } from './types.js';
 import { InvalidArgumentError } from '../errors.js';
-
-/** shaders/*.wgsl by name (without .wgsl), defined by the bundler (scripts/build-browser.mjs). */
-declare const __WEBGPU_KNN_SHADERS__: Record<string, string>;
 
 const CHOICE_KEY = 'webgpu-knn:gemm-variant';
 let choiceMemory: string | null = null;
@@ -46,11 +43,6 @@ let channel: InstanceType<typeof MessageChannel> | null = null;
 
 export const platform: Platform = {
   name: 'browser',
-  shaderSource(name) {
-    const text = __WEBGPU_KNN_SHADERS__[name];
-    if (text === undefined) throw new Error(`shader ${name}.wgsl is not in this build`);
-    return text;
-  },
   async requestGpu() {
     const gpu = g.navigator?.gpu;
     if (!gpu) {

@@ -1,7 +1,6 @@
 /**
- * The Node platform (see types.ts): shaders from shader-files.ts (inlined in the build), WebGPU from Dawn (npm
- * `webgpu`), kernel choices in a cache file, diagnostics on stderr. The browser build replaces this
- * module with browser.ts.
+ * The Node platform (see types.ts): WebGPU from Dawn (npm `webgpu`), kernel choices in a cache
+ * file, diagnostics on stderr. The browser build replaces this module with browser.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -9,7 +8,6 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { shaderFile } from './shader-files.js';
 import type { ChoiceStore, Platform } from './types.js';
 
 const DAWN_BACKEND: Record<string, string> = { linux: 'vulkan', darwin: 'metal', win32: 'd3d12' };
@@ -85,7 +83,6 @@ function setupHint(script = setupScript()): string {
 
 export const platform: Platform = {
   name: 'node',
-  shaderSource: shaderFile,
   async requestGpu(flags) {
     // Dawn's Vulkan loader wants a runtime directory; without one it prints warnings.
     if (!process.env.XDG_RUNTIME_DIR) process.env.XDG_RUNTIME_DIR = '/tmp';

@@ -1,8 +1,9 @@
 /**
  * What the core needs from the place it runs in, and nothing else: Node (platform.ts: files, Dawn,
- * stderr) or a browser (browser.ts: WGSL inlined at build time, navigator.gpu, localStorage). The
- * core imports `./platform.js`; the browser build (scripts/build-browser.mjs) resolves that one
- * module to browser.ts instead, so nothing Node-only reaches the browser file.
+ * stderr) or a browser (browser.ts: navigator.gpu, localStorage). The core imports `./platform.js`;
+ * the browser build (scripts/build-browser.mjs) resolves that one module to browser.ts instead, so
+ * nothing Node-only reaches the browser files. The WGSL texts are not the platform's: GPU code
+ * reads them from shader-files.ts, which both builds replace with the texts inlined.
  */
 import type { writeIndexFile } from '../io/index-file.js';
 
@@ -18,8 +19,6 @@ export interface ChoiceStore {
 
 export interface Platform {
   readonly name: 'node' | 'browser';
-  /** The text of shaders/NAME.wgsl, as in the file (includes not expanded). */
-  shaderSource(name: string): string;
   /**
    * The WebGPU entry point: Dawn's `create(flags)` in Node, `navigator.gpu` in a browser; throws
    * when there is none. `backend` names the native API for reports; `polled` says that promises of

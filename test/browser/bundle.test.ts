@@ -1,7 +1,10 @@
 /**
- * The browser build (scripts/build-browser.mjs): one ES module with no imports at all (no `node:`
- * module, no package), every WGSL kernel inlined, the core's API exported.
+ * The browser build (scripts/build-browser.mjs): ES modules (dist/browser/webgpu-knn.js and its
+ * chunks) that import nothing but each other (no `node:` module, no package), every WGSL kernel
+ * inlined with its comments stripped, the core's API exported; and a page that uses only FlatIndex
+ * on WebGPU loads neither gpu.js nor ml-matrix (scripts/browser-size.mjs --check).
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -9,30 +12,51 @@ import { describe, expect, it } from 'vitest';
 import { BROWSER_BUNDLE, ROOT } from '../helpers/browser.js';
 
 const file = join(ROOT, BROWSER_BUNDLE);
+const chunkDir = join(ROOT, 'dist/browser/chunks');
 
 describe('browser bundle', () => {
-  it.skipIf(!existsSync(file))(`${BROWSER_BUNDLE} imports nothing, inlines every shader, exports the core`, async () => {
-    const text = readFileSync(file, 'utf8');
-    // esbuild parses the file and lists every import it makes (static, dynamic, require), each left unresolved.
-    const parsed = await build({
-      entryPoints: [file], bundle: true, write: false, metafile: true, format: 'esm', logLevel: 'silent',
-      plugins: [{ name: 'list-only', setup: (b) => b.onResolve({ filter: /.*/ }, (a) => (a.kind === 'entry-point' ? undefined : { path: a.path, external: true })) }],
-    });
-    const specifiers = Object.values(parsed.metafile.inputs).flatMap((i) => i.imports.map((imp) => imp.path));
-    expect(specifiers, 'imports left in the bundle').toEqual([]);
-    expect(text.match(/["'`]node:[a-z_/]+["'`]/g) ?? [], 'node: modules named in the bundle').toEqual([]);
-    expect(text).not.toMatch(/\bprocess\.(env|stderr|platform|pid)\b/);
-    for (const f of readdirSync(join(ROOT, 'shaders')).filter((n) => n.endsWith('.wgsl'))) {
-      // The file's first line (its header comment) appears in the bundle, as JSON-escaped text.
-      const first = readFileSync(join(ROOT, 'shaders', f), 'utf8').split('\n')[0];
-      expect(text.includes(JSON.stringify(first).slice(1, -1)), `${f} inlined`).toBe(true);
+  it.skipIf(!existsSync(file))(`${BROWSER_BUNDLE} and its chunks import only each other, inline every shader, export the core`, async () => {
+    const files = [file, ...readdirSync(chunkDir).filter((f) => f.endsWith('.js')).map((f) => join(chunkDir, f))];
+    const texts = files.map((f) => readFileSync(f, 'utf8'));
+    for (const [i, f] of files.entries()) {
+      // esbuild parses the file and lists every import it makes (static, dynamic, require), each left unresolved.
+      const parsed = await build({
+        entryPoints: [f], bundle: true, write: false, metafile: true, format: 'esm', logLevel: 'silent',
+        plugins: [{ name: 'list-only', setup: (b) => b.onResolve({ filter: /.*/ }, (a) => (a.kind === 'entry-point' ? undefined : { path: a.path, external: true })) }],
+      });
+      const specifiers = Object.values(parsed.metafile.inputs).flatMap((inp) => inp.imports.map((imp) => imp.path));
+      const foreign = specifiers.filter((s) => !/^\.\.?\/(chunks\/)?[\w.-]+\.js$/.test(s) || !existsSync(join(f, '..', s)));
+      expect(foreign, `imports of ${f} that are not chunks of the build`).toEqual([]);
+      expect(texts[i].match(/["'`]node:[a-z_/]+["'`]/g) ?? [], `node: modules named in ${f}`).toEqual([]);
+      expect(texts[i]).not.toMatch(/\bprocess\.(env|stderr|platform|pid)\b/);
     }
+    const all = texts.join('\n');
+    for (const f of readdirSync(join(ROOT, 'shaders')).filter((n) => n.endsWith('.wgsl'))) {
+      // Each shader's first line of code (comments are stripped) appears as a JSON-escaped text.
+      const code = readFileSync(join(ROOT, 'shaders', f), 'utf8').split('\n').map((l) => l.replace(/\/\/.*$/, '').trim()).find((l) => l !== '')!;
+      expect(all.includes(JSON.stringify(`${f.slice(0, -5)}`)), `${f} named`).toBe(true);
+      expect(all.includes(JSON.stringify(code).slice(1, -1)), `${f} inlined`).toBe(true);
+    }
+    expect(all, 'a WGSL comment left in the browser build').not.toMatch(/\\n\/\/ /);
     const api = await import(file);
-    for (const name of ['createBackend', 'FlatIndex', 'IvfFlatIndex', 'KMeans', 'BatchScheduler', 'dedup', 'knnGraph', 'arraySource', 'indexFactory']) {
+    for (const name of ['createBackend', 'FlatIndex', 'IvfFlatIndex', 'GraphIndex', 'KMeans', 'BatchScheduler', 'dedup', 'knnGraph', 'arraySource', 'indexFactory']) {
       expect(typeof api[name], name).toBe('function');
     }
-    // The package's "./browser" export names this file.
+    // The CPU backend runs from the files (Node imports the chunks as a browser would).
+    const backend = await api.createBackend({ backend: 'cpu' });
+    const index = new api.FlatIndex(backend, { dim: 2 });
+    await index.add(Float32Array.from([0, 0, 5, 5, 1, 1]));
+    expect(Array.from((await index.search(Float32Array.from([0.9, 0.9]), 2)).labels)).toEqual([2, 0]);
+    backend.dispose();
+    // The package's "./browser" export names the entry.
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
     expect(pkg.exports['./browser'].import).toBe(`./${BROWSER_BUNDLE}`);
+  });
+
+  it.skipIf(!existsSync(file))('a page that uses only FlatIndex loads neither gpu.js nor ml-matrix on WebGPU', () => {
+    const out = execFileSync(process.execPath, [join(ROOT, 'scripts/browser-size.mjs'), '--check'], { encoding: 'utf8' });
+    const report = JSON.parse(out);
+    expect(report.webgpu.files).toBeGreaterThan(report.initial.files);
+    expect(report.everything.minified).toBeGreaterThan(report.webgpu.minified);
   });
 });

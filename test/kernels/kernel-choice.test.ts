@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createBackend } from '../../src/backend/create-backend.js';
 import type { AdapterSummary } from '../../src/gpu/context.js';
 import { GpuDevice } from '../../src/gpu/gpu-device.js';
-import { type GemmChoice, chooseGemmVariant, gemmCacheKey, gemmShaderHash } from '../../src/gpu/kernel-choice.js';
+import { type GemmChoice, autoCandidates, chooseGemmVariant, gemmCacheKey, gemmShaderHash } from '../../src/gpu/kernel-choice.js';
 import { gemmCacheDir } from '../../src/platform/platform.js';
 import { gemmVariants } from '../../src/gpu/kernels/gemm-scores.js';
 import type { GemmVariant } from '../../src/gpu/kernels/gemm-variant.js';
@@ -98,6 +98,19 @@ describe('gemm-scores variant choice and its cache', () => {
     await expect(chooseGemmVariant(ADAPTER, ALL, 'auto', fakeMeasure({}).measure, dir)).rejects.toThrow('gemm-scores: no variant could be timed on this adapter (tried subgroup, portable, tiled)');
   });
 
+  it('on a CPU-emulated adapter auto leaves tiled out of the measurement; an option can still name it', async () => {
+    const soft = { ...ADAPTER, isFallbackAdapter: true };
+    const m = fakeMeasure({ subgroup: 4, portable: 3, tiled: 1 });
+    expect(await chooseGemmVariant(soft, ALL, 'auto', m.measure, dir)).toMatchObject({ variant: 'portable', source: 'measured', ms: { subgroup: 4, portable: 3 } });
+    expect(m.calls).toEqual([['subgroup', 'portable']]);
+    expect(await chooseGemmVariant(soft, ALL, 'auto', m.measure, dir)).toMatchObject({ variant: 'portable', source: 'cache' });
+    expect(await chooseGemmVariant(soft, ALL, 'tiled', m.measure, dir)).toMatchObject({ variant: 'tiled', source: 'option' });
+    // An adapter that offers only tiled measures it.
+    rmSync(join(dir, 'gemm-variant.json'));
+    expect(await chooseGemmVariant(soft, ['tiled'], 'auto', m.measure, dir)).toMatchObject({ variant: 'tiled', source: 'measured' });
+    expect(m.calls.at(-1)).toEqual(['tiled']);
+  });
+
   it('an option naming a variant wins: nothing is measured, read or written', async () => {
     await chooseGemmVariant(ADAPTER, ALL, 'auto', fakeMeasure({ subgroup: 1, portable: 2, tiled: 3 }).measure, dir);
     const before = readFileSync(join(dir, 'gemm-variant.json'), 'utf8');
@@ -132,7 +145,7 @@ describe('gemm-scores variant choice and its cache', () => {
 });
 
 describe.skipIf(!gpu)('gpu device: the measured choice', () => {
-  it('a new device measures every variant on its adapter and stores the choice; the next reads it; an option wins', async () => {
+  it('a new device measures the variants auto considers on its adapter and stores the choice; the next reads it; an option wins', async () => {
     const saved = process.env.WEBGPU_KNN_CACHE_DIR;
     process.env.WEBGPU_KNN_CACHE_DIR = dir;
     const opened: GpuDevice[] = [];
@@ -145,7 +158,7 @@ describe.skipIf(!gpu)('gpu device: the measured choice', () => {
       const first = await create();
       console.log(`[gpu] gemm-scores measured (ms per tile): ${JSON.stringify(first.gemm.ms)} -> ${first.gemm.variant}`);
       expect(first.gemm.source).toBe('measured');
-      expect(Object.keys(first.gemm.ms)).toEqual(gemmVariants(first.ctx));
+      expect(Object.keys(first.gemm.ms)).toEqual(autoCandidates(first.ctx.adapterInfo, gemmVariants(first.ctx)));
       expect(first.gemm.cacheError).toBeUndefined();
       for (const ms of Object.values(first.gemm.ms)) expect(ms).toBeGreaterThan(0);
       expect(first.kernels.gemmVariant).toBe(first.gemm.variant);

@@ -101,6 +101,26 @@ describe('the installed package', () => {
   }
 });
 
+describe('a CommonJS TypeScript app', () => {
+  it('compiles strict (module NodeNext in a package without "type": "module"), its import typed from the package', () => {
+    const cjs = join(app, 'cjs-ts');
+    run('mkdir', ['-p', join(cjs, 'node_modules')], app);
+    writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'cjs-ts', version: '1.0.0' }));
+    run('ln', ['-s', join(app, 'node_modules/webgpu-knn'), join(cjs, 'node_modules/webgpu-knn')], cjs);
+    run('ln', ['-s', join(app, 'node_modules/@webgpu'), join(cjs, 'node_modules/@webgpu')], cjs);
+    writeFileSync(join(cjs, 'app.ts'), `import { createBackend, FlatIndex } from 'webgpu-knn';\n(async () => {${search}})();\n`);
+    writeFileSync(join(cjs, 'bad.ts'), `import { FlatIndex } from 'webgpu-knn';\nnew FlatIndex(42, { dim: 2 });\n`);
+    const config = (file: string) => JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true }, files: [file] });
+    writeFileSync(join(cjs, 'tsconfig.json'), config('app.ts'));
+    writeFileSync(join(cjs, 'tsconfig.bad.json'), config('bad.ts'));
+    const good = run(process.execPath, [tsc, '-p', 'tsconfig.json'], cjs);
+    expect(good.out).toBe('');
+    expect(good.status).toBe(0);
+    const bad = run(process.execPath, [tsc, '-p', 'tsconfig.bad.json'], cjs);
+    expect(bad.out).toMatch(/bad\.ts\(2,\d+\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'Backend'/);
+  }, 60_000);
+});
+
 describe('the installed CLI', () => {
   // The no-adapter hint names this script by its path in node_modules: it must run from there.
   it.skipIf(process.env.WEBGPU_REQUIRED !== '1')('the shipped setup-webgpu.sh --check finds the adapter from node_modules', () => {
