@@ -3,7 +3,9 @@
  * graph a shard, and `search --index MANIFEST` merges the shards' re-scored results exactly as
  * Flat shards are merged: each query's k best by (distance, id) over what every shard's own
  * search found (each shard file searched alone gives its part), and the recall of the merge
- * against the exact answer holds above a floor. `knn-graph --index MANIFEST` runs on graph shards.
+ * against the exact answer holds above a floor. `--itopk` reaches every shard's walk (a short list
+ * gives other answers than a long one). `knn-graph` on graph shards, and on a CAGRA index it builds
+ * (`--type CAGRA16 --itopk L`), gives each row the search's answers without the row itself.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import { randomFloats } from '../../src/common/random.js';
 import { cliIn } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-shards-graph-'));
-const { ok } = cliIn(dir, '--backend', 'cpu');
+const { cli, ok } = cliIn(dir, '--backend', 'cpu');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const n = 3000;
@@ -35,9 +37,10 @@ describe('CAGRA shards', () => {
     ok('build', '--input', 'x.fvecs', '--type', 'CAGRA16', '--shards', '3', '--out', 'g.json');
     const manifest = JSON.parse(readFileSync(join(dir, 'g.json'), 'utf8')) as { type: string; shards: { file: string }[] };
     expect(manifest.type).toBe('CAGRA16');
-    ok('search', '--index', 'g.json', '--queries', 'q.fvecs', '--k', `${k}`, '--itopk', '64', '--out', 's.csv', '--distances', 'sd.csv');
+    // itopk = k, the shortest walk, so that the check below sees it reach the shards.
+    ok('search', '--index', 'g.json', '--queries', 'q.fvecs', '--k', `${k}`, '--itopk', `${k}`, '--out', 's.csv', '--distances', 'sd.csv');
     const parts = manifest.shards.map((s, i) => {
-      ok('search', '--index', s.file, '--queries', 'q.fvecs', '--k', `${k}`, '--itopk', '64', '--out', `p${i}.csv`, '--distances', `pd${i}.csv`);
+      ok('search', '--index', s.file, '--queries', 'q.fvecs', '--k', `${k}`, '--itopk', `${k}`, '--out', `p${i}.csv`, '--distances', `pd${i}.csv`);
       return { ids: csv(`p${i}.csv`), dist: csv(`pd${i}.csv`) };
     });
     const ids = csv('s.csv');
@@ -48,11 +51,14 @@ describe('CAGRA shards', () => {
       expect(ids[q], `query ${q}: ids`).toEqual(all.slice(0, k).map((e) => e.id));
       expect(dist[q], `query ${q}: distances`).toEqual(all.slice(0, k).map((e) => e.dist));
     }
+    ok('search', '--index', 'g.json', '--queries', 'q.fvecs', '--k', `${k}`, '--itopk', '64', '--out', 's64.csv');
+    const long = csv('s64.csv');
+    expect(long, 'itopk 64 and itopk 10 gave the same answers: --itopk did not reach the shards').not.toEqual(ids);
     ok('build', '--input', 'x.fvecs', '--type', 'Flat', '--out', 'flat.idx');
     ok('search', '--index', 'flat.idx', '--queries', 'q.fvecs', '--k', `${k}`, '--out', 'f.csv');
     const exact = csv('f.csv');
     let hit = 0;
-    for (let q = 0; q < nq; q++) hit += ids[q].filter((id) => exact[q].includes(id)).length;
+    for (let q = 0; q < nq; q++) hit += long[q].filter((id) => exact[q].includes(id)).length;
     expect(hit / (nq * k)).toBeGreaterThanOrEqual(RECALL_FLOOR);
   });
 
@@ -66,5 +72,25 @@ describe('CAGRA shards', () => {
       expect(r.every((v) => v >= 0 && v < n)).toBe(true);
     });
   });
-});
 
+  it('knn-graph --type CAGRA16 --itopk L: each row the search of its own index at that itopk, itself left out; --itopk refused elsewhere', () => {
+    const small = 2000;
+    writeVectors(join(dir, 'y.fvecs'), x.subarray(0, small * d), small, d);
+    // itopk 6, the shortest walk for k = 5 (k + 1 with the row itself), against 64.
+    ok('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '6', '--k', '5', '--out', 'kgc.csv');
+    ok('build', '--input', 'y.fvecs', '--type', 'CAGRA16', '--out', 'y.idx');
+    ok('search', '--index', 'y.idx', '--queries', 'y.fvecs', '--k', '6', '--itopk', '6', '--out', 'ys.csv');
+    const graph = csv('kgc.csv');
+    const searched = csv('ys.csv');
+    expect(graph.length).toBe(small);
+    graph.forEach((row, i) => expect(row, `row ${i}`).toEqual(searched[i].filter((id) => id !== i).slice(0, 5)));
+    ok('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '64', '--k', '5', '--out', 'kgc64.csv');
+    expect(csv('kgc64.csv'), 'itopk 64 and 6 gave the same graph: --itopk did not reach the walk').not.toEqual(graph);
+    const flat = cli('knn-graph', '--input', 'y.fvecs', '--type', 'Flat', '--itopk', '12', '--k', '5', '--out', 'bad.csv');
+    expect(flat.code).toBe(2);
+    expect(flat.err).toMatch(/--itopk applies to CAGRA indexes only; --type is Flat/);
+    const big = cli('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '300', '--k', '5', '--out', 'bad.csv');
+    expect(big.code).toBe(2);
+    expect(big.err).toMatch(/--itopk must be an integer in \[1, 256\]; got 300/);
+  });
+});

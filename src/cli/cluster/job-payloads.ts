@@ -19,6 +19,7 @@ import type { DedupMetric } from '../../jobs/dedup.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardManifest } from '../../indexes/shards.js';
 import { INDEX_KINDS } from '../../indexes/registry.js';
 import type { Metric } from '../../types.js';
+import { GRAPH_SEARCH_MAX_ITOPK } from '../../device.js';
 
 import type { InputFile } from './job-files.js';
 import { type Check, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
@@ -104,6 +105,8 @@ export interface SearchPlan {
   /** Neighbours searched per shard (k, or k + 1 for a graph of the index's own vectors). */
   kk: number;
   nprobe?: number;
+  /** CAGRA shards: the walk's internal list length. */
+  itopk?: number;
   kFactor?: number;
   /** An id file: only these ids may be neighbours. */
   filter?: InputFile;
@@ -246,7 +249,7 @@ const searchPlan = {
   kk: int(1, 2 ** 21),
   tiles: tilesFolder,
 };
-const searchOptional = { nprobe: int(1, 2 ** 32), kFactor: finite(1), filter: input() };
+const searchOptional = { nprobe: int(1, 2 ** 32), itopk: int(1, GRAPH_SEARCH_MAX_ITOPK), kFactor: finite(1), filter: input() };
 
 const SEARCH_SHARD_JOB: Check<SearchShardJob> = refine(object({ ...searchPlan, block: int(0, MAX_BLOCKS - 1), shard: int(0, MAX_SHARDS - 1) }, searchOptional), (s) => {
   if (s.block >= s.starts.length - 1) return `block ${s.block} is not one of the plan's ${s.starts.length - 1}`;

@@ -96,7 +96,7 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
   await withShard(backend, job.shards[job.shard], async (index) => {
     for (let r0 = 0; r0 < rows; r0 += QUERIES_PER_SEARCH) {
       const n = Math.min(QUERIES_PER_SEARCH, rows - r0);
-      const r = await index.search(xq.subarray(r0 * d, (r0 + n) * d), kk, { nprobe: job.nprobe, kFactor: job.kFactor, filter, exactScores: true });
+      const r = await index.search(xq.subarray(r0 * d, (r0 + n) * d), kk, { nprobe: job.nprobe, itopk: job.itopk, kFactor: job.kFactor, filter, exactScores: true });
       labels.set(r.labels, r0 * kk);
       distances.set(r.distances, r0 * kk);
       scores.set(r.scores!, r0 * kk);
@@ -156,6 +156,7 @@ export interface ShardedSearch {
   out: string;
   dist?: string;
   nprobe?: number;
+  itopk?: number;
   kFactor?: number;
   filter?: string;
   queryRows: number;
@@ -183,6 +184,7 @@ async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
     starts,
     kk,
     nprobe: o.nprobe,
+    itopk: o.itopk,
     kFactor: o.kFactor,
     filter: o.filter === undefined ? undefined : inputFile(resolve(o.filter)),
     out,
@@ -264,7 +266,7 @@ export async function distributedKnnGraph(
   backend: Backend,
   s: ShardSettings,
   file: VectorReader,
-  o: { shards: number; k: number; out: string; dist?: string; queries?: string; queryRows: number },
+  o: { shards: number; k: number; out: string; dist?: string; queries?: string; queryRows: number; itopk?: number },
 ): Promise<void> {
   const t0 = performance.now();
   // This run's own shards (a second run writing the same output has its own), removed however the run ends.
@@ -273,7 +275,7 @@ export async function distributedKnnGraph(
   try {
     const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined, newBuildId(), { run: dir }, true);
     await runBuildFlow(url, parent, children);
-    await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, excludeSelf: o.queries === undefined });
+    await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, itopk: o.itopk, excludeSelf: o.queries === undefined });
   } finally {
     // Shards of this run only (they are rebuilt by every run): not worth keeping after a failure.
     removeRunFolder(dir);

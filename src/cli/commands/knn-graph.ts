@@ -17,6 +17,8 @@ import { NEIGHBOUR_STREAMS, neighbourOutputs, writeNeighbours } from '../outputs
 import { type Summary, jsonWanted } from '../report.js';
 import { INDEX_FILE, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
+import type { IndexType } from '../../indexes/kind.js';
+import { indexKind } from '../../indexes/registry.js';
 import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn knn-graph --input FILE --k K --out FILE [options]
@@ -38,6 +40,8 @@ options:
                     nlist at most the number of vectors
   --metric M        l2 | ip | cosine (default l2)
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default min(8, nlist))
+  --itopk L         CAGRA: the walk's internal list length, in [1, 256] (default 64; at least
+                    k + 1 is walked); longer is slower and finds more
   --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
                     list, as Faiss)
   --distributed URL train here, build --shards shards and search them on 'webgpu-knn worker'
@@ -76,6 +80,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   const input = required(v, 'input');
   const queriesPath = text(v, 'queries');
   const settings = indexSettingsOf(v, 8);
+  const itopk = itopkOf(v, settings.type);
   const choice = backendChoice(v);
   if (v.distributed === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
   if (v.distributed !== undefined) checkShardable(settings.type);
@@ -103,7 +108,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   };
   if (url !== undefined && shards !== undefined) {
     try {
-      await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v) });
+      await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v), itopk });
       return { ...summary, shards, distributed: true };
     } finally {
       backend.dispose();
@@ -113,13 +118,22 @@ async function run(argv: string[]): Promise<Summary | undefined> {
     const t0 = performance.now();
     const { timings } = await naming(indexOf(file), async () => {
       const index = await buildIndex(backend, settings, file, undefined, ids?.ids);
-      return writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', {}, ids?.ids);
+      return writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', itopk === undefined ? {} : { itopk }, ids?.ids);
     });
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
     return { ...summary, timings };
   } finally {
     backend.dispose();
   }
+}
+
+/** --itopk, for a CAGRA --type (in its kind's range); refused for other kinds. */
+function itopkOf(v: Values, type: IndexType): number | undefined {
+  const given = text(v, 'itopk');
+  if (given === undefined) return undefined;
+  const range = indexKind(type.type).searchParams(type).itopk;
+  if (!range) throw new UsageError(`--itopk applies to CAGRA indexes only; --type is ${describeIndexType(type)}`);
+  return intFlag('itopk', given, range.min, range.max);
 }
 
 /** knn-graph --index MANIFEST: the graph of a sharded index's own vectors (or of --queries), here or with --distributed. */
@@ -135,8 +149,8 @@ async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: st
   const header = await checkManifest(indexPath);
   const queries = queriesPath ?? manifestInput(indexPath);
   const { rows } = await openQueries(queries, header);
-  const { nprobe } = await searchParamsOf(v, header, undefined);
-  const o = { manifest: indexPath, queries, k, out, dist, nprobe, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
+  const { nprobe, itopk } = await searchParamsOf(v, header, undefined);
+  const o = { manifest: indexPath, queries, k, out, dist, nprobe, itopk, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
   const summary = { index: indexPath, queries: asGiven(queriesPath), rows, k, out: asGiven(out), distances: asGiven(dist) };
   if (url !== undefined) return { ...summary, shards: await distributedSearchShards(url, o), distributed: true };
   const backend = await openBackend(choice, k, o.excludeSelf ? 1 : 0);

@@ -85,7 +85,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   const params = await searchParamsOf(v, header, filterPath);
   const summary = { index: indexPath, queries: asGiven(queriesPath), rows: queries.rows, k, out: asGiven(out), distances: asGiven(dist) };
   if (sharded) {
-    const o = { manifest: indexPath, queries: queriesPath, k, out, dist, nprobe: params.nprobe, kFactor: params.kFactor, filter: filterPath, queryRows: queryRowsOf(v) };
+    const o = { manifest: indexPath, queries: queriesPath, k, out, dist, nprobe: params.nprobe, itopk: params.itopk, kFactor: params.kFactor, filter: filterPath, queryRows: queryRowsOf(v) };
     if (url !== undefined) return { ...summary, shards: await distributedSearchShards(url, o), distributed: true };
     const backend = await openBackend(choice, k);
     try {
