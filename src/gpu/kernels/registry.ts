@@ -27,10 +27,11 @@ import { encodePqTables } from './pq-tables.js';
 import { encodeTopk } from './topk.js';
 import { encodeTopkMerge } from './topk-merge.js';
 
-// What the device needs of the kernel files besides their encoders: its limits and its
-// gemm-scores variants.
+// What the device needs of the kernel files besides their encoders: its limits, its gemm-scores
+// variants and the check of the option that names one.
 export { GPU_MAX_K } from './select-radix.js';
 export { gemmVariants, workgroupTile } from './gemm-scores.js';
+export { type GemmVariantOption, checkGemmVariantOption } from './gemm-variant.js';
 
 /** The GPUBuffer of a device buffer (the device that owns it says how). */
 export type GpuBufferOf = (buffer: DeviceBuffer) => GPUBuffer;
