@@ -12,11 +12,11 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, Metric } from 'webgpu-knn';
-import { FlatIndex, GraphIndex, InvalidArgumentError, IvfFlatIndex, createBackend, indexFactory } from 'webgpu-knn';
+import { FlatIndex, GRAPH_DEFAULT_SEEDS, GraphIndex, InvalidArgumentError, IvfFlatIndex, createBackend, indexFactory } from 'webgpu-knn';
 import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { benchReference, tieAwareRecall } from './exact.js';
-import { FACTORY_KMEANS_NITER, FAISS_HNSW_EF_CONSTRUCTION, type IndexString, faissString, searchGrid, searchParams } from './index-strings.js';
+import { FACTORY_KMEANS_NITER, FAISS_HNSW_EF_CONSTRUCTION, type IndexString, type WalkSettings, faissString, searchGrid, searchParams } from './index-strings.js';
 import { type BatchSearch, type Measured, type MeasureOptions, type PassRunner, SETTLE_MS, measureInterleaved, percentile, serializedBytes, timePass } from './measure.js';
 import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, startFaiss } from './peers.js';
 import { summarize, table } from './stats.js';
@@ -37,6 +37,8 @@ export interface CompareOptions extends MeasureOptions {
   indexes: IndexString[];
   kFactors: number[];
   itopks: number[];
+  /** CAGRA strings: searchWidth and seeds for every itopk (absent: the defaults). */
+  walk: WalkSettings;
   seed: number;
   hnsw: HnswSettings;
   backends: ('webgpu' | 'cpu')[];
@@ -153,7 +155,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       // with each of its configurations.
       for (const s of o.indexes) {
         await guarded(`webgpu-knn ${name} ${s.description}`, async () => {
-          const grid = searchGrid(s, o.nprobes, o.kFactors, o.itopks);
+          const grid = searchGrid(s, o.nprobes, o.kFactors, o.itopks, o.walk);
           if (!grid.length) throw new InvalidArgumentError(`no --nprobe value is at most its nlist = ${s.nlist}`);
           const t = performance.now();
           const index = indexFactory(be, data.d, s.description, metric);
@@ -318,7 +320,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
               `(webgpu-knn: its factory's default, seed 1234; Faiss: seed ${o.seed})`,
             ...(o.indexes.some((s) => s.refine) ? [`,RFlat strings: kFactor ${o.kFactors.join(', ')} (k * kFactor candidates re-ranked exactly)`] : []),
             ...(o.indexes.some((s) => s.degree !== null)
-              ? [`CAGRA strings: itopk ${o.itopks.join(', ')} (searchWidth 1, iterations automatic; the graph built by the first search, in the build time); ` +
+              ? [`CAGRA strings: itopk ${o.itopks.join(', ')} (searchWidth ${o.walk.searchWidth ?? 1}, seeds ${o.walk.seeds ?? GRAPH_DEFAULT_SEEDS}, iterations automatic; the graph built by the first search, in the build time); ` +
                 `Faiss runs HNSW${o.hnsw.faissM ?? '<degree/2>'} instead (IndexHNSWFlat, efConstruction ${FAISS_HNSW_EF_CONSTRUCTION}) at ef ${o.hnsw.efSearch.join(', ')}`]
               : []),
           ]

@@ -51,6 +51,15 @@ export interface SearchConfig {
   kFactor: number | null;
   /** CAGRA: the walk's internal list length. */
   itopk: number | null;
+  /** CAGRA: parents expanded an iteration and entry points, where not the defaults (1 and GRAPH_DEFAULT_SEEDS). */
+  searchWidth?: number;
+  seeds?: number;
+}
+
+/** CAGRA searches beside itopk: searchWidth and seeds, each left out where it is the default. */
+export interface WalkSettings {
+  searchWidth?: number;
+  seeds?: number;
 }
 
 /**
@@ -58,8 +67,11 @@ export interface SearchConfig {
  * (,RFlat); each itopk (CAGRA); a single '-' for an index that takes none. Empty when no nprobe
  * fits nlist.
  */
-export function searchGrid(s: IndexString, nprobes: number[], kFactors: number[], itopks: number[] = DEFAULT_ITOPKS): SearchConfig[] {
-  if (s.degree !== null) return itopks.map((itopk) => ({ param: `itopk=${itopk}`, nprobe: null, kFactor: null, itopk }));
+export function searchGrid(s: IndexString, nprobes: number[], kFactors: number[], itopks: number[] = DEFAULT_ITOPKS, walk: WalkSettings = {}): SearchConfig[] {
+  if (s.degree !== null) {
+    const extra = [walk.searchWidth === undefined ? '' : `width=${walk.searchWidth}`, walk.seeds === undefined ? '' : `seeds=${walk.seeds}`].filter(Boolean);
+    return itopks.map((itopk) => ({ param: [`itopk=${itopk}`, ...extra].join(','), nprobe: null, kFactor: null, itopk, ...walk }));
+  }
   const probes: (number | null)[] = s.nlist === null ? [null] : nprobes.filter((p) => p <= s.nlist!);
   const factors: (number | null)[] = s.refine ? kFactors : [null];
   return probes.flatMap((nprobe) =>
@@ -81,6 +93,8 @@ export function searchParams(c: SearchConfig): RefineSearchParams {
   if (c.nprobe !== null) params.nprobe = c.nprobe;
   if (c.kFactor !== null) params.kFactor = c.kFactor;
   if (c.itopk !== null) params.itopk = c.itopk;
+  if (c.searchWidth !== undefined) params.searchWidth = c.searchWidth;
+  if (c.seeds !== undefined) params.seeds = c.seeds;
   return params;
 }
 

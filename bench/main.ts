@@ -4,12 +4,12 @@
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
-import { GRAPH_MAX_ITOPK, readVectors } from 'webgpu-knn';
+import { GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, readVectors } from 'webgpu-knn';
 import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
 import { readCompareRun, writeCompareReport } from './compare-report.js';
 import { asSelfQueries, DATA_SETS, DEBIAN_FASHION_MNIST, type DataSet, loadBenchData, loadFileData, loadMiniLm, loadSelfData, plantedDuplicates } from './data.js';
-import { DEFAULT_ITOPKS, FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, type IndexString, parseIndexString } from './index-strings.js';
+import { DEFAULT_ITOPKS, FACTORY_KMEANS_NITER, INDEX_STRING_FORMS, type IndexString, type WalkSettings, parseIndexString } from './index-strings.js';
 import { runDedupBench } from './dedup.js';
 import { runClusteredDedupBench } from './clustered-dedup.js';
 import { runFlatBench } from './flat.js';
@@ -189,6 +189,9 @@ search and index settings:
   --kfactor F[,F..]  ,RFlat strings: re-rank k * F candidates exactly (default 4)
   --itopk L[,L..]  CAGRA strings: the walk's internal list lengths, one row each, in [1, 256]
                    (default 32,64,128; one below k walks a list of k)
+  --search-width W CAGRA strings: parents the walk expands an iteration, at every itopk (default 1)
+  --seeds S        CAGRA strings: entry points each walk starts from, in [1, 256] (default 64;
+                   more finds more in data of many tight clusters)
   --niter I        k-means iterations of the default run, ours and Faiss's (default 10; --index
                    strings train with indexFactory's 10)
   --ef E[,E..]     HNSW ef for the peers (default k, 2k, 4k; with a CAGRA string, the --itopk
@@ -350,6 +353,15 @@ async function compareOptions(
   const bad = itopks.find((l) => l > GRAPH_MAX_ITOPK);
   if (bad !== undefined) throw new UsageError(`--itopk must be at most ${GRAPH_MAX_ITOPK} (the walk's longest list); got ${bad}`);
   const graphs = indexes.some((s) => s.degree !== null);
+  for (const flag of ['search-width', 'seeds']) {
+    if (v[flag] !== undefined && !graphs) throw new UsageError(`--${flag} ${v[flag]} needs a CAGRA<degree> --index string (for example CAGRA32)`);
+  }
+  const walk: WalkSettings = {};
+  if (v['search-width'] !== undefined) walk.searchWidth = positiveInt('search-width', v['search-width'], 1);
+  if (v.seeds !== undefined) {
+    walk.seeds = positiveInt('seeds', v.seeds, 1);
+    if (walk.seeds > GRAPH_MAX_SEEDS) throw new UsageError(`--seeds must be at most ${GRAPH_MAX_SEEDS}; got ${walk.seeds}`);
+  }
   const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
   const data = v.base !== undefined
     ? await loadFileData(v.base, v.query, v.gt, nq)
@@ -374,6 +386,7 @@ async function compareOptions(
     indexes,
     kFactors,
     itopks,
+    walk,
     seed,
     hnsw: {
       m: positiveInt('hnsw-m', v['hnsw-m'], 16),

@@ -283,7 +283,7 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
     expect(markdownRows(md, ['engine', 'status', 'version', 'where / why']).map((e) => e.slice(0, 2))).toEqual([['webgpu-knn', 'ran'], ...PEERS.map((p) => [p, 'not installed'])]);
   });
 
-  it('fails clearly on a bad --itopk', () => {
+  it('fails clearly on a bad --itopk, --search-width or --seeds', () => {
     const fails = (args: string[], message: RegExp): void => {
       const r = bench(args);
       expect(r.code, r.err).toBe(2);
@@ -294,6 +294,10 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
     fails(['--index', 'CAGRA32', '--itopk', '64,300'], /--itopk must be at most 256 \(the walk's longest list\); got 300/);
     fails(['--index', 'CAGRA32', '--itopk', '0'], /--itopk must be a positive integer; got 0/);
     fails(['--index', 'CAGRA0'], /--index "CAGRA0" is not a factory string bench compare runs/);
+    fails(['--index', 'SQ8', '--seeds', '128'], /--seeds 128 needs a CAGRA<degree> --index string \(for example CAGRA32\)/);
+    fails(['--index', 'SQ8', '--search-width', '2'], /--search-width 2 needs a CAGRA<degree> --index string/);
+    fails(['--index', 'CAGRA32', '--seeds', '300'], /--seeds must be at most 256; got 300/);
+    fails(['--index', 'CAGRA32', '--search-width', '0'], /--search-width must be a positive integer; got 0/);
     expect(bench(['--help']).out).toMatch(/--kfactor F\[,F\.\.\][\s\S]*--itopk L\[,L\.\.\]  CAGRA strings: the walk's internal list lengths/);
   });
 

@@ -19,6 +19,12 @@ describe('bench index strings', () => {
     const [c] = searchGrid(parseIndexString('CAGRA16')!, [8], [4], [64]);
     expect(c).toEqual({ param: 'itopk=64', nprobe: null, kFactor: null, itopk: 64 });
     expect(searchParams(c)).toEqual({ itopk: 64 });
+    // --search-width and --seeds: in every CAGRA row's param and search, and nowhere else.
+    const [w] = searchGrid(parseIndexString('CAGRA16')!, [8], [4], [16, 32], { searchWidth: 2, seeds: 128 });
+    expect(w).toEqual({ param: 'itopk=16,width=2,seeds=128', nprobe: null, kFactor: null, itopk: 16, searchWidth: 2, seeds: 128 });
+    expect(searchParams(w)).toEqual({ itopk: 16, searchWidth: 2, seeds: 128 });
+    expect(searchGrid(parseIndexString('CAGRA16')!, [8], [4], [16], { seeds: 8 }).map((g) => g.param)).toEqual(['itopk=16,seeds=8']);
+    expect(searchGrid(parseIndexString('IVF8,Flat')!, [8], [4], [16], { seeds: 8 })[0]).toEqual({ param: 'nprobe=8', nprobe: 8, kFactor: null, itopk: null });
     expect(searchParams(searchGrid(parseIndexString('IVF8,Flat,RFlat')!, [8], [4])[0])).toEqual({ nprobe: 8, kFactor: 4 });
   });
 
