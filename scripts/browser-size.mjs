@@ -26,7 +26,7 @@ try {
   ].join('\n'));
   const out = join(dir, 'out');
   const r = await build({
-    entryPoints: [join(dir, 'page.js')], outdir: out, bundle: true, splitting: true, minify: true,
+    entryPoints: [join(dir, 'page.js')], outdir: out, absWorkingDir: root, bundle: true, splitting: true, minify: true,
     format: 'esm', platform: 'browser', target: 'es2022', metafile: true, logLevel: 'warning',
   });
   const outputs = r.metafile.outputs;
@@ -67,11 +67,14 @@ try {
   };
   console.log(JSON.stringify(report, null, 2));
   if (process.argv.includes('--check')) {
-    if (!Object.values(outputs).some((o) => Object.keys(o.inputs).some((i) => i.includes('dist/browser/chunks/gpu-device-')))) {
-      console.error('browser-size: dist/browser has no gpu-device chunk: the build no longer splits where the core imports lazily');
+    // Each lazy import of the core a chunk of its own, and the WebGPU page loading none of gpu.js and ml-matrix.
+    const chunkFor = (name) => Object.keys(outputs).find((o) => Object.keys(outputs[o].inputs).some((i) => i.includes(`dist/browser/chunks/${name}-`)));
+    const missing = ['gpu-device', 'cpu-device', 'gpujs-device', 'gpu-browser.min', 'matrix'].filter((name) => !chunkFor(name));
+    if (missing.length > 0) {
+      console.error(`browser-size: dist/browser has no chunk ${missing.join(', ')}: the build no longer splits where the core imports lazily (or it imports them statically)`);
       process.exit(1);
     }
-    const heavy = [...webgpu].filter((f) => Object.keys(outputs[f].inputs).some((i) => /chunks\/(gpu-browser\.min|matrix)-/.test(i)));
+    const heavy = [...webgpu].filter((f) => f === chunkFor('gpu-browser.min') || f === chunkFor('matrix'));
     if (heavy.length > 0) {
       console.error(`browser-size: the Flat page on WebGPU loads ${heavy.join(', ')} (gpu.js or ml-matrix), which it never runs`);
       process.exit(1);

@@ -13,9 +13,9 @@
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { stripWgsl } from './wgsl-strip.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-export const BROWSER_BUNDLE = 'dist/browser/webgpu-knn.js';
 
 const shaders = Object.fromEntries(
   readdirSync(`${root}shaders`)
@@ -36,7 +36,7 @@ writeFileSync(`${root}dist/platform/shader-files.js`, inlinedShaderFiles);
 // tsc's map describes the file replaced above.
 rmSync(`${root}dist/platform/shader-files.js.map`, { force: true });
 
-/** Resolves the Node platform's `./shader-files.js` to the inlined texts. */
+/** Resolves `./shader-files.js` (imported by src/gpu/shaders.ts) to the inlined texts. */
 const inlinedShaders = {
   name: 'inlined-shaders',
   setup(b) {
@@ -64,21 +64,7 @@ await build({
   plugins: [inlinedShaders],
 });
 
-/**
- * The WGSL texts for the browser, smaller: comment lines and trailing comments dropped (the
- * `//!include` directives kept: src/gpu/shaders.ts expands them), indentation and blank lines
- * removed. WGSL has no string literals, so `//` always starts a comment. Halves the texts (about
- * 108 KB to 51 KB); a compile error's line numbers then count the stripped text.
- */
-function stripWgsl(text) {
-  return text
-    .split('\n')
-    .map((line) => (line.trimStart().startsWith('//!include ') ? line.trim() : line.replace(/\/\/.*$/, '').trim()))
-    .filter((line) => line !== '')
-    .join('\n');
-}
-
-const strippedShaders = Object.fromEntries(Object.entries(shaders).map(([name, text]) => [name, stripWgsl(text)]));
+const strippedShaders = Object.fromEntries(Object.entries(shaders).map(([name, text]) => [name, stripWgsl(text, `${name}.wgsl`)]));
 
 /**
  * The core's `platform/platform.js` resolved to the browser's platform, and `shader-files.js` to
@@ -111,6 +97,7 @@ const result = await build({
   entryPoints: { 'webgpu-knn': `${root}src/browser.ts` },
   outdir: `${root}dist/browser`,
   chunkNames: 'chunks/[name]-[hash]',
+  absWorkingDir: root,
   bundle: true,
   splitting: true,
   format: 'esm',

@@ -14,6 +14,10 @@ const arg = (name, fallback) => {
   return at > 0 ? process.argv[at + 1] : fallback;
 };
 const runs = Number(arg('--runs', '3'));
+if (!(Number.isInteger(runs) && runs >= 1)) {
+  console.error(`first-run: --runs must be a positive integer; got ${arg('--runs')}`);
+  process.exit(2);
+}
 const lib = pathToFileURL(resolve(arg('--lib', 'dist/index.js'))).href;
 const child = `
   const { createBackend } = await import(${JSON.stringify(lib)});
@@ -25,7 +29,7 @@ const child = `
 const once = (dir) => {
   const env = { ...process.env, WEBGPU_KNN_CACHE_DIR: dir };
   if (process.argv.includes('--no-driver-cache')) env.MESA_SHADER_CACHE_DISABLE = 'true';
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', child], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', child], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   return JSON.parse(out.trim().split('\n').at(-1));
 };
 for (let r = 0; r < runs; r++) {

@@ -34,9 +34,21 @@ function indexTypeOf(v: Values): IndexType {
   }
 }
 
-/** --nprobe for an index whose kind takes it in `range` (IVF: [1, nlist]); `fallback` when absent; undefined for a kind without it. */
-function nprobeOf(v: Values, range: SearchParamRange | undefined, fallback: number): number | undefined {
-  if (!range) return undefined;
+/**
+ * A kind's own search flag (--nprobe: IVF, --itopk: CAGRA) given for an index of another kind: it
+ * is ignored, as Faiss ignores a parameter an index lacks, and a line on stderr says so (so a
+ * script that passes --nprobe to every index keeps working, and a person sees the flag had no effect).
+ */
+export function ignoredFlag(v: Values, flag: string, kind: string): void {
+  if (v[flag] !== undefined) process.stderr.write(`webgpu-knn: --${flag} ignored: ${kind} indexes take no ${flag}\n`);
+}
+
+/** --nprobe for an index whose kind takes it in `range` (IVF: [1, nlist]); `fallback` when absent; undefined (and ignoredFlag) for a kind without it. */
+function nprobeOf(v: Values, range: SearchParamRange | undefined, fallback: number, kind: string): number | undefined {
+  if (!range) {
+    ignoredFlag(v, 'nprobe', kind);
+    return undefined;
+  }
   return intFlag('nprobe', text(v, 'nprobe'), range.min, range.max, Math.min(fallback, range.max));
 }
 
@@ -79,15 +91,18 @@ export interface IndexSettings {
 
 export function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings {
   const type = indexTypeOf(v);
-  return { type, metric: metricOf(v), nprobe: nprobeOf(v, indexKind(type.type).searchParams(type).nprobe, defaultNprobe), trainSample: trainSampleOf(v, type) };
+  return { type, metric: metricOf(v), nprobe: nprobeOf(v, indexKind(type.type).searchParams(type).nprobe, defaultNprobe, type.type), trainSample: trainSampleOf(v, type) };
 }
 
-/** --nprobe and --itopk (where the index's kind takes them: IVF in [1, nlist], CAGRA in [1, 256]; ignored elsewhere), --kfactor (search) and --filter-ids, as a search's params. */
+/** --nprobe and --itopk (where the index's kind takes them: IVF in [1, nlist], CAGRA in [1, 256]; elsewhere ignoredFlag), --kfactor (search) and --filter-ids, as a search's params. */
 export async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
   const params: SearchParams = {};
-  const own = kindOfFileType(header.type).searchParams(header);
-  if (own.nprobe && v.nprobe !== undefined) params.nprobe = nprobeOf(v, own.nprobe, 1);
+  const kind = kindOfFileType(header.type);
+  const own = kind.searchParams(header);
+  if (own.nprobe && v.nprobe !== undefined) params.nprobe = nprobeOf(v, own.nprobe, 1, kind.name);
+  else if (!own.nprobe) ignoredFlag(v, 'nprobe', kind.name);
   if (own.itopk && v.itopk !== undefined) params.itopk = intFlag('itopk', text(v, 'itopk'), own.itopk.min, own.itopk.max);
+  else if (!own.itopk) ignoredFlag(v, 'itopk', kind.name);
   const kFactor = text(v, 'kfactor');
   if (kFactor !== undefined) {
     params.kFactor = Number(kFactor);

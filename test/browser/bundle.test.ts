@@ -1,7 +1,7 @@
 /**
  * The browser build (scripts/build-browser.mjs): ES modules (dist/browser/webgpu-knn.js and its
  * chunks) that import nothing but each other (no `node:` module, no package), every WGSL kernel
- * inlined with its comments stripped, the core's API exported; and a page that uses only FlatIndex
+ * inlined whole as scripts/wgsl-strip.mjs strips it, the core's API exported; and a page that uses only FlatIndex
  * on WebGPU loads neither gpu.js nor ml-matrix (scripts/browser-size.mjs --check).
  */
 import { execFileSync } from 'node:child_process';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { BROWSER_BUNDLE, ROOT } from '../helpers/browser.js';
+import { stripWgsl } from '../../scripts/wgsl-strip.mjs';
 
 const file = join(ROOT, BROWSER_BUNDLE);
 const chunkDir = join(ROOT, 'dist/browser/chunks');
@@ -32,12 +33,11 @@ describe('browser bundle', () => {
     }
     const all = texts.join('\n');
     for (const f of readdirSync(join(ROOT, 'shaders')).filter((n) => n.endsWith('.wgsl'))) {
-      // Each shader's first line of code (comments are stripped) appears as a JSON-escaped text.
-      const code = readFileSync(join(ROOT, 'shaders', f), 'utf8').split('\n').map((l) => l.replace(/\/\/.*$/, '').trim()).find((l) => l !== '')!;
-      expect(all.includes(JSON.stringify(`${f.slice(0, -5)}`)), `${f} named`).toBe(true);
-      expect(all.includes(JSON.stringify(code).slice(1, -1)), `${f} inlined`).toBe(true);
+      // Each shader whole, as the build strips it, as one string literal (JSON and esbuild quote ASCII alike).
+      const stripped = stripWgsl(readFileSync(join(ROOT, 'shaders', f), 'utf8'), f);
+      expect(all.includes(JSON.stringify(stripped)), `${f}, stripped, inlined whole`).toBe(true);
+      expect(stripped, `${f}: a comment left after stripping`).not.toMatch(/\/\/(?!!include )/);
     }
-    expect(all, 'a WGSL comment left in the browser build').not.toMatch(/\\n\/\/ /);
     const api = await import(file);
     for (const name of ['createBackend', 'FlatIndex', 'IvfFlatIndex', 'GraphIndex', 'KMeans', 'BatchScheduler', 'dedup', 'knnGraph', 'arraySource', 'indexFactory']) {
       expect(typeof api[name], name).toBe('function');

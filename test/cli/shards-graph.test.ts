@@ -62,8 +62,10 @@ describe('CAGRA shards', () => {
     expect(hit / (nq * k)).toBeGreaterThanOrEqual(RECALL_FLOOR);
   });
 
-  it('knn-graph --index MANIFEST on graph shards: every row its k neighbours, never itself', () => {
+  it('knn-graph --index MANIFEST on graph shards: every row its k neighbours, never itself; --itopk reaches the shards', () => {
     ok('knn-graph', '--index', 'g.json', '--k', '5', '--out', 'kg.csv');
+    ok('knn-graph', '--index', 'g.json', '--k', '5', '--itopk', '6', '--out', 'kg6.csv');
+    expect(csv('kg6.csv'), 'itopk 6 and the default 64 gave the same graph').not.toEqual(csv('kg.csv'));
     const rows = csv('kg.csv');
     expect(rows.length).toBe(n);
     rows.forEach((r, i) => {
@@ -86,9 +88,12 @@ describe('CAGRA shards', () => {
     graph.forEach((row, i) => expect(row, `row ${i}`).toEqual(searched[i].filter((id) => id !== i).slice(0, 5)));
     ok('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '64', '--k', '5', '--out', 'kgc64.csv');
     expect(csv('kgc64.csv'), 'itopk 64 and 6 gave the same graph: --itopk did not reach the walk').not.toEqual(graph);
-    const flat = cli('knn-graph', '--input', 'y.fvecs', '--type', 'Flat', '--itopk', '12', '--k', '5', '--out', 'bad.csv');
-    expect(flat.code).toBe(2);
-    expect(flat.err).toMatch(/--itopk applies to CAGRA indexes only; --type is Flat/);
+    // As search does: a kind's own flag given to another kind is ignored, with a line saying so.
+    const flat = cli('knn-graph', '--input', 'y.fvecs', '--type', 'Flat', '--itopk', '12', '--k', '5', '--out', 'flat.csv');
+    expect(flat.code, flat.err).toBe(0);
+    expect(flat.err).toMatch(/webgpu-knn: --itopk ignored: Flat indexes take no itopk/);
+    expect(cli('search', '--index', 'flat.idx', '--queries', 'q.fvecs', '--k', '5', '--itopk', '12', '--nprobe', '3', '--out', 'fi.csv').err)
+      .toMatch(/--nprobe ignored: Flat indexes take no nprobe[\s\S]*--itopk ignored: Flat indexes take no itopk/);
     const big = cli('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '300', '--k', '5', '--out', 'bad.csv');
     expect(big.code).toBe(2);
     expect(big.err).toMatch(/--itopk must be an integer in \[1, 256\]; got 300/);

@@ -11,7 +11,7 @@ import { distributedKnnGraph, distributedSearchShards, searchShards } from '../c
 import type { Command } from '../command.js';
 import { type Values, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
 import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
-import { K_LIMIT, checkTypeFor, indexSettingsOf, queryRowsOf, searchParamsOf } from '../index-flags.js';
+import { K_LIMIT, checkTypeFor, ignoredFlag, indexSettingsOf, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { buildIndex, clusterOf, indexOf, naming, openBackend, openQueries, vectorIds } from '../open.js';
 import { NEIGHBOUR_STREAMS, neighbourOutputs, writeNeighbours } from '../outputs.js';
 import { type Summary, jsonWanted } from '../report.js';
@@ -41,7 +41,8 @@ options:
   --metric M        l2 | ip | cosine (default l2)
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default min(8, nlist))
   --itopk L         CAGRA: the walk's internal list length, in [1, 256] (default 64; at least
-                    k + 1 is walked); longer is slower and finds more
+                    k + 1 is walked); longer is slower and finds more. --nprobe and --itopk
+                    given for an index of another kind are ignored, with a line saying so
   --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
                     list, as Faiss)
   --distributed URL train here, build --shards shards and search them on 'webgpu-knn worker'
@@ -127,12 +128,15 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   }
 }
 
-/** --itopk, for a CAGRA --type (in its kind's range); refused for other kinds. */
+/** --itopk, for a CAGRA --type (in its kind's range); for other kinds ignored, as search does (ignoredFlag). */
 function itopkOf(v: Values, type: IndexType): number | undefined {
   const given = text(v, 'itopk');
   if (given === undefined) return undefined;
   const range = indexKind(type.type).searchParams(type).itopk;
-  if (!range) throw new UsageError(`--itopk applies to CAGRA indexes only; --type is ${describeIndexType(type)}`);
+  if (!range) {
+    ignoredFlag(v, 'itopk', type.type);
+    return undefined;
+  }
   return intFlag('itopk', given, range.min, range.max);
 }
 

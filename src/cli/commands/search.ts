@@ -35,7 +35,9 @@ options:
                     hold are ignored
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved)
   --itopk L         CAGRA: the walk's internal list length, in [1, 256] (default 64; at least
-                    the k results and the re-score's margin); longer is slower and finds more
+                    the k results and the re-score's margin); longer is slower and finds more.
+                    --nprobe and --itopk given for an index of another kind are ignored, with a
+                    line saying so
   --kfactor F       re-score the k x F best candidates exactly and keep k (a number >= 1, default
                     1): against the float32 rows of a ,RFlat index (Faiss's k_factor), else the
                     codes' reconstructions

@@ -1,0 +1,2 @@
+/** See wgsl-strip.mjs. */
+export function stripWgsl(text: string, name?: string): string;
