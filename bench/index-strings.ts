@@ -44,22 +44,19 @@ export function parseIndexString(description: string): IndexString | null {
   return { description, nlist: m[1] === undefined ? null : Number(m[1]), refine: m[2] !== undefined, degree: m[3] === undefined ? null : Number(m[3]) };
 }
 
-/** One search of a built index: its row's param ('-', 'nprobe=8', 'kFactor=4', 'nprobe=8,kFactor=4', 'itopk=64'). */
-export interface SearchConfig {
+/** CAGRA searches beside itopk: searchWidth and seeds, each left out where it is the default (1 and GRAPH_DEFAULT_SEEDS). */
+export interface WalkSettings {
+  searchWidth?: number;
+  seeds?: number;
+}
+
+/** One search of a built index: its row's param ('-', 'nprobe=8', 'kFactor=4', 'nprobe=8,kFactor=4', 'itopk=64', 'itopk=64,width=2,seeds=128'). */
+export interface SearchConfig extends WalkSettings {
   param: string;
   nprobe: number | null;
   kFactor: number | null;
   /** CAGRA: the walk's internal list length. */
   itopk: number | null;
-  /** CAGRA: parents expanded an iteration and entry points, where not the defaults (1 and GRAPH_DEFAULT_SEEDS). */
-  searchWidth?: number;
-  seeds?: number;
-}
-
-/** CAGRA searches beside itopk: searchWidth and seeds, each left out where it is the default. */
-export interface WalkSettings {
-  searchWidth?: number;
-  seeds?: number;
 }
 
 /**

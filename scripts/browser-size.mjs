@@ -42,13 +42,14 @@ try {
     }
     return seen;
   };
+  /** The app's output holding our chunk `name` (dist/browser/chunks/NAME-HASH.js, named by the module the core imports lazily). */
+  const chunkFor = (name) => Object.keys(outputs).find((o) => Object.keys(outputs[o].inputs).some((i) => i.includes(`dist/browser/chunks/${name}-`)));
   /**
-   * What the page loads with our chunk `name` (dist/browser/chunks/NAME-HASH.js, named by the
-   * module the core imports lazily) and what that chunk imports, as it starts; a build without
-   * that chunk (one file, as before 2026-12-02) loads everything up front.
+   * What the page loads with that chunk and what the chunk imports, as it starts; a build without
+   * it (one file, as before 2026-12-02) loads everything up front.
    */
   const withBackend = (name) => {
-    const chunk = Object.keys(outputs).find((o) => Object.keys(outputs[o].inputs).some((i) => i.includes(`dist/browser/chunks/${name}-`)));
+    const chunk = chunkFor(name);
     return new Set([...initial, ...(chunk ? closure(chunk, true) : [])]);
   };
   const measure = (files) => {
@@ -68,7 +69,6 @@ try {
   console.log(JSON.stringify(report, null, 2));
   if (process.argv.includes('--check')) {
     // Each lazy import of the core a chunk of its own, and the WebGPU page loading none of gpu.js and ml-matrix.
-    const chunkFor = (name) => Object.keys(outputs).find((o) => Object.keys(outputs[o].inputs).some((i) => i.includes(`dist/browser/chunks/${name}-`)));
     const missing = ['gpu-device', 'cpu-device', 'gpujs-device', 'gpu-browser.min', 'matrix'].filter((name) => !chunkFor(name));
     if (missing.length > 0) {
       console.error(`browser-size: dist/browser has no chunk ${missing.join(', ')}: the build no longer splits where the core imports lazily (or it imports them statically)`);

@@ -35,21 +35,26 @@ function indexTypeOf(v: Values): IndexType {
 }
 
 /**
- * A kind's own search flag (--nprobe: IVF, --itopk: CAGRA) given for an index of another kind: it
- * is ignored, as Faiss ignores a parameter an index lacks, and a line on stderr says so (so a
- * script that passes --nprobe to every index keeps working, and a person sees the flag had no effect).
+ * A kind's own search flag (--nprobe: IVF, --itopk: CAGRA), for an index whose kind takes it in
+ * `range` (undefined: the kind takes none); undefined when it is not given. Given for an index of
+ * another kind it is ignored, as Faiss ignores a parameter an index lacks, and a line on stderr
+ * says so (a script that passes --nprobe to every index keeps working, and a person sees the flag
+ * had no effect).
  */
-export function ignoredFlag(v: Values, flag: string, kind: string): void {
-  if (v[flag] !== undefined) process.stderr.write(`webgpu-knn: --${flag} ignored: ${kind} indexes take no ${flag}\n`);
-}
-
-/** --nprobe for an index whose kind takes it in `range` (IVF: [1, nlist]); `fallback` when absent; undefined (and ignoredFlag) for a kind without it. */
-function nprobeOf(v: Values, range: SearchParamRange | undefined, fallback: number, kind: string): number | undefined {
+export function kindFlag(v: Values, flag: string, range: SearchParamRange | undefined, kind: string): number | undefined {
+  const given = text(v, flag);
+  if (given === undefined) return undefined;
   if (!range) {
-    ignoredFlag(v, 'nprobe', kind);
+    process.stderr.write(`webgpu-knn: --${flag} ignored: ${kind} indexes take no ${flag}\n`);
     return undefined;
   }
-  return intFlag('nprobe', text(v, 'nprobe'), range.min, range.max, Math.min(fallback, range.max));
+  return intFlag(flag, given, range.min, range.max);
+}
+
+/** --nprobe for an index whose kind takes it in `range` (IVF: [1, nlist]), `fallback` when absent; undefined for a kind without it (kindFlag). */
+function nprobeOf(v: Values, range: SearchParamRange | undefined, fallback: number, kind: string): number | undefined {
+  const given = kindFlag(v, 'nprobe', range, kind);
+  return range ? given ?? Math.min(fallback, range.max) : undefined;
 }
 
 /**
@@ -94,15 +99,15 @@ export function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings
   return { type, metric: metricOf(v), nprobe: nprobeOf(v, indexKind(type.type).searchParams(type).nprobe, defaultNprobe, type.type), trainSample: trainSampleOf(v, type) };
 }
 
-/** --nprobe and --itopk (where the index's kind takes them: IVF in [1, nlist], CAGRA in [1, 256]; elsewhere ignoredFlag), --kfactor (search) and --filter-ids, as a search's params. */
+/** --nprobe and --itopk (where the index's kind takes them: IVF in [1, nlist], CAGRA in [1, 256]; elsewhere ignored: kindFlag), --kfactor (search) and --filter-ids, as a search's params. */
 export async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
   const params: SearchParams = {};
   const kind = kindOfFileType(header.type);
   const own = kind.searchParams(header);
-  if (own.nprobe && v.nprobe !== undefined) params.nprobe = nprobeOf(v, own.nprobe, 1, kind.name);
-  else if (!own.nprobe) ignoredFlag(v, 'nprobe', kind.name);
-  if (own.itopk && v.itopk !== undefined) params.itopk = intFlag('itopk', text(v, 'itopk'), own.itopk.min, own.itopk.max);
-  else if (!own.itopk) ignoredFlag(v, 'itopk', kind.name);
+  const nprobe = kindFlag(v, 'nprobe', own.nprobe, kind.name);
+  if (nprobe !== undefined) params.nprobe = nprobe;
+  const itopk = kindFlag(v, 'itopk', own.itopk, kind.name);
+  if (itopk !== undefined) params.itopk = itopk;
   const kFactor = text(v, 'kfactor');
   if (kFactor !== undefined) {
     params.kFactor = Number(kFactor);

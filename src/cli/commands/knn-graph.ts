@@ -11,13 +11,12 @@ import { distributedKnnGraph, distributedSearchShards, searchShards } from '../c
 import type { Command } from '../command.js';
 import { type Values, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
 import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
-import { K_LIMIT, checkTypeFor, ignoredFlag, indexSettingsOf, queryRowsOf, searchParamsOf } from '../index-flags.js';
+import { K_LIMIT, checkTypeFor, indexSettingsOf, kindFlag, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { buildIndex, clusterOf, indexOf, naming, openBackend, openQueries, vectorIds } from '../open.js';
 import { NEIGHBOUR_STREAMS, neighbourOutputs, writeNeighbours } from '../outputs.js';
 import { type Summary, jsonWanted } from '../report.js';
 import { INDEX_FILE, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
-import type { IndexType } from '../../indexes/kind.js';
 import { indexKind } from '../../indexes/registry.js';
 import { UsageError } from '../../errors.js';
 
@@ -81,7 +80,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   const input = required(v, 'input');
   const queriesPath = text(v, 'queries');
   const settings = indexSettingsOf(v, 8);
-  const itopk = itopkOf(v, settings.type);
+  const itopk = kindFlag(v, 'itopk', indexKind(settings.type.type).searchParams(settings.type).itopk, settings.type.type);
   const choice = backendChoice(v);
   if (v.distributed === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
   if (v.distributed !== undefined) checkShardable(settings.type);
@@ -126,18 +125,6 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   } finally {
     backend.dispose();
   }
-}
-
-/** --itopk, for a CAGRA --type (in its kind's range); for other kinds ignored, as search does (ignoredFlag). */
-function itopkOf(v: Values, type: IndexType): number | undefined {
-  const given = text(v, 'itopk');
-  if (given === undefined) return undefined;
-  const range = indexKind(type.type).searchParams(type).itopk;
-  if (!range) {
-    ignoredFlag(v, 'itopk', type.type);
-    return undefined;
-  }
-  return intFlag('itopk', given, range.min, range.max);
 }
 
 /** knn-graph --index MANIFEST: the graph of a sharded index's own vectors (or of --queries), here or with --distributed. */
