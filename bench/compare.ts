@@ -37,7 +37,7 @@ export interface CompareOptions extends MeasureOptions {
   indexes: IndexString[];
   kFactors: number[];
   itopks: number[];
-  /** CAGRA strings: searchWidth and seeds for every itopk (absent: the defaults). */
+  /** CAGRA strings: searchWidth, seeds and entryRows for every itopk (absent: the defaults). */
   walk: WalkSettings;
   seed: number;
   hnsw: HnswSettings;
@@ -320,7 +320,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
               `(webgpu-knn: its factory's default, seed 1234; Faiss: seed ${o.seed})`,
             ...(o.indexes.some((s) => s.refine) ? [`,RFlat strings: kFactor ${o.kFactors.join(', ')} (k * kFactor candidates re-ranked exactly)`] : []),
             ...(o.indexes.some((s) => s.degree !== null)
-              ? [`CAGRA strings: itopk ${o.itopks.join(', ')} (searchWidth ${o.walk.searchWidth ?? 1}, seeds ${o.walk.seeds ?? GRAPH_DEFAULT_SEEDS}, iterations automatic; the graph built by the first search, in the build time); ` +
+              ? [`CAGRA strings: itopk ${o.itopks.join(', ')} (searchWidth ${o.walk.searchWidth ?? 1}, seeds ${o.walk.seeds ?? GRAPH_DEFAULT_SEEDS} of ${o.walk.entryRows ?? 'entryRowsFor(n)'} entry rows, iterations automatic; the graph built by the first search, in the build time); ` +
                 `Faiss runs HNSW${o.hnsw.faissM ?? '<degree/2>'} instead (IndexHNSWFlat, efConstruction ${FAISS_HNSW_EF_CONSTRUCTION}) at ef ${o.hnsw.efSearch.join(', ')}`]
               : []),
           ]

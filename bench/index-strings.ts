@@ -44,13 +44,14 @@ export function parseIndexString(description: string): IndexString | null {
   return { description, nlist: m[1] === undefined ? null : Number(m[1]), refine: m[2] !== undefined, degree: m[3] === undefined ? null : Number(m[3]) };
 }
 
-/** CAGRA searches beside itopk: searchWidth and seeds, each left out where it is the default (1 and GRAPH_DEFAULT_SEEDS). */
+/** CAGRA searches beside itopk: searchWidth, seeds and entryRows, each left out where it is the default (1, GRAPH_DEFAULT_SEEDS, entryRowsFor(n)). */
 export interface WalkSettings {
   searchWidth?: number;
   seeds?: number;
+  entryRows?: number;
 }
 
-/** One search of a built index: its row's param ('-', 'nprobe=8', 'kFactor=4', 'nprobe=8,kFactor=4', 'itopk=64', 'itopk=64,width=2,seeds=128'). */
+/** One search of a built index: its row's param ('-', 'nprobe=8', 'kFactor=4', 'nprobe=8,kFactor=4', 'itopk=64', 'itopk=64,width=2,seeds=32,entries=2048'). */
 export interface SearchConfig extends WalkSettings {
   param: string;
   nprobe: number | null;
@@ -66,7 +67,11 @@ export interface SearchConfig extends WalkSettings {
  */
 export function searchGrid(s: IndexString, nprobes: number[], kFactors: number[], itopks: number[] = DEFAULT_ITOPKS, walk: WalkSettings = {}): SearchConfig[] {
   if (s.degree !== null) {
-    const extra = [walk.searchWidth === undefined ? '' : `width=${walk.searchWidth}`, walk.seeds === undefined ? '' : `seeds=${walk.seeds}`].filter(Boolean);
+    const extra = [
+      walk.searchWidth === undefined ? '' : `width=${walk.searchWidth}`,
+      walk.seeds === undefined ? '' : `seeds=${walk.seeds}`,
+      walk.entryRows === undefined ? '' : `entries=${walk.entryRows}`,
+    ].filter(Boolean);
     return itopks.map((itopk) => ({ param: [`itopk=${itopk}`, ...extra].join(','), nprobe: null, kFactor: null, itopk, ...walk }));
   }
   const probes: (number | null)[] = s.nlist === null ? [null] : nprobes.filter((p) => p <= s.nlist!);
@@ -92,6 +97,7 @@ export function searchParams(c: SearchConfig): RefineSearchParams {
   if (c.itopk !== null) params.itopk = c.itopk;
   if (c.searchWidth !== undefined) params.searchWidth = c.searchWidth;
   if (c.seeds !== undefined) params.seeds = c.seeds;
+  if (c.entryRows !== undefined) params.entryRows = c.entryRows;
   return params;
 }
 

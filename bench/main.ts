@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
-import { GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, readVectors } from 'webgpu-knn';
+import { GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, readVectors } from 'webgpu-knn';
 import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
 import { readCompareRun, writeCompareReport } from './compare-report.js';
@@ -190,8 +190,11 @@ search and index settings:
   --itopk L[,L..]  CAGRA strings: the walk's internal list lengths, one row each, in [1, 256]
                    (default 32,64,128; one below k walks a list of k)
   --search-width W CAGRA strings: parents the walk expands an iteration, at every itopk (default 1)
-  --seeds S        CAGRA strings: entry points each walk starts from, in [1, 256] (default 64;
-                   more finds more in data of many tight clusters)
+  --seeds S        CAGRA strings: entry points each walk starts from, the query's nearest of
+                   the entry rows, in [1, 256] (default 16)
+  --entry-rows E   CAGRA strings: entry rows each query is scored against to pick them, in
+                   [1, 4096] (default 4 sqrt(n), at least 256; more finds more in data of many
+                   tight clusters)
   --niter I        k-means iterations of the default run, ours and Faiss's (default 10; --index
                    strings train with indexFactory's 10)
   --ef E[,E..]     HNSW ef for the peers (default k, 2k, 4k; with a CAGRA string, the --itopk
@@ -353,7 +356,7 @@ async function compareOptions(
   const bad = itopks.find((l) => l > GRAPH_MAX_ITOPK);
   if (bad !== undefined) throw new UsageError(`--itopk must be at most ${GRAPH_MAX_ITOPK} (the walk's longest list); got ${bad}`);
   const graphs = indexes.some((s) => s.degree !== null);
-  for (const flag of ['search-width', 'seeds']) {
+  for (const flag of ['search-width', 'seeds', 'entry-rows']) {
     if (v[flag] !== undefined && !graphs) throw new UsageError(`--${flag} ${v[flag]} needs a CAGRA<degree> --index string (for example CAGRA32)`);
   }
   const walk: WalkSettings = {};
@@ -361,6 +364,10 @@ async function compareOptions(
   if (v.seeds !== undefined) {
     walk.seeds = positiveInt('seeds', v.seeds, 1);
     if (walk.seeds > GRAPH_MAX_SEEDS) throw new UsageError(`--seeds must be at most ${GRAPH_MAX_SEEDS}; got ${walk.seeds}`);
+  }
+  if (v['entry-rows'] !== undefined) {
+    walk.entryRows = positiveInt('entry-rows', v['entry-rows'], 1);
+    if (walk.entryRows > GRAPH_MAX_ENTRY_ROWS) throw new UsageError(`--entry-rows must be at most ${GRAPH_MAX_ENTRY_ROWS}; got ${walk.entryRows}`);
   }
   const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
   const data = v.base !== undefined

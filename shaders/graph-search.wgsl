@@ -1,7 +1,8 @@
 // graph-search.wgsl: a CAGRA-style search of a fixed-degree graph, one query per workgroup (after
 // cuVS's "single-CTA" search): the k best (score, id) a greedy walk from the seeds finds.
 //   query r: xq row q0 + r (dpad4 vec4s); base row v: xb[v * dpad4 ..], squared norm xnorm[v];
-//   v's neighbours: graph[v * degree .. + degree) (PAD_ID: none); seeds: seeds_iter[0 .. nseeds).
+//   v's neighbours: graph[v * degree .. + degree) (PAD_ID: none); query r's seeds (its entry points,
+//   src/plans/graph-search.ts): seeds_iter[r * nseeds .. + nseeds).
 //   score: METRIC 0 (l2) xnorm[v] - 2 q.x_v, METRIC 1 (ip) -q.x_v (dot products: vec4 lane sums,
 //   then (x + y) + (z + w)).
 //   HALF: xb holds the rows as float16 (two halves a word, low half first, 4 ceil(dpad / 8) words
@@ -15,7 +16,7 @@
 //   batch B (a sequence of ids): each id other than PAD_ID that the hash does not hold is inserted
 //   and scored (a candidate); the list becomes the first itopk of [list, candidates] in (score, id)
 //   order (ties: only empty entries, kept in that order). Candidates are not expanded.
-//   1. The seeds are the first batch. iterations = 0.
+//   1. The query's seeds are the first batch. iterations = 0.
 //   2. While iterations < max_iterations: the parents are the first search_width entries of the
 //      list, in list order, that hold an id and are not expanded; they are marked expanded. None:
 //      stop. If the hash holds more than S / 2 ids, it is emptied and the ids of the list are
@@ -88,8 +89,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> xb: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> xnorm: array<f32>;
 @group(0) @binding(4) var<storage, read> graph: array<u32>;
-// The seeds, and (from iter0) the iterations: one binding, so that the kernel binds 8 storage
-// buffers, the most every WebGPU device allows (the encoder copies them in and out).
+// Each query's seeds, and (from iter0) the iterations: one binding, so that the kernel binds 8
+// storage buffers, the most every WebGPU device allows (the encoder copies them in and out).
 @group(0) @binding(5) var<storage, read_write> seeds_iter: array<u32>;
 @group(0) @binding(6) var<storage, read> mask: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
@@ -283,9 +284,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
   workgroupBarrier();
 
-  // 1. The seeds.
+  // 1. The query's seeds.
+  let s0 = row * p.nseeds;
   for (var j = lid; j < p.nseeds; j += WG) {
-    take(seeds_iter[j]);
+    take(seeds_iter[s0 + j]);
   }
   merge(lid, candidates(lid));
 

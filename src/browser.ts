@@ -35,7 +35,7 @@ export type { KnnGraphOptions } from './jobs/knn-graph.js';
 export type { CommonSearchParams, SearchParams, TrainOptions, VectorIndex } from './indexes/vector-index.js';
 export type { IvfSearchParams } from './indexes/ivf/params.js';
 export type { GraphSearchParams } from './indexes/graph/params.js';
-export { GRAPH_DEFAULT_SEEDS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, GraphIndex } from './indexes/graph/graph-index.js';
+export { GRAPH_DEFAULT_SEEDS, GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, GraphIndex, entryRowsFor } from './indexes/graph/graph-index.js';
 export type { GraphIndexOptions } from './indexes/graph/graph-index.js';
 export { GRAPH_EXACT_KNN_MAX_WORK } from './indexes/graph/intermediate.js';
 export type { IntermediateGraph, IntermediateGraphInfo } from './indexes/graph/intermediate.js';

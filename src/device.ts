@@ -227,7 +227,7 @@ export interface IvfScanArgs<B = DeviceBuffer> {
 
 /**
  * A CAGRA-style graph search, one query at a time (shaders/graph-search.wgsl, whose header states the
- * algorithm step by step; CPU twin src/cpu/graph-search.ts): from the seeds, expand the best
+ * algorithm step by step; CPU twin src/cpu/graph-search.ts): from the query's seeds, expand the best
  * not-yet-expanded entries of an internal list of `itopk` (score, id), `searchWidth` parents an
  * iteration, scoring their graph neighbours not yet visited, until no parent is left or after
  * `maxIterations`; then write the k best allowed entries of the list.
@@ -255,7 +255,7 @@ export interface GraphSearchArgs<B = DeviceBuffer> {
   graph: B;
   degree: number;
   n: number;
-  /** Entry-point ids u32[nseeds], the same for every query (PAD_ID entries are skipped). */
+  /** Entry-point ids u32[rows * nseeds]: query r's at r * nseeds (PAD_ID entries are skipped). */
   seeds: B;
   nseeds: number;
   /**

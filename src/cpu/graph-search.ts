@@ -100,7 +100,7 @@ function compare(a: Entry, b: Entry): number {
  * CPU twin of shaders/graph-search.wgsl (its header is the specification; this follows it step by
  * step): per query row r (xq row q0 + r),
  *   1. the internal list is itopk empty entries (+Infinity, PAD_ID, not expanded), the visited hash
- *      empty; the seeds are the first batch of candidates;
+ *      empty; the row's seeds (seeds[r * nseeds ..]) are the first batch of candidates;
  *   2. while iterations < maxIterations: pick the first searchWidth entries of the list (in list
  *      order) that hold an id and are not expanded, and mark them expanded; none: stop. If the hash
  *      holds more than half its slots, clear it and insert the ids of the list. The batch is the
@@ -149,7 +149,7 @@ export function graphSearch(a: GraphSearchHost): GraphSearchWork {
       list = [...list, ...cands].sort(compare).slice(0, itopk);
     };
 
-    merge(a.seeds.subarray(0, a.nseeds));
+    merge(a.seeds.subarray(r * a.nseeds, (r + 1) * a.nseeds));
     let iterations = 0;
     while (iterations < a.maxIterations) {
       const parents: number[] = [];

@@ -1,7 +1,13 @@
 /**
- * Graph search (CAGRA, src/indexes/graph): for each batch of queries (each fits one binding), one
- * `graph-search` dispatch walks the graph from the seeds, a workgroup a query (shaders/graph-search.wgsl),
- * and leaves each query's k best (score, id) of its internal list; one readback a batch. The walk
+ * Graph search (CAGRA, src/indexes/graph): for each batch of queries (each fits one binding),
+ *   entry points: gemm-scores and topk against the first `entryRows` of the graph's entry rows
+ *                 (a sample of its rows), k = seeds -> each query's nearest, positions in the sample;
+ *   gather-rows   -> their row ids, the query's seeds;
+ *   graph-search  -> a walk of the graph from each query's seeds, a workgroup a query
+ *                    (shaders/graph-search.wgsl): the k best (score, id) of its internal list;
+ * one readback a batch. Seeds near the query are what lets a walk reach rows in many tight
+ * clusters, which a graph of nearest neighbours links poorly to each other (docs/graph-index.md):
+ * one GEMM over a few thousand rows, the work an HNSW's upper layers do. The walk
  * reads the rows in one binding: the store's one chunk of float rows, or where the store needs more
  * chunks, a copy of the rows as halves (the walk only steers; the index re-scores its best exactly).
  * The CPU device runs the kernel's twin, step for step the same walk.
@@ -12,13 +18,19 @@ import type { KernelMetric } from '../kernel-facts.js';
 import type { SearchTimings, SlotResult } from '../types.js';
 import { readLists, searchInBatches, withMasks } from './kit/batches.js';
 import { queryBatch } from './kit/tiling.js';
+import { floatQueries } from './kit/queries.js';
+import { scoreRuns, scoreScratch } from './kit/score.js';
+import type { Scratch } from './kit/scratch.js';
 
-/** A built graph on the device: `degree` neighbour ids a row of the store, and the walk's seeds. */
+/** A built graph on the device: `degree` neighbour ids a row of the store, and its entry rows. */
 export interface DeviceGraph {
   graph: DeviceBuffer;
   degree: number;
-  seeds: DeviceBuffer;
-  nseeds: number;
+  /**
+   * The entry rows, where walks start: a sample of the graph's rows as a store of their own (what
+   * the queries are scored against), and the row id of each (u32, by position in the store).
+   */
+  entries: { rows: BaseStore; ids: DeviceBuffer };
   /**
    * The rows the walk reads where the store's are not one binding: the rows as halves
    * (src/stores/half-rows.ts) and the squared norms of the halves; null: the store's one chunk.
@@ -31,7 +43,9 @@ export interface WalkOptions {
   itopk: number;
   searchWidth: number;
   maxIterations: number;
-  /** Entry points: the first `seeds` of the graph's (all where it has fewer). */
+  /** The entry rows a query is scored against: the first `entryRows` of the graph's (all where it has fewer). */
+  entryRows: number;
+  /** Entry points a walk starts from: the query's `seeds` nearest of those entry rows (all where there are fewer). */
   seeds: number;
   hashBits: number;
 }
@@ -54,9 +68,14 @@ export function searchGraph(
   masks: Uint32Array[] | null = null,
 ): Promise<SlotResult> {
   const walkRows = g.halfRows ?? base.chunks[0];
-  const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, k) : 0;
+  const entryRows = Math.min(walk.entryRows, g.entries.rows.ntotal);
+  const nseeds = Math.min(walk.seeds, entryRows);
+  const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, Math.max(k, nseeds)) : 0;
   return withMasks(device, masks, (maskBufs) =>
     searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, async (scratch, xqBuf, rows) => {
+      const near = nearestEntries(scratch, g.entries.rows, xqBuf, rows, entryRows, nseeds, metric);
+      const seeds = scratch.buffer('graph-search seeds', 4 * rows * nseeds);
+      device.dispatch({ kernel: 'gather-rows', x: g.entries.ids, rows: near, out: seeds, n: rows * nseeds, words: 1, rows0: 0, out0: 0 });
       const out = scratch.lists(rows * k);
       // With timings, the walk's work too: each query's iterations and ids scored.
       const work = timings ? scratch.buffer('graph-search work', 8 * rows) : null;
@@ -72,8 +91,8 @@ export function searchGraph(
         graph: g.graph,
         degree: g.degree,
         n: base.ntotal,
-        seeds: g.seeds,
-        nseeds: Math.min(g.nseeds, walk.seeds),
+        seeds,
+        nseeds,
         mask: maskBufs?.[0] ?? null,
         maskBit0: 0,
         dpad: base.dpad,
@@ -93,6 +112,22 @@ export function searchGraph(
       return { s: new Float32Array(ls), i: new Uint32Array(li) };
     }),
   );
+}
+
+/**
+ * Records, for `rows` queries on the device (rows of `xq` from 0), the positions of each one's
+ * `nseeds` nearest among the first `m` rows of `entries` (row r at r * nseeds; unsorted for
+ * nseeds > HEAP_MAX_K: the walk reads them as a set). The entry rows are one chunk.
+ */
+function nearestEntries(scratch: Scratch, entries: BaseStore, xq: DeviceBuffer, rows: number, m: number, nseeds: number, metric: KernelMetric): DeviceBuffer {
+  const t = scoreScratch(scratch, nseeds, rows, m, entries.chunkRows, rows, entries.format);
+  const { xb, xnorm } = entries.chunks[0];
+  const runs = [{ xb, xnorm, start: 0, rows: m, id0: 0 }];
+  let tiles = 0;
+  for (let r0 = 0; r0 < rows; r0 += t.queryTile) {
+    tiles = scoreRuns(scratch.device, t, floatQueries(xq), r0, Math.min(t.queryTile, rows - r0), r0, runs, nseeds, entries.format, metric);
+  }
+  return t.run[tiles % 2].i;
 }
 
 /** Adds a batch's per-query (iterations, ids scored) to `timings.walk`. */

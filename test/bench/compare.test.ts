@@ -283,7 +283,7 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
     expect(markdownRows(md, ['engine', 'status', 'version', 'where / why']).map((e) => e.slice(0, 2))).toEqual([['webgpu-knn', 'ran'], ...PEERS.map((p) => [p, 'not installed'])]);
   });
 
-  it('fails clearly on a bad --itopk, --search-width or --seeds', () => {
+  it('fails clearly on a bad --itopk, --search-width, --seeds or --entry-rows', () => {
     const fails = (args: string[], message: RegExp): void => {
       const r = bench(args);
       expect(r.code, r.err).toBe(2);
@@ -298,6 +298,8 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
     fails(['--index', 'SQ8', '--search-width', '2'], /--search-width 2 needs a CAGRA<degree> --index string/);
     fails(['--index', 'CAGRA32', '--seeds', '300'], /--seeds must be at most 256; got 300/);
     fails(['--index', 'CAGRA32', '--search-width', '0'], /--search-width must be a positive integer; got 0/);
+    fails(['--index', 'IVF8,Flat', '--entry-rows', '1024'], /--entry-rows 1024 needs a CAGRA<degree> --index string/);
+    fails(['--index', 'CAGRA32', '--entry-rows', '5000'], /--entry-rows must be at most 4096; got 5000/);
     expect(bench(['--help']).out).toMatch(/--kfactor F\[,F\.\.\][\s\S]*--itopk L\[,L\.\.\]  CAGRA strings: the walk's internal list lengths/);
   });
 

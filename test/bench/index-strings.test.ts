@@ -24,6 +24,9 @@ describe('bench index strings', () => {
     expect(w).toEqual({ param: 'itopk=16,width=2,seeds=128', nprobe: null, kFactor: null, itopk: 16, searchWidth: 2, seeds: 128 });
     expect(searchParams(w)).toEqual({ itopk: 16, searchWidth: 2, seeds: 128 });
     expect(searchGrid(parseIndexString('CAGRA16')!, [8], [4], [16], { seeds: 8 }).map((g) => g.param)).toEqual(['itopk=16,seeds=8']);
+    const [e] = searchGrid(parseIndexString('CAGRA16')!, [8], [4], [16], { entryRows: 2048 });
+    expect(e.param).toBe('itopk=16,entries=2048');
+    expect(searchParams(e)).toEqual({ itopk: 16, entryRows: 2048 });
     expect(searchGrid(parseIndexString('IVF8,Flat')!, [8], [4], [16], { seeds: 8 })[0]).toEqual({ param: 'nprobe=8', nprobe: 8, kFactor: null, itopk: null });
     expect(searchParams(searchGrid(parseIndexString('IVF8,Flat,RFlat')!, [8], [4])[0])).toEqual({ nprobe: 8, kFactor: 4 });
   });

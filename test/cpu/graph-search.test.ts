@@ -93,6 +93,15 @@ describe('cpu graph-search: hand-made graphs', () => {
     expect(Array.from(both.outI)).toEqual([14, 13, 15, 12]);
   });
 
+  it('starts each query row from its own seeds', () => {
+    // The two paths again; both queries sit by the second, row 0 seeded in the first path, row 1 in the second.
+    const x = Float32Array.from({ length: 20 }, (_, i) => (i < 10 ? i : 90 + i));
+    const graph = graphRows([...pathNeighbours(10), ...pathNeighbours(10, 10)], 2);
+    const a = graphCase({ metric: 'l2', x, xq: Float32Array.of(104, 104), d: 1, graph, degree: 2, seeds: [[0], [19]], itopk: 8, k: 4 });
+    graphSearch(a);
+    expect(Array.from(a.outI)).toEqual([9, 8, 7, 6, 14, 13, 15, 12]);
+  });
+
   it('breaks ties between equal vectors on the smaller id', () => {
     // Nodes 2, 5 and 7 are the same vector, 1 and 6 another; listed in the graph out of id order.
     const x = Float32Array.of(0, 0, 2, 0, 1, 1, 3, 1, 4, 4, 1, 1, 2, 0, 1, 1);

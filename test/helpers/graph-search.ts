@@ -69,7 +69,8 @@ export interface GraphCaseInput {
   d: number;
   graph: Uint32Array;
   degree: number;
-  seeds: number[];
+  /** Every query row's seeds, or (arrays, all one length) query row r's at [r]. */
+  seeds: number[] | number[][];
   itopk: number;
   k: number;
   searchWidth?: number;
@@ -95,6 +96,9 @@ export function graphCase(c: GraphCaseInput): GraphSearchHost {
   const rows = c.rows ?? nq - q0;
   const xb = padRows(c.x, n, c.d, dpad).slice();
   const halves = c.half ? halfRowsWithNorms(xb, n, dpad) : null;
+  const perRow = (c.seeds as unknown[]).every((e) => Array.isArray(e));
+  const rowSeeds = perRow ? (c.seeds as number[][]) : Array.from({ length: rows }, () => c.seeds as number[]);
+  if (rowSeeds.length !== rows || rowSeeds.some((l) => l.length !== rowSeeds[0].length)) throw new Error('graphCase: one list of seeds, or one of equal length a row');
   return {
     metric: c.metric,
     xq: padRows(c.xq, nq, c.d, dpad).slice(),
@@ -106,8 +110,8 @@ export function graphCase(c: GraphCaseInput): GraphSearchHost {
     graph: c.graph,
     degree: c.degree,
     n,
-    seeds: Uint32Array.from(c.seeds),
-    nseeds: c.seeds.length,
+    seeds: Uint32Array.from(rowSeeds.flat()),
+    nseeds: rowSeeds[0]?.length ?? 0,
     mask: c.mask ?? null,
     maskBit0: c.maskBit0 ?? 0,
     dpad,

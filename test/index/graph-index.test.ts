@@ -113,6 +113,8 @@ describe('GraphIndex', () => {
     await expect(index.search(q, 5, { itopk: 0 })).rejects.toThrow(`itopk must be an integer in [1, ${GRAPH_MAX_ITOPK}]; got 0`);
     await expect(index.search(q, 5, { searchWidth: 0 })).rejects.toThrow('searchWidth must be an integer in [1, 32]; got 0');
     await expect(index.search(q, 5, { seeds: 257 })).rejects.toThrow('seeds must be an integer in [1, 256] (GRAPH_MAX_SEEDS); got 257');
+    await expect(index.search(q, 5, { entryRows: 4097 })).rejects.toThrow('entryRows must be an integer in [1, 4096] (GRAPH_MAX_ENTRY_ROWS); got 4097');
+    await expect(index.search(q, 5, { entryRows: 0 })).rejects.toThrow('entryRows must be an integer in [1, 4096] (GRAPH_MAX_ENTRY_ROWS); got 0');
     await expect(index.search(q, 257)).rejects.toThrow(`k = 257: a CAGRA search walks a list of at least k entries; the walk holds at most ${GRAPH_MAX_ITOPK}: ask for at most 256 results`);
     expect((await index.search(q, 256)).labels.length).toBe(2 * 256);
     const wide = new GraphIndex(cpu, { dim: d, degree: 32 });

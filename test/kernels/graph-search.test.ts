@@ -73,7 +73,8 @@ function randomCase(s: Shape, metric: KernelMetric, seed: number, half: 'half' |
     ? Float32Array.from({ length: s.n * s.d }, () => (r() < 0.5 ? -1 : 1) * (1 + 15 * r()))
     : randomSmallInts(s.n * s.d, seed);
   const xq = randomSmallInts((s.nq + 1) * s.d, seed + 1);
-  const seeds = Array.from({ length: s.nseeds }, (_, j) => (j % 7 === 6 ? PAD_ID : Math.floor(r() * s.n)));
+  // Each query's own seeds (PAD_ID among them, and repeats).
+  const seeds = Array.from({ length: s.nq }, (_, q) => Array.from({ length: s.nseeds }, (_, j) => ((j + q) % 7 === 6 ? PAD_ID : Math.floor(r() * s.n))));
   const maskBit0 = seed % 50;
   const mask = s.allow === undefined ? null : maskOf(randomAllow(s.n, s.allow, r), maskBit0, r);
   // Rows 1 ..: q0 = 1.
@@ -119,7 +120,7 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
           const work = await expectTwin(h, a, out, name);
           // The cases do what they are there for: small hashes reset, masks leave results.
           if (s.hashBits <= 7 && s.n > 1) expect(work.resets, 'resets').toBeGreaterThan(0);
-          if (s.allow !== 0) expect(a.outI.filter((v) => v !== PAD_ID).length, 'results').toBeGreaterThan(a.rows * Math.min(a.k, s.n) * (s.allow ?? 1) * 0.5);
+          if (s.allow !== 0) expect(a.outI.filter((v) => v !== PAD_ID).length, 'results').toBeGreaterThanOrEqual(a.rows * Math.min(a.k, s.n) * (s.allow ?? 1) * 0.5);
         } finally {
           h.dispose();
         }
@@ -142,7 +143,7 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
           const out = encodeCase(h, a);
           await h.run();
           await expectTwin(h, a, out, name);
-          if (s.allow !== 0) expect(a.outI.filter((v) => v !== PAD_ID).length, 'results').toBeGreaterThan(a.rows * Math.min(a.k, s.n) * (s.allow ?? 1) * 0.5);
+          if (s.allow !== 0) expect(a.outI.filter((v) => v !== PAD_ID).length, 'results').toBeGreaterThanOrEqual(a.rows * Math.min(a.k, s.n) * (s.allow ?? 1) * 0.5);
         } finally {
           h.dispose();
         }

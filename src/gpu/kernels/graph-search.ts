@@ -38,10 +38,11 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
   let seedsIter = a.seeds;
   let iter0 = PAD_ID;
   if (a.outWork) {
-    // Seeds at [0, nseeds), the counts after them.
-    seedsIter = scratchBuffer(kernels.ctx.device, 4 * (a.nseeds + 2 * a.rows));
-    iter0 = a.nseeds;
-    recorder.copy(a.seeds, 0, seedsIter, 0, 4 * a.nseeds);
+    // The seeds at [0, rows * nseeds), the counts after them.
+    const seeds = a.rows * a.nseeds;
+    seedsIter = scratchBuffer(kernels.ctx.device, 4 * (seeds + 2 * a.rows));
+    iter0 = seeds;
+    if (seeds > 0) recorder.copy(a.seeds, 0, seedsIter, 0, 4 * seeds);
   }
   recorder.dispatch(
     'graph-search',
@@ -52,5 +53,5 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
     [a.xq, a.xb, a.xnorm, a.graph, seedsIter, a.mask ?? a.graph, a.outS, a.outI],
     kernels.fold(a.rows * WG, WG),
   );
-  if (a.outWork) recorder.copy(seedsIter, 4 * a.nseeds, a.outWork, 0, 8 * a.rows);
+  if (a.outWork) recorder.copy(seedsIter, 4 * iter0, a.outWork, 0, 8 * a.rows);
 }

@@ -89,11 +89,13 @@ const CONNECT_ROUNDS = 4;
 const CONNECT_CANDIDATES = 32;
 /** Edges into each entry row, from the nearest rows the walk found that can take one. */
 const CONNECT_LINKS = 4;
-/** Entry points a walk starts from by default (GraphSearchParams.seeds): this many rows, or all of a smaller index. */
-export const GRAPH_DEFAULT_SEEDS = 64;
-/** The most entry points a walk may start from: the graph keeps this many seeded rows, a walk uses the first `seeds`. */
+/** Entry points a walk starts from by default (GraphSearchParams.seeds): the query's nearest this many entry rows. */
+export const GRAPH_DEFAULT_SEEDS = 16;
+/** The most entry rows a graph keeps (GraphSearchParams.entryRows); by default a search scores entryRowsFor(n) of them. */
+export const GRAPH_MAX_ENTRY_ROWS = 4096;
+/** The most entry points a walk may start from. */
 export const GRAPH_MAX_SEEDS = 256;
-/** The seed of the entry points' choice (a build is deterministic). */
+/** The seed of the entry rows' choice (a build is deterministic). */
 const SEED = 1234;
 
 /** An index's graph as a file holds it (GraphIndex.exportGraph): row r is the r-th live row. */
@@ -118,8 +120,8 @@ interface BuiltGraph {
   device: DeviceGraph;
   /** The graph on the host (what save writes): `degree` ids a row, PAD_ID where a row has fewer. */
   rows: Uint32Array;
-  /** The walk's entry points (chooseSeeds), as on the device. */
-  seeds: Uint32Array;
+  /** The entry rows (chooseEntryRows) by position, as on the device. */
+  entries: Uint32Array;
 }
 
 export class GraphIndex extends FlatIndex {
@@ -156,13 +158,13 @@ export class GraphIndex extends FlatIndex {
   }
 
   /**
-   * Rows no walk can reach: not among the seeds and not linked from any row a seed reaches (a
+   * Rows no walk can reach: not entry rows and not linked from any row an entry row reaches (a
    * breadth-first search of the built graph; 0 before the first build). The build links such
    * rows in (see `connect`), so this is 0 unless a row could not be linked.
    */
   get unreachableRows(): number {
     if (!this.built) return 0;
-    return reachable(this.built.rows, this.degree, this.built.seeds.subarray(0, GRAPH_DEFAULT_SEEDS)).reduce((left, seen) => left + 1 - seen, 0);
+    return reachable(this.built.rows, this.degree, defaultEntries(this.built)).reduce((left, seen) => left + 1 - seen, 0);
   }
 
   /** The graph's rows as built (`degree` ids a row, PAD_ID where a row has fewer), or null before the first build. */
@@ -207,6 +209,9 @@ export class GraphIndex extends FlatIndex {
     if (p.seeds !== undefined && !(Number.isInteger(p.seeds) && p.seeds >= 1 && p.seeds <= GRAPH_MAX_SEEDS)) {
       throw new InvalidArgumentError(`seeds must be an integer in [1, ${GRAPH_MAX_SEEDS}] (GRAPH_MAX_SEEDS); got ${String(p.seeds)}`);
     }
+    if (p.entryRows !== undefined && !(Number.isInteger(p.entryRows) && p.entryRows >= 1 && p.entryRows <= GRAPH_MAX_ENTRY_ROWS)) {
+      throw new InvalidArgumentError(`entryRows must be an integer in [1, ${GRAPH_MAX_ENTRY_ROWS}] (GRAPH_MAX_ENTRY_ROWS); got ${String(p.entryRows)}`);
+    }
     if (p.maxIterations !== undefined && !(Number.isInteger(p.maxIterations) && p.maxIterations >= 0)) {
       throw new InvalidArgumentError(`maxIterations must be an integer >= 0 (0: automatic); got ${String(p.maxIterations)}`);
     }
@@ -245,7 +250,7 @@ export class GraphIndex extends FlatIndex {
     // post-filter's), or an index too small for a graph: the exact scan.
     if (params.timings) params.timings.strategy = g ? 'walk' : 'scan';
     if (!g) return super.candidates(xq, nq, kc, masks, params);
-    const walk = walkOptions(itopk, params.searchWidth ?? 1, params.maxIterations ?? 0, this.degree, params.seeds);
+    const walk = walkOptions(g, itopk, params.searchWidth ?? 1, params.maxIterations ?? 0, params.seeds, params.entryRows);
     const kw = Math.min(kc, itopk);
     const r = await searchGraph(this.backend.device, this.store, g.device, xq, nq, kw, this.kernelMetric, walk, params.timings, mask ? [mask] : null);
     return kw === kc ? r : { ...r, ...padSlots(r, nq, kw, kc) };
@@ -299,11 +304,11 @@ export class GraphIndex extends FlatIndex {
   }
 
   /**
-   * Makes every row reachable from the seeds. A graph pruned from nearest neighbours alone can
-   * split into components (tight clusters link only inside themselves: on 200,000 generated rows
-   * in 447 blobs, 174,503 rows were out of the seeds' reach). For the rows no walk reaches, an
-   * entry row of each part (entryRows) is searched for by a walk from the seeds (graph-search,
-   * the entry row as the query), and the nearest row the walk found, which is reachable, gets an
+   * Makes every row reachable from the entry rows. A graph pruned from nearest neighbours alone
+   * can split into components (tight clusters link only inside themselves: on 200,000 generated
+   * rows in 447 blobs, 174,503 rows were out of reach of 64 entry rows). For the rows no walk
+   * reaches, a head row of each part (partHeads) is searched for by a walk (graph-search, the
+   * head row as the query), and the nearest row the walk found, which is reachable, gets an
    * edge to it, as a reverse edge is added (addReverseEdge: a free entry, or in place of the
    * second-half edge whose target has the most in-edges while that target keeps one; where no
    * edge can go, the next row the walk found). At most CONNECT_ROUNDS rounds; the same on every
@@ -312,13 +317,13 @@ export class GraphIndex extends FlatIndex {
   private async connect(b: BuiltGraph): Promise<BuiltGraph> {
     const { degree, dim: d } = this;
     for (let round = 0; round < CONNECT_ROUNDS; round++) {
-      const entries = entryRows(b.rows, degree, reachable(b.rows, degree, b.seeds.subarray(0, GRAPH_DEFAULT_SEEDS)));
-      if (!entries.length) break;
-      const queries = gatherRows(await this.store.rowsAt(entries), entries, d);
-      const found = await searchGraph(this.backend.device, this.store, b.device, queries, entries.length, CONNECT_CANDIDATES, this.kernelMetric, walkOptions(CONNECT_CANDIDATES, 1, 0, degree));
+      const heads = partHeads(b.rows, degree, reachable(b.rows, degree, defaultEntries(b)));
+      if (!heads.length) break;
+      const queries = gatherRows(await this.store.rowsAt(heads), heads, d);
+      const found = await searchGraph(this.backend.device, this.store, b.device, queries, heads.length, CONNECT_CANDIDATES, this.kernelMetric, walkOptions(b, CONNECT_CANDIDATES, 1, 0));
       const rows = b.rows;
       const inDegree = inDegrees(rows, b.n);
-      entries.forEach((u, i) => {
+      heads.forEach((u, i) => {
         let linked = 0;
         for (let j = i * CONNECT_CANDIDATES; j < (i + 1) * CONNECT_CANDIDATES && linked < CONNECT_LINKS; j++) {
           const r = found.labels[j];
@@ -368,11 +373,11 @@ export class GraphIndex extends FlatIndex {
     try {
       while (linked < n) {
         const step = Math.min(n - linked, Math.max(1, Math.ceil(linked * EXTEND_STEP)));
-        current = this.installGraph(rows, n, linked, halfRows, old.nBuilt);
+        current = await this.installGraph(rows, n, linked, halfRows, old.nBuilt);
         // 1. Candidates by a walk of the rows linked so far.
         const kin = Math.min(this.intermediateDegree, linked);
         const itopk = Math.min(GRAPH_MAX_ITOPK, Math.max(this.itopk, kin));
-        const walk = walkOptions(itopk, 1, 0, degree);
+        const walk = walkOptions(current, itopk, 1, 0);
         const queries = added.subarray((linked - old.n) * d, (linked - old.n + step) * d);
         const found = await searchGraph(device, this.store, current.device, queries, step, kin, this.kernelMetric, walk);
         this.releaseGraph(current.device, false);
@@ -405,7 +410,7 @@ export class GraphIndex extends FlatIndex {
       for (const b of [halfRows?.xb, halfRows?.xnorm]) if (b) device.release(b);
       throw err;
     }
-    return (this.built = await this.connect(this.installGraph(rows, n, n, halfRows, old.nBuilt)));
+    return (this.built = await this.connect(await this.installGraph(rows, n, n, halfRows, old.nBuilt)));
   }
 
   /** Whether the walk reads a copy of the rows as halves: where the store's rows span chunks. */
@@ -424,24 +429,32 @@ export class GraphIndex extends FlatIndex {
     }
   }
 
-  /** Puts a graph (`degree` ids a row of the store's `n` rows, all linked by a build of `nBuilt`), the seeds and where needed the rows as halves on the device. */
+  /** Puts a graph (`degree` ids a row of the store's `n` rows, all linked by a build of `nBuilt`), its entry rows and where needed the rows as halves on the device. */
   private async install(rows: Uint32Array, n: number, nBuilt: number): Promise<BuiltGraph> {
     const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
     return this.installGraph(rows, n, n, halfRows, nBuilt);
   }
 
   /**
-   * Puts `rows` (`degree` ids a row of `nrows` rows, the first `linked` linked) and the seeds, chosen
-   * among the linked rows, on the device beside `halfRows` (which the graph then owns).
+   * Puts `rows` (`degree` ids a row of `nrows` rows, the first `linked` linked) and the entry rows,
+   * chosen among the linked rows (their ids and a store of their rows), on the device beside
+   * `halfRows` (which the graph then owns).
    */
-  private installGraph(rows: Uint32Array, nrows: number, linked: number, halfRows: DeviceGraph['halfRows'], nBuilt: number): BuiltGraph {
+  private async installGraph(rows: Uint32Array, nrows: number, linked: number, halfRows: DeviceGraph['halfRows'], nBuilt: number): Promise<BuiltGraph> {
     const device = this.backend.device;
+    const entries = chooseEntryRows(linked, Math.min(linked, GRAPH_MAX_ENTRY_ROWS));
+    const entryRows = this.backend.createBaseStore(this.dim, { hostCopy: false });
+    try {
+      await entryRows.add(gatherRows(await this.store.rowsAt(entries), entries, this.dim), entries.length);
+    } catch (err) {
+      entryRows.dispose();
+      throw err;
+    }
     const graph = device.buffer('graph', nrows * this.degree * 4);
     device.upload(graph, 0, rows);
-    const seedIds = chooseSeeds(linked);
-    const seeds = device.buffer('graph_seeds', seedIds.byteLength);
-    device.upload(seeds, 0, seedIds);
-    return { n: linked, nBuilt, rows, seeds: seedIds, device: { graph, degree: this.degree, seeds, nseeds: seedIds.length, halfRows } };
+    const ids = device.buffer('graph_entries', entries.byteLength);
+    device.upload(ids, 0, entries);
+    return { n: linked, nBuilt, rows, entries, device: { graph, degree: this.degree, entries: { rows: entryRows, ids }, halfRows } };
   }
 
   /** The store's `n` rows as halves, with the squared norms of the halves, on the device. */
@@ -471,7 +484,8 @@ export class GraphIndex extends FlatIndex {
   /** Frees a device graph's buffers (with `halfRows`, its copy of the rows too). */
   private releaseGraph(g: DeviceGraph, halfRows: boolean): void {
     const rows = halfRows ? [g.halfRows?.xb, g.halfRows?.xnorm] : [];
-    for (const b of [g.graph, g.seeds, ...rows]) if (b) this.backend.device.release(b);
+    for (const b of [g.graph, g.entries.ids, ...rows]) if (b) this.backend.device.release(b);
+    g.entries.rows.dispose();
   }
 
   /**
@@ -495,13 +509,14 @@ export class GraphIndex extends FlatIndex {
     });
   }
 
-  /** The graph (on the host, and on the device with its seeds and, where kept, the rows as halves), then the rows. */
+  /** The graph (on the host, and on the device with its entry rows and, where kept, the rows as halves), then the rows. */
   protected override countMemory(tally: MemoryTally): void {
     const g = this.built;
     if (g) {
       tally.array(g.rows);
-      tally.array(g.seeds);
-      for (const b of [g.device.graph, g.device.seeds, g.device.halfRows?.xb, g.device.halfRows?.xnorm]) tally.buffer(b);
+      tally.array(g.entries);
+      tally.store(g.device.entries.rows);
+      for (const b of [g.device.graph, g.device.entries.ids, g.device.halfRows?.xb, g.device.halfRows?.xnorm]) tally.buffer(b);
     }
     super.countMemory(tally);
   }
@@ -574,10 +589,10 @@ function inDegrees(rows: Uint32Array, n: number): Uint32Array {
   return inDegree;
 }
 
-/** Which of the graph's rows a walk from the seeds can reach (a breadth-first search): 1 a row. */
-function reachable(g: Uint32Array, degree: number, seeds: ArrayLike<number>): Uint8Array {
+/** Which of the graph's rows a walk from the entry rows can reach (a breadth-first search): 1 a row. */
+function reachable(g: Uint32Array, degree: number, entries: ArrayLike<number>): Uint8Array {
   const seen = new Uint8Array(g.length / degree);
-  const queue = Array.from(seeds);
+  const queue = Array.from(entries);
   for (const s of queue) seen[s] = 1;
   for (let head = 0; head < queue.length; head++) {
     const row = queue[head];
@@ -593,15 +608,15 @@ function reachable(g: Uint32Array, degree: number, seeds: ArrayLike<number>): Ui
 }
 
 /**
- * Entry rows for the rows `seen` lacks: in row order, each unseen row not yet covered, and then
- * every unseen row it leads to covered. Linking each entry from a seen row makes every row seen.
+ * Head rows of the parts `seen` lacks: in row order, each unseen row not yet covered, and then
+ * every unseen row it leads to covered. Linking each head from a seen row makes every row seen.
  */
-function entryRows(g: Uint32Array, degree: number, seen: Uint8Array): number[] {
+function partHeads(g: Uint32Array, degree: number, seen: Uint8Array): number[] {
   const covered = seen.slice();
-  const entries: number[] = [];
+  const heads: number[] = [];
   for (let u = 0; u < covered.length; u++) {
     if (covered[u]) continue;
-    entries.push(u);
+    heads.push(u);
     covered[u] = 1;
     const stack = [u];
     while (stack.length) {
@@ -615,7 +630,7 @@ function entryRows(g: Uint32Array, degree: number, seen: Uint8Array): number[] {
       }
     }
   }
-  return entries;
+  return heads;
 }
 
 /** Per-chunk masks (bit r of chunk c: row c * chunkRows + r) as one mask over the first `n` rows. */
@@ -645,23 +660,36 @@ function checkItopk(v: unknown, what: string): number {
   return v as number;
 }
 
-/** How a walk runs: maxIterations 0 is automatic (itopk / searchWidth + 32); the hash sized by hashBitsFor. */
-function walkOptions(itopk: number, searchWidth: number, maxIterations: number, degree: number, seeds = GRAPH_DEFAULT_SEEDS): WalkOptions {
-  return { itopk, searchWidth, maxIterations: maxIterations || Math.ceil(itopk / searchWidth) + 32, seeds, hashBits: hashBitsFor(itopk, searchWidth, degree, seeds) };
+/**
+ * How a walk of `g` runs: maxIterations 0 is automatic (itopk / searchWidth + 32); the query scored
+ * against `entryRows` of the graph's entry rows (default entryRowsFor(n)) and started from its
+ * `seeds` nearest. The visited hash always has the kernel's most slots (GRAPH_SEARCH_MAX_HASH_BITS:
+ * its workgroup memory is sized by them anyway): resets are then rare, and each reset lets the walk
+ * score again the rows it had dropped from its list. On Fashion-MNIST (itopk 16 and 32) the smallest
+ * hash that holds an iteration twice over scored 1.5x and 1.75x the rows for the same results.
+ */
+function walkOptions(g: BuiltGraph, itopk: number, searchWidth: number, maxIterations: number, seeds = GRAPH_DEFAULT_SEEDS, entryRows = entryRowsFor(g.n)): WalkOptions {
+  return { itopk, searchWidth, maxIterations: maxIterations || Math.ceil(itopk / searchWidth) + 32, entryRows, seeds, hashBits: GRAPH_SEARCH_MAX_HASH_BITS };
+}
+
+/** The entry rows a walk scores by default (the first entryRowsFor(n) of the graph's): those every row must be reachable from. */
+function defaultEntries(b: BuiltGraph): Uint32Array {
+  return b.entries.subarray(0, entryRowsFor(b.n));
 }
 
 /**
- * The visited hash's size (log2, at most the kernel's GRAPH_SEARCH_MAX_HASH_BITS): twice what the kernel needs to hold at
- * once (the list and one iteration's candidates, or the seeds), so that resets are rare.
+ * The entry rows a search of a graph of n rows scores by default: 4 sqrt(n), at least
+ * GRAPH_MAX_SEEDS, at most GRAPH_MAX_ENTRY_ROWS and n. A sample of the rows that grows with them
+ * meets the regions a query may fall in, as an HNSW's upper layers do; each walk starts from the
+ * query's nearest `seeds` of them (src/plans/graph-search.ts). See docs/graph-index.md for what
+ * more or fewer cost and find.
  */
-function hashBitsFor(itopk: number, searchWidth: number, degree: number, seeds: number): number {
-  const need = Math.max(seeds, 2 * searchWidth * degree, itopk + searchWidth * degree);
-  return Math.min(GRAPH_SEARCH_MAX_HASH_BITS, Math.ceil(Math.log2(2 * need)));
+export function entryRowsFor(n: number): number {
+  return Math.min(n, GRAPH_MAX_ENTRY_ROWS, Math.max(GRAPH_MAX_SEEDS, Math.ceil(4 * Math.sqrt(n))));
 }
 
-/** `min(n, GRAPH_MAX_SEEDS)` distinct rows, the same for every build of n rows; any first m of them are the first m chosen for fewer. */
-function chooseSeeds(n: number): Uint32Array {
-  const m = Math.min(n, GRAPH_MAX_SEEDS);
+/** `m` distinct rows of n, the same for every build of n rows, in the order drawn: the first m' are those drawn for m' < m. */
+function chooseEntryRows(n: number, m: number): Uint32Array {
   const random = rng(SEED);
   const picked = new Set<number>();
   const out = new Uint32Array(m);

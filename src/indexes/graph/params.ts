@@ -7,12 +7,18 @@ export interface GraphSearchParams {
   /** CAGRA: most iterations of the walk (default 0: as many as itopk / searchWidth + 32). */
   maxIterations?: number;
   /**
-   * CAGRA: entry points the walk starts from (default GRAPH_DEFAULT_SEEDS, 64; at most
-   * GRAPH_MAX_SEEDS, 256): the first `seeds` of the graph's seeded rows, each scored first. Raise
-   * it for rows in many tight clusters, which the walk reaches best from a seed near them
-   * (docs/graph-index.md).
+   * CAGRA: entry points the walk starts from (default GRAPH_DEFAULT_SEEDS, 16; at most
+   * GRAPH_MAX_SEEDS, 256): the query's `seeds` nearest entry rows, found by scoring it against
+   * `entryRows` of them (one GEMM a batch).
    */
   seeds?: number;
+  /**
+   * CAGRA: how many of the graph's entry rows (a seeded sample of its rows) a query is scored
+   * against to pick its seeds (default entryRowsFor(n): 4 sqrt(n), at least 256, at most
+   * GRAPH_MAX_ENTRY_ROWS, 4096, which the graph keeps). Raise it for rows in many tight clusters,
+   * which a walk reaches best from a seed in the query's own (docs/graph-index.md).
+   */
+  entryRows?: number;
   /**
    * CAGRA: how to find the candidates (`timings.strategy` says which ran): `auto` (default) walks
    * the graph where a filter and the removals allow at least GRAPH_FILTER_MIN_SELECTIVITY of the
