@@ -2,7 +2,10 @@
 // cuVS's "single-CTA" search): the k best (score, id) a greedy walk from the seeds finds.
 //   query r: xq row q0 + r (dpad4 vec4s); base row v: xb[v * dpad4 ..], squared norm xnorm[v];
 //   v's neighbours: graph[v * degree .. + degree) (PAD_ID: none); query r's seeds (its entry points,
-//   src/plans/graph-search.ts): seeds_iter[r * nseeds .. + nseeds).
+//   src/plans/graph-search.ts): io[r * nseeds .. + nseeds); its results at io[out0 + r * k ..]
+//   (scores, as bits) and io[out0 + rows * k + r * k ..] (ids). One read_write binding for all the
+//   small arrays, which the encoder copies in and out, keeps the kernel at 7 storage bindings: room
+//   for xb_hi.
 //   score: METRIC 0 (l2) xnorm[v] - 2 q.x_v, METRIC 1 (ip) -q.x_v (dot products: vec4 lane sums,
 //   then (x + y) + (z + w)).
 //   HALF: xb holds the rows as float16 (two halves a word, low half first, 4 ceil(dpad / 8) words
@@ -10,6 +13,9 @@
 //   unpack2x16float), and xnorm the norms of the rows as they decode: half the bytes (a base that
 //   fits one binding: Fashion-MNIST's 188 MB of floats do not on lavapipe's 128 MiB) and half the
 //   loads. The query stays float32. The scores only steer the walk; the caller re-scores.
+//   With HALF the rows may span two bindings: rows from row_split on are in xb_hi (row v at
+//   (v - row_split) * its width; 1,000,000 x 128 as halves is 256 MB, lavapipe binds 128 MiB);
+//   row_split = PAD_ID: all in xb (xb_hi is then any buffer).
 // Algorithm, per query (the CPU twin, src/cpu/graph-search.ts, does the very same steps):
 //   state: the internal list of itopk entries (score, id, expanded), sorted by (score, id), all
 //   (+inf, PAD_ID, no) at first; the visited hash of S = 2^hash_bits slots, all empty (PAD_ID).
@@ -25,8 +31,8 @@
 //      parents' neighbours, parent order then neighbour order. iterations += 1.
 //   3. Output: the first k entries of the list that hold an id allowed by the mask (MASKED: bit
 //      mask_bit0 + v of mask, as ivf-scan.wgsl; a disallowed id is walked through like any other,
-//      only never written out), to out_s/out_i[r * k ..], padded with (+inf, PAD_ID); with iter0 !=
-//      PAD_ID, the iterations and the ids scored to seeds_iter[iter0 + 2 r] and [iter0 + 2 r + 1].
+//      only never written out), to the results (above), padded with (+inf, PAD_ID); with iter0 !=
+//      PAD_ID, the iterations and the ids scored to io[iter0 + 2 r] and [iter0 + 2 r + 1].
 //      itopk > n simply leaves empty entries.
 //   Hash: open addressing, linear probing; id starts at slot (id * HASH_MUL mod 2^32) >> (32 -
 //   hash_bits). The encoder checks (src/device.ts checkGraphSearchArgs) that nseeds <= S,
@@ -80,21 +86,22 @@ struct Params {
   hash_bits: u32,
   k: u32,
   mask_bit0: u32,
-  iter0: u32,           // where the iterations and ids scored go in seeds_iter, or PAD_ID: nowhere
+  iter0: u32,           // where the iterations and ids scored go in io, or PAD_ID: nowhere
+  out0: u32,            // where the results begin in io
+  row_split: u32,       // the first row in xb_hi (HALF), or PAD_ID: none
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> xq: array<vec4<f32>>;
-// The rows: float32 (bits, read through bitcast), or with HALF the rows as halves: one binding.
+// The rows: float32 (bits, read through bitcast), or with HALF the rows as halves (those from
+// row_split on in xb_hi).
 @group(0) @binding(2) var<storage, read> xb: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> xnorm: array<f32>;
 @group(0) @binding(4) var<storage, read> graph: array<u32>;
-// Each query's seeds, and (from iter0) the iterations: one binding, so that the kernel binds 8
-// storage buffers, the most every WebGPU device allows (the encoder copies them in and out).
-@group(0) @binding(5) var<storage, read_write> seeds_iter: array<u32>;
+// Each query's seeds, its results and (from iter0) its iterations (see the top).
+@group(0) @binding(5) var<storage, read_write> io: array<u32>;
 @group(0) @binding(6) var<storage, read> mask: array<u32>;
-@group(0) @binding(7) var<storage, read_write> out_s: array<f32>;
-@group(0) @binding(8) var<storage, read_write> out_i: array<u32>;
+@group(0) @binding(7) var<storage, read> xb_hi: array<vec4<u32>>;
 
 var<workgroup> q: array<vec4<f32>, MAX_DPAD4>;
 var<workgroup> list_s: array<f32, MAX_ITOPK>;
@@ -148,14 +155,25 @@ fn half_row_words4() -> u32 {
   return (p.dpad4 + 1u) / 2u;
 }
 
+// The query's dimensions 8 j .. 8 j + 7 times a row's word-quad j (eight halves).
+fn half_terms(j: u32, w: vec4<u32>) -> vec4<f32> {
+  return q[2u * j] * vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)) + q[2u * j + 1u] * vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
+}
+
 fn score(v: u32) -> f32 {
   var acc = vec4<f32>(0.0);
   if (HALF) {
     let w4 = half_row_words4();
-    let h0 = v * w4;
-    for (var j = 0u; j < w4; j++) {
-      let w = xb[h0 + j];
-      acc += q[2u * j] * vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)) + q[2u * j + 1u] * vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
+    if (v < p.row_split) {
+      let h0 = v * w4;
+      for (var j = 0u; j < w4; j++) {
+        acc += half_terms(j, xb[h0 + j]);
+      }
+    } else {
+      let h0 = (v - p.row_split) * w4;
+      for (var j = 0u; j < w4; j++) {
+        acc += half_terms(j, xb_hi[h0 + j]);
+      }
     }
   } else {
     let x0 = v * p.dpad4;
@@ -287,7 +305,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   // 1. The query's seeds.
   let s0 = row * p.nseeds;
   for (var j = lid; j < p.nseeds; j += WG) {
-    take(seeds_iter[s0 + j]);
+    take(io[s0 + j]);
   }
   merge(lid, candidates(lid));
 
@@ -351,30 +369,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 
   // 3. Output.
-  let o = row * p.k;
+  let o = p.out0 + row * p.k;
+  let oi = o + p.rows * p.k;
   if (!MASKED) {
     // Empty entries are (+inf, PAD_ID) already, and come last.
     for (var j = lid; j < p.k; j += WG) {
-      out_s[o + j] = list_s[j];
-      out_i[o + j] = list_i[j];
+      io[o + j] = bitcast<u32>(list_s[j]);
+      io[oi + j] = list_i[j];
     }
   } else if (lid == 0u) {
     var m = 0u;
     for (var i = 0u; i < p.itopk && m < p.k; i++) {
       let v = list_i[i];
       if (v != PAD_ID && allowed(v)) {
-        out_s[o + m] = list_s[i];
-        out_i[o + m] = v;
+        io[o + m] = bitcast<u32>(list_s[i]);
+        io[oi + m] = v;
         m++;
       }
     }
     for (; m < p.k; m++) {
-      out_s[o + m] = inf;
-      out_i[o + m] = PAD_ID;
+      io[o + m] = INF_BITS;
+      io[oi + m] = PAD_ID;
     }
   }
   if (lid == 0u && p.iter0 != PAD_ID) {
-    seeds_iter[p.iter0 + 2u * row] = iterations;
-    seeds_iter[p.iter0 + 2u * row + 1u] = scored + atomicLoad(&hash_n) - relisted;
+    io[p.iter0 + 2u * row] = iterations;
+    io[p.iter0 + 2u * row + 1u] = scored + atomicLoad(&hash_n) - relisted;
   }
 }

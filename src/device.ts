@@ -251,6 +251,12 @@ export interface GraphSearchArgs<B = DeviceBuffer> {
   xnorm: B;
   /** The rows in xb are halves (half the bytes and loads); false or absent: float32. */
   half?: boolean;
+  /**
+   * With `half`, the rows from `rowSplit` on where they are more than one binding holds: row v at
+   * (v - rowSplit) * halfRowWords(dpad) here, xb holding the rows before. Null or absent: all in xb.
+   */
+  xbHi?: B | null;
+  rowSplit?: number;
   /** Neighbour ids u32[n * degree]: row A holds A's neighbours (PAD_ID: none). */
   graph: B;
   degree: number;
@@ -300,6 +306,7 @@ export const GRAPH_SEARCH_MAX_DPAD = 1024;
 export function checkGraphSearchArgs(a: {
   itopk: number; k: number; searchWidth: number; degree: number; nseeds: number; hashBits: number;
   maxIterations: number; dpad: number; n: number; rows: number; q0: number; maskBit0: number;
+  half?: boolean; xbHi?: unknown; rowSplit?: number;
 }): void {
   const bad = (what: string) => {
     throw new InvalidArgumentError(`graph-search: ${what}`);
@@ -330,6 +337,10 @@ export function checkGraphSearchArgs(a: {
   range('rows', a.rows, 0, 0xffffffff);
   range('q0', a.q0, 0, 0xffffffff);
   range('maskBit0', a.maskBit0, 0, 0xffffffff);
+  if (a.xbHi != null) {
+    if (!a.half) bad('xbHi holds half rows: it needs half');
+    range('rowSplit', a.rowSplit ?? NaN, 1, Math.max(1, a.n), ' (the first row in xbHi, at most n)');
+  }
 }
 
 export interface PairsThresholdArgs<B = DeviceBuffer> {

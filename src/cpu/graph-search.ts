@@ -15,6 +15,9 @@ export interface GraphSearchHost {
   xb: Float32Array | Uint32Array;
   xnorm: Float32Array;
   half?: boolean;
+  /** With `half`, the half rows' words from row `rowSplit` on (GraphSearchArgs); null or absent: none. */
+  xbHi?: Uint32Array | null;
+  rowSplit?: number;
   graph: Uint32Array;
   degree: number;
   n: number;
@@ -107,7 +110,7 @@ function compare(a: Entry, b: Entry): number {
  *      parents' neighbours (parent order, then neighbour order); then iterations += 1;
  *   a batch: each id other than PAD_ID that the hash does not hold yet is inserted and scored
  *   (float64 dot product, rounded once to float32; with `half` of the query with the row's halves
- *   decoded exactly, halfToFloat); the list becomes the first itopk of the list
+ *   decoded exactly, halfToFloat; rows from rowSplit on read from xbHi); the list becomes the first itopk of the list
  *   followed by the new candidates (not expanded), stably sorted by (score, id);
  *   3. the first k entries of the list that hold an id the mask allows (every id without a mask)
  *      go to outS/outI[r * k ..], padded with (+Infinity, PAD_ID); the iterations and the ids
@@ -123,9 +126,14 @@ export function graphSearch(a: GraphSearchHost): GraphSearchWork {
   if (a.half ? !(xb instanceof Uint32Array) : !(xb instanceof Float32Array)) {
     throw new InvalidArgumentError(`graph-search: xb must be ${a.half ? 'the half rows\' words (a Uint32Array)' : 'float32 rows (a Float32Array)'}`);
   }
-  // Element j of row v: a float, or half j of the row's words (two a word, low half first).
+  if (a.xbHi != null && !(a.xbHi instanceof Uint32Array)) throw new InvalidArgumentError('graph-search: xbHi must be the half rows\' words (a Uint32Array)');
+  const hi = a.xbHi ?? null;
+  const split = hi ? a.rowSplit! : Infinity;
+  // Element j of row v: a float, or half j of the row's words (two a word, low half first; rows
+  // from rowSplit on in xbHi).
+  const halfAt = (words: Uint32Array, v: number, j: number) => halfToFloat((words[v * hw + (j >>> 1)] >>> (16 * (j & 1))) & 0xffff);
   const element = a.half
-    ? (v: number, j: number) => halfToFloat((xb[v * hw + (j >>> 1)] >>> (16 * (j & 1))) & 0xffff)
+    ? (v: number, j: number) => (v < split ? halfAt(xb as Uint32Array, v, j) : halfAt(hi!, v - split, j))
     : (v: number, j: number) => xb[v * dpad + j];
   for (let r = 0; r < a.rows; r++) {
     const qb = (a.q0 + r) * dpad;

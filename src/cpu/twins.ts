@@ -70,7 +70,7 @@ export const TWINS: CpuTwins = {
   },
   'graph-search': (c, f, u) => {
     graphSearch({
-      ...c, xq: f(c.xq), xb: c.half ? u(c.xb) : f(c.xb), xnorm: f(c.xnorm), graph: u(c.graph), seeds: u(c.seeds), mask: c.mask ? u(c.mask) : null,
+      ...c, xq: f(c.xq), xb: c.half ? u(c.xb) : f(c.xb), xbHi: c.xbHi ? u(c.xbHi) : null, xnorm: f(c.xnorm), graph: u(c.graph), seeds: u(c.seeds), mask: c.mask ? u(c.mask) : null,
       outS: f(c.outS), outI: u(c.outI), outWork: c.outWork ? u(c.outWork) : null,
     });
   },

@@ -9,7 +9,8 @@
  * clusters, which a graph of nearest neighbours links poorly to each other (docs/graph-index.md):
  * one GEMM over a few thousand rows, the work an HNSW's upper layers do. The walk
  * reads the rows in one binding: the store's one chunk of float rows, or where the store needs more
- * chunks, a copy of the rows as halves (the walk only steers; the index re-scores its best exactly).
+ * chunks, a copy of the rows as halves in one binding or two (the walk only steers; the index
+ * re-scores its best exactly).
  * The CPU device runs the kernel's twin, step for step the same walk.
  */
 import type { BaseStore } from '../contracts.js';
@@ -33,9 +34,18 @@ export interface DeviceGraph {
   entries: { rows: BaseStore; ids: DeviceBuffer };
   /**
    * The rows the walk reads where the store's are not one binding: the rows as halves
-   * (src/stores/half-rows.ts) and the squared norms of the halves; null: the store's one chunk.
+   * (src/stores/half-rows.ts) in one binding or, past what one holds, two (xbHi: the rows from
+   * rowSplit on), and the squared norms of the halves; null: the store's one chunk.
    */
-  halfRows: { xb: DeviceBuffer; xnorm: DeviceBuffer } | null;
+  halfRows: HalfRows | null;
+}
+
+/** A graph's rows as halves on the device (DeviceGraph.halfRows). */
+export interface HalfRows {
+  xb: DeviceBuffer;
+  xbHi: DeviceBuffer | null;
+  rowSplit: number;
+  xnorm: DeviceBuffer;
 }
 
 /** How the walk runs (see GraphSearchParams, src/indexes/graph/params.ts). */
@@ -88,6 +98,8 @@ export function searchGraph(
         xb: walkRows.xb,
         xnorm: walkRows.xnorm,
         half: g.halfRows !== null,
+        xbHi: g.halfRows?.xbHi ?? null,
+        rowSplit: g.halfRows?.rowSplit ?? 0,
         graph: g.graph,
         degree: g.degree,
         n: base.ntotal,

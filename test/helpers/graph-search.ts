@@ -163,7 +163,7 @@ export async function searchOnDevice(device: Device, a: GraphSearchHost): Promis
   };
   const out = (label: string, words: number) => device.buffer(label, 4 * words);
   const call = {
-    ...a, xq: up('xq', a.xq), xb: up('xb', a.xb), xnorm: up('xnorm', a.xnorm), graph: up('graph', a.graph), seeds: up('seeds', a.seeds),
+    ...a, xq: up('xq', a.xq), xb: up('xb', a.xb), xbHi: a.xbHi ? up('xbHi', a.xbHi) : null, xnorm: up('xnorm', a.xnorm), graph: up('graph', a.graph), seeds: up('seeds', a.seeds),
     mask: a.mask && up('mask', a.mask), outS: out('outS', a.rows * a.k), outI: out('outI', a.rows * a.k), outWork: out('work', 2 * a.rows),
   };
   device.dispatch({ kernel: 'graph-search', ...call });
@@ -172,6 +172,6 @@ export async function searchOnDevice(device: Device, a: GraphSearchHost): Promis
     { buffer: call.outI, offset: 0, bytes: 4 * a.rows * a.k },
     { buffer: call.outWork, offset: 0, bytes: 8 * a.rows },
   ]);
-  for (const b of [call.xq, call.xb, call.xnorm, call.graph, call.seeds, call.mask, call.outS, call.outI, call.outWork]) if (b) device.release(b);
+  for (const b of [call.xq, call.xb, call.xbHi, call.xnorm, call.graph, call.seeds, call.mask, call.outS, call.outI, call.outWork]) if (b) device.release(b);
   return { s: new Float32Array(s), i: new Uint32Array(i), work: new Uint32Array(work) };
 }

@@ -27,6 +27,19 @@ const backends = [['cpu', cpu], ['webgpu', gpu]] as const;
 const dir = mkdtempSync(join(tmpdir(), 'wgknn-graph-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Builds CAGRA8 on the CPU and the GPU, each with the default limits and with `limits`, and expects the same labels from all four. */
+async function expectSameLabelsWithLimits(d: number, xb: Float32Array, xq: Float32Array, limits: { maxBindingBytes: number }): Promise<void> {
+  const results: number[][] = [];
+  for (const backend of [cpu, cpuBackend(limits), gpu!, await gpuBackend(limits)]) {
+    const index = new GraphIndex(backend!, { dim: d, degree: 8 });
+    await index.add(xb);
+    const r = await index.search(xq, 10, { itopk: 48 });
+    results.push(Array.from(r.labels));
+    await index.dispose();
+  }
+  for (const r of results.slice(1)) expect(r).toEqual(results[0]);
+}
+
 /** Recall@10 the graph must reach on SIFT10K with CAGRA32 and the default itopk 64 (measured: see docs/graph-index.md). */
 const SIFT_RECALL_FLOOR = 0.95;
 
@@ -82,15 +95,22 @@ describe('GraphIndex', () => {
     const xb = randomSmallInts(n * d, 51);
     const xq = randomSmallInts(50 * d, 52);
     const small = { maxBindingBytes: 100_000 }; // 2,083 float rows a chunk: two chunks; the graph (n x 8 ids) and the halves fit one binding
-    const results: number[][] = [];
-    for (const backend of [cpu, cpuBackend(small), gpu!, await gpuBackend(small)]) {
-      const index = new GraphIndex(backend!, { dim: d, degree: 8 });
-      await index.add(xb);
-      const r = await index.search(xq, 10, { itopk: 48 });
-      results.push(Array.from(r.labels));
-      await index.dispose();
-    }
-    for (const r of results.slice(1)) expect(r).toEqual(results[0]);
+    await expectSameLabelsWithLimits(d, xb, xq, small);
+  });
+
+  it.skipIf(!gpu)('halves past one binding: the walk reads them from two, with the same labels on both devices; past two, a clear error', async () => {
+    const n = 3000;
+    const d = 40; // 80 bytes a half row: 240,000 bytes for the 3,000
+    const xb = randomSmallInts(n * d, 53);
+    const xq = randomSmallInts(40 * d, 54);
+    const two = { maxBindingBytes: 150_000 }; // 1,875 half rows a binding: two; 937 float rows a chunk; the graph (96,000 bytes) one
+    await expectSameLabelsWithLimits(d, xb, xq, two);
+    const three = new GraphIndex(cpuBackend({ maxBindingBytes: 100_000 }), { dim: d, degree: 8 }); // 1,250 half rows a binding
+    await three.add(xb);
+    await expect(three.search(xq, 10)).rejects.toThrow(
+      'a CAGRA walk reads its rows in at most two bindings: 3000 rows of 40 dimensions take 240000 bytes as halves; this device binds at most 100000 bytes (maxBindingBytes), 2500 such rows in two',
+    );
+    await three.dispose();
   });
 
   it('the factory: CAGRA<degree>, float32 rows implied; what it cannot take is refused', () => {

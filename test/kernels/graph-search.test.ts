@@ -4,7 +4,7 @@ import { PAD_ID } from '../../src/kernel-facts.js';
 import { GRAPH_HASH_MUL, type GraphSearchHost, type GraphSearchWork, graphSearch } from '../../src/cpu/graph-search.js';
 import { GRAPH_SEARCH_WORKGROUP_BYTES, encodeGraphSearch } from '../../src/gpu/kernels/graph-search.js';
 import {
-  GRAPH_SEARCH_MAX_CANDIDATES, GRAPH_SEARCH_MAX_DPAD, GRAPH_SEARCH_MAX_HASH_BITS, GRAPH_SEARCH_MAX_ITOPK, GRAPH_SEARCH_MAX_WIDTH,
+  GRAPH_SEARCH_MAX_CANDIDATES, GRAPH_SEARCH_MAX_DPAD, GRAPH_SEARCH_MAX_HASH_BITS, GRAPH_SEARCH_MAX_ITOPK, GRAPH_SEARCH_MAX_WIDTH, halfRowWords,
 } from '../../src/device.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { shaderText } from '../../src/gpu/shaders.js';
@@ -90,7 +90,7 @@ function encodeCase(h: KernelHarness, a: GraphSearchHost, work = true) {
   const outI = h.output(a.rows * a.k, POISON);
   const outWork = work ? h.output(2 * a.rows, POISON) : null;
   encodeGraphSearch(h.kernels, {
-    ...a, xq: h.upload(a.xq), xb: h.upload(a.xb), xnorm: h.upload(a.xnorm), graph: h.upload(a.graph), seeds: h.upload(a.seeds.length ? a.seeds : new Uint32Array(1)),
+    ...a, xq: h.upload(a.xq), xb: h.upload(a.xb), xbHi: a.xbHi ? h.upload(a.xbHi) : null, xnorm: h.upload(a.xnorm), graph: h.upload(a.graph), seeds: h.upload(a.seeds.length ? a.seeds : new Uint32Array(1)),
     mask: a.mask && h.upload(a.mask), outS, outI, outWork,
   });
   return { outS, outI, outWork };
@@ -150,6 +150,31 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
       });
     }
   }
+
+  it('HALF rows in two bindings (xbHi from rowSplit): the results of one binding, GPU = twin', async () => {
+    for (const [split, mask] of [[1, undefined], [150, 0.6], [399, undefined]] as const) {
+      const s: Shape = { n: 400, d: 20, degree: 16, itopk: 32, searchWidth: 2, k: 10, nseeds: 6, hashBits: 9, nq: 8, allow: mask };
+      const whole = randomCase(s, 'l2', 40 + split, 'inexact');
+      graphSearch(whole);
+      const w = split * halfRowWords(whole.dpad);
+      const words = whole.xb as Uint32Array;
+      const a = { ...randomCase(s, 'l2', 40 + split, 'inexact'), xb: words.slice(0, w), xbHi: words.slice(w), rowSplit: split };
+      const h = new KernelHarness(gpu!);
+      try {
+        const out = encodeCase(h, a);
+        await h.run();
+        await expectTwin(h, a, out, `split at ${split}`);
+        expectIdentical({ distances: a.outS, labels: a.outI }, { distances: whole.outS, labels: whole.outI }, `split at ${split} = one binding`);
+        expect(Array.from(a.outWork!)).toEqual(Array.from(whole.outWork!));
+      } finally {
+        h.dispose();
+      }
+    }
+    const a = randomCase(shapes[1], 'l2', 3);
+    expect(() => graphSearch({ ...a, xbHi: new Uint32Array(8), rowSplit: 1 })).toThrow('graph-search: xbHi holds half rows: it needs half');
+    const b = randomCase(shapes[1], 'l2', 3, 'half');
+    expect(() => graphSearch({ ...b, xbHi: new Uint32Array(8), rowSplit: 0 })).toThrow('graph-search: rowSplit must be an integer in [1, 300] (the first row in xbHi, at most n); got 0');
+  });
 
   it('HALF through the GPU device\'s dispatch, and dpad at the cap', async () => {
     for (const d of [GRAPH_SEARCH_MAX_DPAD, GRAPH_SEARCH_MAX_DPAD - 4]) {

@@ -12,9 +12,10 @@ const WG = 64;
 export const GRAPH_SEARCH_WORKGROUP_BYTES = 15_500;
 
 /**
- * Where the seeds and iteration counts meet when iterations are asked for (the shader reads both
- * through one binding): one buffer per device, grown as needed. Calls in one submit reuse it in
- * turn: each copies its seeds in and its counts out around its own dispatch, in recording order.
+ * The kernel's one read_write binding (shaders/graph-search.wgsl `io`): the seeds, then the
+ * results' scores and ids, then the iteration counts when asked for. One buffer per device, grown
+ * as needed; calls in one submit reuse it in turn: each copies its seeds in and its results out
+ * around its own dispatch, in recording order.
  */
 const scratch = new WeakMap<GPUDevice, GPUBuffer>();
 
@@ -35,23 +36,24 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
   }
   if (a.rows === 0) return;
   const { recorder } = kernels;
-  let seedsIter = a.seeds;
-  let iter0 = PAD_ID;
-  if (a.outWork) {
-    // The seeds at [0, rows * nseeds), the counts after them.
-    const seeds = a.rows * a.nseeds;
-    seedsIter = scratchBuffer(kernels.ctx.device, 4 * (seeds + 2 * a.rows));
-    iter0 = seeds;
-    if (seeds > 0) recorder.copy(a.seeds, 0, seedsIter, 0, 4 * seeds);
-  }
+  // io: seeds at [0, seeds), scores at [out0, out0 + results), ids after, counts at iter0.
+  const seeds = a.rows * a.nseeds;
+  const results = a.rows * a.k;
+  const out0 = seeds;
+  const iter0 = a.outWork ? out0 + 2 * results : PAD_ID;
+  const io = scratchBuffer(kernels.ctx.device, 4 * (out0 + 2 * results + (a.outWork ? 2 * a.rows : 0)));
+  if (seeds > 0) recorder.copy(a.seeds, 0, io, 0, 4 * seeds);
+  const split = a.xbHi ? a.rowSplit! : PAD_ID;
   recorder.dispatch(
     'graph-search',
     kernels.pipelines.get('graph-search', { WG, METRIC: a.metric === 'l2' ? 0 : 1, MASKED: a.mask ? 1 : 0, HALF: a.half ? 1 : 0 }),
-    [a.rows, a.q0, a.dpad / 4, a.degree, a.nseeds, a.itopk, a.searchWidth, a.maxIterations, a.hashBits, a.k, a.maskBit0, iter0],
-    // With HALF xb holds the half rows. Unmasked, the shader reads nothing from the mask binding;
-    // any buffer satisfies the layout.
-    [a.xq, a.xb, a.xnorm, a.graph, seedsIter, a.mask ?? a.graph, a.outS, a.outI],
+    [a.rows, a.q0, a.dpad / 4, a.degree, a.nseeds, a.itopk, a.searchWidth, a.maxIterations, a.hashBits, a.k, a.maskBit0, iter0, out0, split],
+    // With HALF xb holds the half rows (those before rowSplit). Unmasked, the shader reads nothing
+    // from the mask binding, nor without xbHi from that one: any buffer satisfies the layout.
+    [a.xq, a.xb, a.xnorm, a.graph, io, a.mask ?? a.graph, a.xbHi ?? a.xb],
     kernels.fold(a.rows * WG, WG),
   );
-  if (a.outWork) recorder.copy(seedsIter, 4 * iter0, a.outWork, 0, 8 * a.rows);
+  recorder.copy(io, 4 * out0, a.outS, 0, 4 * results);
+  recorder.copy(io, 4 * (out0 + results), a.outI, 0, 4 * results);
+  if (a.outWork) recorder.copy(io, 4 * iter0, a.outWork, 0, 8 * a.rows);
 }

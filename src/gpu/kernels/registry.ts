@@ -67,7 +67,7 @@ export const ENCODERS: GpuEncoders = {
     }),
   'graph-search': (k, call, b) =>
     encodeGraphSearch(k, {
-      ...call, xq: b(call.xq), xb: b(call.xb), xnorm: b(call.xnorm), graph: b(call.graph), seeds: b(call.seeds), mask: call.mask ? b(call.mask) : null,
+      ...call, xq: b(call.xq), xb: b(call.xb), xbHi: call.xbHi ? b(call.xbHi) : null, xnorm: b(call.xnorm), graph: b(call.graph), seeds: b(call.seeds), mask: call.mask ? b(call.mask) : null,
       outS: b(call.outS), outI: b(call.outI), outWork: call.outWork ? b(call.outWork) : null,
     }),
   'pairs-threshold': (k, call, b) =>

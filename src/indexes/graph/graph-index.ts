@@ -23,7 +23,7 @@ import { type IndexFileHeader, idSection } from '../../io/index-format.js';
 import type { SavedIndex } from '../index-core.js';
 import type { MemoryTally } from '../memory.js';
 import { buildGraphRows, pruneRows } from '../../plans/graph-build.js';
-import { type DeviceGraph, type WalkOptions, searchGraph } from '../../plans/graph-search.js';
+import { type DeviceGraph, type HalfRows, type WalkOptions, searchGraph } from '../../plans/graph-search.js';
 import type { Metric, SearchResult, SlotResult } from '../../types.js';
 import { FlatIndex } from '../flat/flat-index.js';
 import type { SearchParams } from '../vector-index.js';
@@ -407,7 +407,7 @@ export class GraphIndex extends FlatIndex {
       }
     } catch (err) {
       if (current) this.releaseGraph(current.device, false);
-      for (const b of [halfRows?.xb, halfRows?.xnorm]) if (b) device.release(b);
+      for (const b of halfRowBuffers(halfRows)) device.release(b);
       throw err;
     }
     return (this.built = await this.connect(await this.installGraph(rows, n, n, halfRows, old.nBuilt)));
@@ -418,13 +418,18 @@ export class GraphIndex extends FlatIndex {
     return this.store.chunks.filter((c) => c.rows > 0).length > 1;
   }
 
-  /** Refuses rows the walk cannot bind: more than one binding even as halves. */
+  /** Half rows one binding holds. */
+  private halfRowsPerBinding(): number {
+    return Math.floor(this.backend.maxBindingBytes / (halfRowWords(this.store.dpad) * 4));
+  }
+
+  /** Refuses rows the walk cannot bind: more than two bindings even as halves. */
   private checkWalkRows(n: number): void {
     if (!this.walksHalves()) return;
-    const bytes = n * halfRowWords(this.store.dpad) * 4;
-    if (bytes > this.backend.maxBindingBytes) {
+    if (n > 2 * this.halfRowsPerBinding()) {
+      const bytes = n * halfRowWords(this.store.dpad) * 4;
       throw new InvalidArgumentError(
-        `a CAGRA walk reads its rows in one binding: ${n} rows of ${this.dim} dimensions take ${bytes} bytes as halves; this device binds at most ${this.backend.maxBindingBytes} bytes (maxBindingBytes)`,
+        `a CAGRA walk reads its rows in at most two bindings: ${n} rows of ${this.dim} dimensions take ${bytes} bytes as halves; this device binds at most ${this.backend.maxBindingBytes} bytes (maxBindingBytes), ${2 * this.halfRowsPerBinding()} such rows in two`,
       );
     }
   }
@@ -458,7 +463,7 @@ export class GraphIndex extends FlatIndex {
   }
 
   /** The store's `n` rows as halves, with the squared norms of the halves, on the device. */
-  private async uploadHalfRows(n: number): Promise<{ xb: DeviceBuffer; xnorm: DeviceBuffer }> {
+  private async uploadHalfRows(n: number): Promise<HalfRows> {
     const dpad = this.store.dpad;
     const padded = new Float32Array(n * dpad);
     let at = 0;
@@ -468,11 +473,17 @@ export class GraphIndex extends FlatIndex {
     }
     const { words, norms } = halfRowsWithNorms(padded, n, dpad);
     const device = this.backend.device;
-    const xb = device.buffer('graph_half_rows', words.byteLength);
-    device.upload(xb, 0, words);
-    const xnorm = device.buffer('graph_half_norms', norms.byteLength);
-    device.upload(xnorm, 0, norms);
-    return { xb, xnorm };
+    // The rows past one binding (checkWalkRows allows two) from rowSplit on.
+    const rowSplit = Math.min(n, this.halfRowsPerBinding());
+    const split = rowSplit * halfRowWords(dpad);
+    const upload = (label: string, part: Uint32Array | Float32Array): DeviceBuffer => {
+      const b = device.buffer(label, part.byteLength);
+      device.upload(b, 0, part);
+      return b;
+    };
+    const xb = upload('graph_half_rows', words.subarray(0, split));
+    const xbHi = rowSplit < n ? upload('graph_half_rows_hi', words.subarray(split)) : null;
+    return { xb, xbHi, rowSplit, xnorm: upload('graph_half_norms', norms) };
   }
 
   private dropGraph(): void {
@@ -483,8 +494,8 @@ export class GraphIndex extends FlatIndex {
 
   /** Frees a device graph's buffers (with `halfRows`, its copy of the rows too). */
   private releaseGraph(g: DeviceGraph, halfRows: boolean): void {
-    const rows = halfRows ? [g.halfRows?.xb, g.halfRows?.xnorm] : [];
-    for (const b of [g.graph, g.entries.ids, ...rows]) if (b) this.backend.device.release(b);
+    const rows = halfRows ? halfRowBuffers(g.halfRows) : [];
+    for (const b of [g.graph, g.entries.ids, ...rows]) this.backend.device.release(b);
     g.entries.rows.dispose();
   }
 
@@ -516,7 +527,7 @@ export class GraphIndex extends FlatIndex {
       tally.array(g.rows);
       tally.array(g.entries);
       tally.store(g.device.entries.rows);
-      for (const b of [g.device.graph, g.device.entries.ids, g.device.halfRows?.xb, g.device.halfRows?.xnorm]) tally.buffer(b);
+      for (const b of [g.device.graph, g.device.entries.ids, ...halfRowBuffers(g.device.halfRows)]) tally.buffer(b);
     }
     super.countMemory(tally);
   }
@@ -729,4 +740,9 @@ function savedGraph(rows: Uint32Array | null, nslots: number, degree: number, de
     }
   }
   return out;
+}
+
+/** The device buffers of a graph's rows as halves (none for null). */
+function halfRowBuffers(h: HalfRows | null): DeviceBuffer[] {
+  return h ? [h.xb, ...(h.xbHi ? [h.xbHi] : []), h.xnorm] : [];
 }
