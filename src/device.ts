@@ -241,7 +241,8 @@ export interface GraphSearchArgs<B = DeviceBuffer> {
   q0: number;
   rows: number;
   /**
-   * Base rows (dpad floats each, n rows, one binding) and their squared norms (float32). With
+   * Base rows (dpad floats each, n rows; with xbHi the rows before rowSplit) and their squared
+   * norms (float32, all n rows). With
    * `half`, xb holds the rows as float16 instead (src/stores/half-rows.ts: `halfRowWords(dpad)` u32
    * a row, two halves a word, low half first, zero-padded), and xnorm the squared norms of the
    * half rows as they decode (the caller computes them: halfRowsWithNorms). The walk's distances

@@ -21,15 +21,21 @@ import { InvalidArgumentError } from '../errors.js';
 import { rowsPerBinding } from '../stores/chunking.js';
 import { Scratch } from './kit/scratch.js';
 
-/** The final graph rows (`degree` ids a row, PAD_ID after a row's last edge) of `n` nodes from their kNN rows (`knn`: `kin` ids a row, best first, PAD_ID after the last). */
-export async function buildGraphRows(device: Device, knn: Uint32Array, n: number, kin: number, degree: number): Promise<Uint32Array> {
-  if (knn.length !== n * kin) throw new InvalidArgumentError(`buildGraphRows: ${knn.length} kNN entries for ${n} rows of ${kin}`);
+/** Refuses a graph of `n` rows of `degree` ids that one binding cannot hold (the walk binds it whole). */
+export function checkGraphFits(device: Device, n: number, degree: number): void {
   const graphBytes = n * degree * 4;
   if (graphBytes > device.limits.maxBindingBytes) {
     throw new InvalidArgumentError(
       `a CAGRA graph of ${n} rows of degree ${degree} takes ${graphBytes} bytes; this device binds at most ${device.limits.maxBindingBytes} bytes at once (maxBindingBytes)`,
     );
   }
+}
+
+/** The final graph rows (`degree` ids a row, PAD_ID after a row's last edge) of `n` nodes from their kNN rows (`knn`: `kin` ids a row, best first, PAD_ID after the last). */
+export async function buildGraphRows(device: Device, knn: Uint32Array, n: number, kin: number, degree: number): Promise<Uint32Array> {
+  if (knn.length !== n * kin) throw new InvalidArgumentError(`buildGraphRows: ${knn.length} kNN entries for ${n} rows of ${kin}`);
+  checkGraphFits(device, n, degree);
+  const graphBytes = n * degree * 4;
   const scratch = new Scratch(device);
   const buffer = (label: string, bytes: number): DeviceBuffer => scratch.buffer(label, Math.max(4, bytes));
   try {

@@ -8,9 +8,8 @@
  * one readback a batch. Seeds near the query are what lets a walk reach rows in many tight
  * clusters, which a graph of nearest neighbours links poorly to each other (docs/graph-index.md):
  * one GEMM over a few thousand rows, the work an HNSW's upper layers do. The walk
- * reads the rows in one binding: the store's one chunk of float rows, or where the store needs more
- * chunks, a copy of the rows as halves in one binding or two (the walk only steers; the index
- * re-scores its best exactly).
+ * reads the store's one chunk of float rows, or where the store needs more chunks, a copy of the
+ * rows as halves in one binding or two (the walk only steers; the index re-scores its best exactly).
  * The CPU device runs the kernel's twin, step for step the same walk.
  */
 import type { BaseStore } from '../contracts.js';
@@ -80,7 +79,8 @@ export function searchGraph(
   const walkRows = g.halfRows ?? base.chunks[0];
   const entryRows = Math.min(walk.entryRows, g.entries.rows.ntotal);
   const nseeds = Math.min(walk.seeds, entryRows);
-  const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, Math.max(k, nseeds)) : 0;
+  // A query's words in the walk's one read_write binding: its seeds, its k scores and ids, its work.
+  const batch = base.ntotal > 0 ? queryBatch(device, nq, base.dpad, nseeds + 2 * k + 2) : 0;
   return withMasks(device, masks, (maskBufs) =>
     searchInBatches(device, xq, nq, base.d, base.dpad, k, batch, metric, timings, async (scratch, xqBuf, rows) => {
       const near = nearestEntries(scratch, g.entries.rows, xqBuf, rows, entryRows, nseeds, metric);
@@ -129,12 +129,15 @@ export function searchGraph(
 /**
  * Records, for `rows` queries on the device (rows of `xq` from 0), the positions of each one's
  * `nseeds` nearest among the first `m` rows of `entries` (row r at r * nseeds; unsorted for
- * nseeds > HEAP_MAX_K: the walk reads them as a set). The entry rows are one chunk.
+ * nseeds > HEAP_MAX_K: the walk reads them as a set). The entry rows may span chunks: one run a
+ * chunk, its positions from the chunk's start.
  */
 function nearestEntries(scratch: Scratch, entries: BaseStore, xq: DeviceBuffer, rows: number, m: number, nseeds: number, metric: KernelMetric): DeviceBuffer {
   const t = scoreScratch(scratch, nseeds, rows, m, entries.chunkRows, rows, entries.format);
-  const { xb, xnorm } = entries.chunks[0];
-  const runs = [{ xb, xnorm, start: 0, rows: m, id0: 0 }];
+  const starts = entries.chunkStarts();
+  const runs = entries.chunks
+    .map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: Math.min(c.rows, m - starts[i]), id0: starts[i] }))
+    .filter((r) => r.rows > 0);
   let tiles = 0;
   for (let r0 = 0; r0 < rows; r0 += t.queryTile) {
     tiles = scoreRuns(scratch.device, t, floatQueries(xq), r0, Math.min(t.queryTile, rows - r0), r0, runs, nseeds, entries.format, metric);

@@ -111,6 +111,13 @@ describe('GraphIndex', () => {
       'a CAGRA walk reads its rows in at most two bindings: 3000 rows of 40 dimensions take 240000 bytes as halves; this device binds at most 100000 bytes (maxBindingBytes), 2500 such rows in two',
     );
     await three.dispose();
+    // A graph past one binding is refused before the build's work (the walk binds it whole).
+    const wide = new GraphIndex(cpuBackend({ maxBindingBytes: 100_000 }), { dim: 4, degree: 64 });
+    await wide.add(randomSmallInts(1000 * 4, 55));
+    await expect(wide.search(xq.subarray(0, 4), 1)).rejects.toThrow(
+      'a CAGRA graph of 1000 rows of degree 64 takes 256000 bytes; this device binds at most 100000 bytes at once (maxBindingBytes)',
+    );
+    await wide.dispose();
   });
 
   it('the factory: CAGRA<degree>, float32 rows implied; what it cannot take is refused', () => {
@@ -198,6 +205,18 @@ describe('GraphIndex', () => {
     const allButZero = BigInt64Array.from({ length: 149 }, (_, i) => BigInt(i + 1));
     expect((await index.search(q, 3, { filter: allButZero, filterMode: 'pre' })).labels[0]).toBe(120);
     await index.dispose();
+    // Every row an entry row (150 < 256), in two chunks of the entry rows or one: the same seeds,
+    // so the same short walks (their labels and work) as from one chunk.
+    const walks = [];
+    for (const b of [cpu, backend]) {
+      const g = new GraphIndex(b, { dim: d, degree: 8 });
+      await g.add(xb);
+      const timings = emptyTimings();
+      const r = await g.search(randomFloats(40 * d, 17), 3, { seeds: 1, maxIterations: 2, itopk: 8, timings });
+      walks.push({ labels: Array.from(r.labels), walk: timings.walk });
+      await g.dispose();
+    }
+    expect(walks[1]).toEqual(walks[0]);
     // 20% removed, k near the walk's list: full lists; a post-filter's many candidates: the exact scan.
     const n = 2000;
     const big = new GraphIndex(cpu, { dim: 8, degree: 16 });

@@ -19,11 +19,13 @@ export const GRAPH_SEARCH_WORKGROUP_BYTES = 15_500;
  */
 const scratch = new WeakMap<GPUDevice, GPUBuffer>();
 
-function scratchBuffer(device: GPUDevice, bytes: number): GPUBuffer {
+function scratchBuffer(device: GPUDevice, bytes: number, maxBytes: number): GPUBuffer {
   const had = scratch.get(device);
   if (had && had.size >= bytes) return had;
   // The old one may still be named by calls recorded before this one; it is freed once unreferenced.
-  const b = createBuffer(device, 'graph-search scratch', Math.max(bytes, 2 * (had?.size ?? 0)), STORAGE());
+  // Grown by doubling, never past what one binding holds (the plan's batch keeps `bytes` within it).
+  const size = Math.max(bytes, Math.min(2 * (had?.size ?? 0), maxBytes - (maxBytes % 4)));
+  const b = createBuffer(device, 'graph-search scratch', size, STORAGE());
   scratch.set(device, b);
   return b;
 }
@@ -41,7 +43,7 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
   const results = a.rows * a.k;
   const out0 = seeds;
   const iter0 = a.outWork ? out0 + 2 * results : PAD_ID;
-  const io = scratchBuffer(kernels.ctx.device, 4 * (out0 + 2 * results + (a.outWork ? 2 * a.rows : 0)));
+  const io = scratchBuffer(kernels.ctx.device, 4 * (out0 + 2 * results + (a.outWork ? 2 * a.rows : 0)), kernels.ctx.limits.maxStorageBufferBindingSize);
   if (seeds > 0) recorder.copy(a.seeds, 0, io, 0, 4 * seeds);
   const split = a.xbHi ? a.rowSplit! : PAD_ID;
   recorder.dispatch(

@@ -22,7 +22,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import { type IndexFileHeader, idSection } from '../../io/index-format.js';
 import type { SavedIndex } from '../index-core.js';
 import type { MemoryTally } from '../memory.js';
-import { buildGraphRows, pruneRows } from '../../plans/graph-build.js';
+import { buildGraphRows, checkGraphFits, pruneRows } from '../../plans/graph-build.js';
 import { type DeviceGraph, type HalfRows, type WalkOptions, searchGraph } from '../../plans/graph-search.js';
 import type { Metric, SearchResult, SlotResult } from '../../types.js';
 import { FlatIndex } from '../flat/flat-index.js';
@@ -423,8 +423,9 @@ export class GraphIndex extends FlatIndex {
     return Math.floor(this.backend.maxBindingBytes / (halfRowWords(this.store.dpad) * 4));
   }
 
-  /** Refuses rows the walk cannot bind: more than two bindings even as halves. */
+  /** Refuses, before any build work, what the walk cannot bind: a graph past one binding, rows past two even as halves. */
   private checkWalkRows(n: number): void {
+    checkGraphFits(this.backend.device, n, this.degree);
     if (!this.walksHalves()) return;
     if (n > 2 * this.halfRowsPerBinding()) {
       const bytes = n * halfRowWords(this.store.dpad) * 4;
