@@ -19,7 +19,7 @@ import type { SearchTimings, SlotResult } from '../types.js';
 import { readLists, searchInBatches, withMasks } from './kit/batches.js';
 import { queryBatch } from './kit/tiling.js';
 import { floatQueries } from './kit/queries.js';
-import { scoreRuns, scoreScratch } from './kit/score.js';
+import { flatLists } from './kit/score.js';
 import type { Scratch } from './kit/scratch.js';
 
 /** A built graph on the device: `degree` neighbour ids a row of the store, and its entry rows. */
@@ -129,20 +129,11 @@ export function searchGraph(
 /**
  * Records, for `rows` queries on the device (rows of `xq` from 0), the positions of each one's
  * `nseeds` nearest among the first `m` rows of `entries` (row r at r * nseeds; unsorted for
- * nseeds > HEAP_MAX_K: the walk reads them as a set). The entry rows may span chunks: one run a
- * chunk, its positions from the chunk's start.
+ * nseeds > HEAP_MAX_K: the walk reads them as a set): a flat search of the entry rows (which may
+ * span chunks).
  */
 function nearestEntries(scratch: Scratch, entries: BaseStore, xq: DeviceBuffer, rows: number, m: number, nseeds: number, metric: KernelMetric): DeviceBuffer {
-  const t = scoreScratch(scratch, nseeds, rows, m, entries.chunkRows, rows, entries.format);
-  const starts = entries.chunkStarts();
-  const runs = entries.chunks
-    .map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: Math.min(c.rows, m - starts[i]), id0: starts[i] }))
-    .filter((r) => r.rows > 0);
-  let tiles = 0;
-  for (let r0 = 0; r0 < rows; r0 += t.queryTile) {
-    tiles = scoreRuns(scratch.device, t, floatQueries(xq), r0, Math.min(t.queryTile, rows - r0), r0, runs, nseeds, entries.format, metric);
-  }
-  return t.run[tiles % 2].i;
+  return flatLists(scratch, entries, floatQueries(xq), 0, rows, nseeds, metric, null, m).i;
 }
 
 /** Adds a batch's per-query (iterations, ids scored) to `timings.walk`. */

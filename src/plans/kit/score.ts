@@ -165,7 +165,7 @@ export function scoreRuns(
  * `base` and returns the lists holding each query's k best (score, id), `nq * k`: best first, or
  * for k > HEAP_MAX_K unsorted and then padding (readLists sorts them).
  * `nq * k` results must fit one binding (queryBatch sizes batches so). `masks`: one per chunk
- * (see uploadMasks), or null.
+ * (see uploadMasks), or null. `n`: only the first n rows of `base` are scored (default all).
  */
 export function flatLists(
   scratch: Scratch,
@@ -176,10 +176,13 @@ export function flatLists(
   k: number,
   metric: KernelMetric,
   masks: DeviceBuffer[] | null = null,
+  n = base.ntotal,
 ): RunLists {
-  const t = scoreScratch(scratch, k, nq, base.ntotal, base.chunkRows, nq, base.format);
+  const t = scoreScratch(scratch, k, nq, n, base.chunkRows, nq, base.format);
   const starts = base.chunkStarts();
-  const runs = base.chunks.map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: c.rows, id0: starts[i], mask: masks?.[i] }));
+  const runs = base.chunks
+    .map((c, i) => ({ xb: c.xb, xnorm: c.xnorm, start: 0, rows: Math.min(c.rows, n - starts[i]), id0: starts[i], mask: masks?.[i] }))
+    .filter((r) => r.rows > 0);
   let tiles = 0;
   for (let r0 = 0; r0 < nq; r0 += t.queryTile) {
     tiles = scoreRuns(scratch.device, t, q, q0 + r0, Math.min(t.queryTile, nq - r0), r0, runs, k, base.format, metric);
