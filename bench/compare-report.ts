@@ -77,7 +77,7 @@ export interface CompareRun {
 }
 
 export const TABLE_HEADER = [
-  'engine', 'backend', 'index', 'param', 'threads', 'build s', 'index MiB', 'bytes/vector',
+  'engine', 'backend', 'index', 'param', 'batch', 'threads', 'build s', 'index MiB', 'bytes/vector',
   'recall@1', 'recall@10', 'recall@100', 'queries/s', 'p50 ms', 'p95 ms', 'p99 ms', 'Pareto',
 ];
 
@@ -97,11 +97,22 @@ export function plottedRecall(r: CompareRecord): number {
 }
 
 /**
- * Pareto front over (recall, queries/s): a configuration is on it when no other has recall and
- * queries/s both at least as high and one of them higher.
+ * Pareto front over (recall, queries/s) among the rows of the same batch size: a configuration is
+ * on it when no other at its batch size has recall and queries/s both at least as high and one of
+ * them higher.
  */
 export function paretoFront(records: CompareRecord[]): boolean[] {
-  return paretoMask(records, plottedRecall, (r) => r.qps);
+  const front = records.map(() => false);
+  for (const batch of new Set(records.map((r) => r.batch))) {
+    const at = records.flatMap((r, i) => (r.batch === batch ? [i] : []));
+    paretoMask(at.map((i) => records[i]), plottedRecall, (r) => r.qps).forEach((on, j) => (front[at[j]] = on));
+  }
+  return front;
+}
+
+/** The batch sizes of a run's rows, as words: '100', or '1000 and 1'. */
+export function batchSizes(records: CompareRecord[]): string {
+  return [...new Set(records.map((r) => r.batch))].join(' and ') || '?';
 }
 
 export function tableRows(records: CompareRecord[]): string[][] {
@@ -111,6 +122,7 @@ export function tableRows(records: CompareRecord[]): string[][] {
     r.backend,
     r.index,
     r.param,
+    String(r.batch),
     r.threads === null ? '-' : String(r.threads),
     r.buildSeconds.toFixed(2),
     (r.indexBytes / MIB).toFixed(2),
@@ -152,9 +164,9 @@ function group(r: CompareRecord): string {
   return r.engine === 'webgpu-knn' ? `${r.engine} ${r.backend}` : r.engine;
 }
 
-/** A configuration in a few words: 'webgpu-knn webgpu IVF894,Flat nprobe=8'. */
-export function rowLabel(r: CompareRecord): string {
-  return `${group(r)} ${r.index}${r.param === '-' ? '' : ` ${r.param}`}`;
+/** A configuration in a few words: 'webgpu-knn webgpu IVF894,Flat nprobe=8', and ', batch 1' in a run of several batch sizes. */
+export function rowLabel(r: CompareRecord, withBatch = false): string {
+  return `${group(r)} ${r.index}${r.param === '-' ? '' : ` ${r.param}`}${withBatch ? `, batch ${r.batch}` : ''}`;
 }
 
 const GROUP_MARKERS: MarkerShape[] = ['circle', 'square', 'diamond', 'triangle', 'triangle-down'];
@@ -243,11 +255,11 @@ export function recallBytesSvg(run: CompareRun): string {
 export function latencySvg(run: CompareRun): string {
   return rangeChartSvg({
     title: chartTitle(run.meta),
-    xLabel: `latency per batch of ${run.records[0]?.batch ?? '?'} queries, ms (log scale)`,
+    xLabel: `latency per batch of ${batchSizes(run.records)} queries, ms (log scale)`,
     markers: ['p50', 'p95', 'p99'],
     colours: groupColours(run.records),
     rows: run.records.map((x) => ({
-      label: rowLabel(x),
+      label: rowLabel(x, new Set(run.records.map((r) => r.batch)).size > 1),
       series: group(x),
       values: [x.latencyMs.p50, x.latencyMs.p95, x.latencyMs.p99],
     })),
@@ -293,8 +305,8 @@ export function reportMarkdown(run: CompareRun, files: { recallPlot: string; byt
     '',
     '## Results',
     '',
-    `queries/s over all timed batches; latency percentiles per batch of ${run.records[0]?.batch ?? '?'} queries; build = train + add;`,
-    `index MiB = the engine's own serialised index, bytes/vector = its bytes / n; Pareto = no other row has both higher recall@${r} and higher queries/s`,
+    `queries/s over all timed batches; latency percentiles per batch of ${batchSizes(run.records)} queries (the batch column); build = train + add;`,
+    `index MiB = the engine's own serialised index, bytes/vector = its bytes / n; Pareto = no other row of its batch size has both higher recall@${r} and higher queries/s`,
     '(compared unrounded: a row showing 1.000 may be just below 1).',
     '',
     markdownTable(TABLE_HEADER, tableRows(run.records)),

@@ -17,12 +17,17 @@ import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, table
 import { type BenchData, PROJECT_ROOT } from './data.js';
 import { benchReference, tieAwareRecall } from './exact.js';
 import { FACTORY_KMEANS_NITER, FAISS_HNSW_EF_CONSTRUCTION, type IndexString, type WalkSettings, faissString, searchGrid, searchParams } from './index-strings.js';
-import { type BatchSearch, type Measured, type MeasureOptions, type PassRunner, SETTLE_MS, measureInterleaved, percentile, serializedBytes, timePass } from './measure.js';
+import { type BatchSearch, type Measured, type MeasureOptions, type Pass, type PassRunner, SETTLE_MS, measureInterleaved, percentile, serializedBytes, timePass } from './measure.js';
 import { type HnswSettings, type PeerBuild, type PeerLookup, type PeerName, type PeerStatus, buildHnswlib, buildUsearch, detectPeers, startFaiss } from './peers.js';
 import { summarize, table } from './stats.js';
 
-export interface CompareOptions extends MeasureOptions {
+export interface CompareOptions extends Omit<MeasureOptions, 'batch'> {
   data: BenchData;
+  /**
+   * Queries a timed search call: each configuration is timed at each of these, all interleaved in
+   * one run (with several, each row's series names its batch).
+   */
+  batches: number[];
   metric: Metric;
   k: number;
   nlist: number;
@@ -85,7 +90,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
   let adapter: string | null = null;
   const version = projectVersion();
   type RecordBase = Pick<CompareRecord, 'engine' | 'version' | 'backend' | 'device' | 'threads' | 'index' | 'param' | 'series' | 'buildSeconds' | 'indexBytes'>;
-  const add = (base: RecordBase, m: Measured): void => {
+  const add = (base: RecordBase, batch: number, m: Measured): void => {
     const rec = (r: number): number | null => (r <= k ? tieAwareRecall(r, m.labels, k, reference, kRef, data.xb, data.xq, data.d, metric) : null);
     const record: CompareRecord = {
       bench: 'compare',
@@ -96,8 +101,9 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       k,
       metric,
       ...base,
+      series: o.batches.length > 1 ? `${base.series}, batch ${batch}` : base.series,
       bytesPerVector: base.indexBytes / data.n,
-      batch: o.batch,
+      batch,
       batches: m.batchMs.length,
       qps: (data.nq * m.passSeconds.length) / m.passSeconds.reduce((a, b) => a + b, 0),
       spread: summarize(m.passSeconds).spread,
@@ -131,12 +137,16 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     skip(name, err);
   };
 
-  // Everything is built first and stays loaded; then every configuration is timed, passes
-  // interleaved (bench/measure.ts), and recorded in the order built.
-  const entries: { what: string; peer: PeerName | null; base: RecordBase; pass: PassRunner }[] = [];
-  const ours = (what: string, base: RecordBase, search: BatchSearch): void => {
-    entries.push({ what, peer: null, base, pass: (warm) => timePass(search, data.xq, data.nq, data.d, k, o.batch, warm) });
+  // Everything is built first and stays loaded; then every configuration is timed at each batch
+  // size, passes interleaved (bench/measure.ts), and recorded in the order built.
+  const entries: { what: string; peer: PeerName | null; base: RecordBase; batch: number; pass: PassRunner }[] = [];
+  const timed = (what: string, peer: PeerName | null, base: RecordBase, pass: (warm: boolean, batch: number) => Promise<Pass>): void => {
+    for (const batch of o.batches) {
+      entries.push({ what: o.batches.length > 1 ? `${what} batch=${batch}` : what, peer, base, batch, pass: (warm) => pass(warm, batch) });
+    }
   };
+  const ours = (what: string, base: RecordBase, search: BatchSearch): void =>
+    timed(what, null, base, (warm, batch) => timePass(search, data.xq, data.nq, data.d, k, batch, warm));
   const cleanups: (() => unknown)[] = [];
   try {
     for (const name of o.backends) {
@@ -222,21 +232,16 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
           : null;
         o.log(factory ? `faiss: ${factory.map((f) => f.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
         const session = await startFaiss(peers.find((p) => p.name === 'faiss')!.python!, data.xb, data.xq, data.n, data.nq, data.d, {
-          metric, k, batch: o.batch,
+          metric, k, batch: o.batches[0],
           ivf: !factory && nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
           factory,
         }, o.log, (index, why) => skip(`faiss ${index}`, new Error(why)));
         cleanups.push(() => session.close());
         for (const c of session.configs) {
-          entries.push({
-            what: `faiss ${c.index} ${c.param}`,
-            peer: 'faiss',
-            base: {
-              engine: 'faiss', version: peerVersion('faiss'), backend: 'cpu', device: 'CPU', threads: c.threads, index: c.index, param: c.param,
-              series: factory ? `faiss ${c.index}` : `faiss ${c.index === 'Flat' ? 'Flat' : 'IVF'}`, buildSeconds: c.buildSeconds, indexBytes: c.indexBytes,
-            },
-            pass: c.pass,
-          });
+          timed(`faiss ${c.index} ${c.param}`, 'faiss', {
+            engine: 'faiss', version: peerVersion('faiss'), backend: 'cpu', device: 'CPU', threads: c.threads, index: c.index, param: c.param,
+            series: factory ? `faiss ${c.index}` : `faiss ${c.index === 'Flat' ? 'Flat' : 'IVF'}`, buildSeconds: c.buildSeconds, indexBytes: c.indexBytes,
+          }, c.pass);
         }
       } catch (err) {
         failed('faiss', err);
@@ -253,15 +258,10 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
         const b = await build();
         o.log(`${name}: built in ${b.buildSeconds.toFixed(2)} s`);
         for (const c of b.configs) {
-          entries.push({
-            what: `${name} ${c.param}`,
-            peer: name,
-            base: {
-              engine: name, version: peerVersion(name), backend: 'cpu', device: 'CPU', threads: b.threads, index: b.index, param: c.param,
-              series: `${name} HNSW`, buildSeconds: b.buildSeconds, indexBytes: b.indexBytes,
-            },
-            pass: (warm) => timePass(c.search, data.xq, data.nq, data.d, k, o.batch, warm),
-          });
+          timed(`${name} ${c.param}`, name, {
+            engine: name, version: peerVersion(name), backend: 'cpu', device: 'CPU', threads: b.threads, index: b.index, param: c.param,
+            series: `${name} HNSW`, buildSeconds: b.buildSeconds, indexBytes: b.indexBytes,
+          }, (warm, batch) => timePass(c.search, data.xq, data.nq, data.d, k, batch, warm));
         }
       } catch (err) {
         failed(name, err);
@@ -279,7 +279,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     // reported failed, with the first error (its other rows are kept).
     entries.forEach((e, i) => {
       const m = measured[i];
-      if (!(m instanceof Error)) return add(e.base, m);
+      if (!(m instanceof Error)) return add(e.base, e.batch, m);
       skip(e.what, m);
       const peer = peers.find((p) => p.name === e.peer);
       if (peer) peer.error ??= m.message.split('\n')[0];
@@ -310,8 +310,8 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
       node: process.version,
       date: new Date().toISOString(),
       settings: [
-        `Timing: ${o.warmup} warm-up pass(es), then ${o.repeats} timed pass(es) over the queries in batches of ${o.batch}: ` +
-          `${Math.ceil(data.nq / o.batch) * o.repeats} timed batches per configuration (nearest-rank percentiles: with fewer than 100 batches p99 is the slowest); ` +
+        `Timing: ${o.warmup} warm-up pass(es), then ${o.repeats} timed pass(es) over the queries in batches of ${o.batches.join(' and of ')}: ` +
+          `${o.batches.map((b) => Math.ceil(data.nq / b) * o.repeats).join(' and ')} timed batches per configuration (nearest-rank percentiles: with fewer than 100 batches p99 is the slowest); ` +
           `every index built first, then the passes interleaved: each round runs one pass of every configuration, starting one configuration later than the round before, each pass ${SETTLE_MS} ms after the last and beginning with one untimed batch`,
         ...(o.indexes.length
           ? [

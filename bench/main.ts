@@ -207,7 +207,8 @@ search and index settings:
 timing and output (every index is built first and stays in memory; then each round runs one pass
 of every configuration, 100 ms apart, each pass after one untimed batch, so that a machine whose
 speed drifts slows all alike):
-  --batch B        queries per timed search call (default 100)
+  --batch B[,B..]  queries per timed search call (default 100); several (--batch 1000,1) time
+                   every configuration at each, interleaved in the one run, a series per size
   --warmup W       untimed rounds of passes first (default 1)
   --repeats R      timed rounds (default 3)
   --peers P        auto | none | a comma list of faiss, hnswlib-node, usearch (default auto:
@@ -382,6 +383,8 @@ async function compareOptions(
     if (bad.length) throw new UsageError(`--peers: unknown peer ${bad.join(', ')}; expected auto, none or a list of ${PEERS.join(', ')}`);
     peers = names as PeerName[];
   }
+  const batches = intList('batch', v.batch, [100]);
+  if (new Set(batches).size !== batches.length) throw new UsageError(`--batch gives a size twice: ${v.batch}`);
   const slug = basename(data.name).replace(/\(.*$/, '').replace(/[^A-Za-z0-9._-]+/g, '-');
   return {
     data,
@@ -402,7 +405,7 @@ async function compareOptions(
       efSearch: intList('ef', v.ef, graphs ? itopks : [k, 2 * k, 4 * k]),
       seed,
     },
-    batch: positiveInt('batch', v.batch, 100),
+    batches,
     warmup,
     repeats,
     backends,

@@ -83,7 +83,7 @@ export async function timePass(search: BatchSearch, xq: Float32Array, nq: number
   return { batchMs, labels };
 }
 
-export interface InterleaveOptions extends MeasureOptions {
+export interface InterleaveOptions extends Omit<MeasureOptions, 'batch'> {
   /** Pause before each pass (default SETTLE_MS). */
   settleMs?: number;
   /** Whether each pass begins with an untimed batch (default true; see timePass). */

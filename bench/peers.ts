@@ -20,7 +20,7 @@ import type { Metric } from 'webgpu-knn';
 import { normalizeRows } from 'webgpu-knn';
 import { PROJECT_ROOT } from './data.js';
 import type { FaissSearchConfig } from './index-strings.js';
-import { type BatchSearch, inScratchDir, type Pass, type PassRunner, serializedBytes } from './measure.js';
+import { type BatchSearch, inScratchDir, type Pass, serializedBytes } from './measure.js';
 
 export const PEERS = ['faiss', 'hnswlib-node', 'usearch'] as const;
 export type PeerName = (typeof PEERS)[number];
@@ -256,7 +256,8 @@ export interface FaissConfig {
   threads: number;
   buildSeconds: number;
   indexBytes: number;
-  pass: PassRunner;
+  /** One pass over the queries in batches of `batch` (absent: the job's). */
+  pass: (warm: boolean, batch?: number) => Promise<Pass>;
 }
 
 /** The Faiss process, its indexes built, running passes when asked. */
@@ -281,7 +282,7 @@ export interface FaissFactoryJob {
 export interface FaissJob {
   metric: Metric;
   k: number;
-  /** Queries a search call (bench/measure.ts). */
+  /** Queries a search call (bench/measure.ts), unless a pass asks for another. */
   batch: number;
   /** IVF lists and the nprobe sweep; null: Flat only. Ignored when `factory` is given. */
   ivf: { nlist: number; niter: number; seed: number; nprobes: number[] } | null;
@@ -367,9 +368,9 @@ export async function startFaiss(
     }
   };
 
-  const pass = async (config: number, warm: boolean): Promise<Pass> => {
+  const pass = async (config: number, warm: boolean, batch = job.batch): Promise<Pass> => {
     if (closed) throw new Error('the Faiss process was closed');
-    child.stdin.write(`${JSON.stringify({ pass: config, warm })}\n`);
+    child.stdin.write(`${JSON.stringify({ pass: config, warm, batch })}\n`);
     const r = (await message()) as { pass?: number; error?: string; batchMs: number[]; labels: string };
     if (r.pass !== config) throw new Error(`${FAISS_SCRIPT} answered for pass ${r.pass} when asked for pass ${config}`);
     if (r.error !== undefined) throw new Error(r.error);
@@ -384,7 +385,7 @@ export async function startFaiss(
       if ('error' in r) failed(r.index, r.error);
       else {
         const { config, ...rest } = r;
-        configs.push({ ...rest, pass: (warm) => pass(config, warm) });
+        configs.push({ ...rest, pass: (warm, batch) => pass(config, warm, batch) });
       }
     }
   } catch (err) {

@@ -26,8 +26,8 @@ timed on its own.
 
 stdout, one JSON line each: per configuration built, its config number, index, param, threads,
 buildSeconds and indexBytes (or, for a factory string Faiss could not build, index and error);
-then {"ready": true}. After that, each line read from stdin, {"pass": N, "warm": true|false}, runs
-one pass of config N and answers pass (N), batchMs and labels: the name of an int32 file (in dir)
+then {"ready": true}. After that, each line read from stdin, {"pass": N, "warm": true|false,
+"batch": B}, runs one pass of config N in batches of B (absent: the job's batch) and answers pass (N), batchMs and labels: the name of an int32 file (in dir)
 of the pass's nq * k labels; or pass and error, when the search failed. It exits when stdin closes.
 stderr: progress.
 """
@@ -226,7 +226,7 @@ def main():
         try:
             index, apply = configs.runs[i]
             apply()
-            labels, batch_ms = run_pass(index, xq, k, job["batch"], ask.get("warm", True))
+            labels, batch_ms = run_pass(index, xq, k, ask.get("batch", job["batch"]), ask.get("warm", True))
             path = "labels-%d.i32" % i
             labels.astype(np.int32).tofile(os.path.join(job["dir"], path))
             print(json.dumps({"pass": i, "batchMs": batch_ms, "labels": path}), flush=True)

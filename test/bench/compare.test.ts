@@ -73,20 +73,23 @@ function texts(nodes: unknown[] | undefined): string[] {
 describe('bench compare (tiny run, no peers installed)', () => {
   const run = bench(
     ['--data', 'clustered', '--n', '2000', '--d', '12', '--nq', '30', '--k', '10', '--nlist', '12', '--nprobe', '1,3,12,50',
-      '--batch', '8', '--warmup', '0', '--repeats', '2', '--backend', hasGpu ? 'both' : 'cpu', '--out', 'report'],
+      '--batch', '8,30', '--warmup', '0', '--repeats', '2', '--backend', hasGpu ? 'both' : 'cpu', '--out', 'report'],
     absent,
   );
   const lines = run.out.split('\n').filter((l) => l.startsWith('{'));
   const records = lines.map((l) => JSON.parse(l) as CompareRecord);
 
-  it('runs Flat and the IVF sweep on both backends, and no peer', () => {
+  it('runs Flat and the IVF sweep on both backends at each batch size, and no peer', () => {
     expect(run.code, run.err).toBe(0);
-    const configs = records.map((r) => `${r.engine} ${r.backend} ${r.index} ${r.param}`);
+    const configs = records.map((r) => `${r.engine} ${r.backend} ${r.index} ${r.param} ${r.batch}`);
     // nprobe 50 is above nlist = 12: dropped.
-    const expected = backends.flatMap((b) => [`webgpu-knn ${b} Flat -`, ...[1, 3, 12].map((p) => `webgpu-knn ${b} IVF12,Flat nprobe=${p}`)]);
+    const expected = backends.flatMap((b) => [`webgpu-knn ${b} Flat -`, ...[1, 3, 12].map((p) => `webgpu-knn ${b} IVF12,Flat nprobe=${p}`)])
+      .flatMap((c) => [`${c} 8`, `${c} 30`]);
     expect(configs).toEqual(expected);
     for (const r of records) {
-      expect(r.batches).toBe(4 * 2); // 30 queries in batches of 8, 2 timed passes
+      // 30 queries in batches of 8 (4 batches) or of 30 (1), 2 timed passes; a series per batch size
+      expect(r.batches).toBe((r.batch === 8 ? 4 : 1) * 2);
+      expect(r.series.endsWith(`, batch ${r.batch}`), r.series).toBe(true);
       expect(r.qps).toBeGreaterThan(0);
       expect(r.latencyMs.p50).toBeLessThanOrEqual(r.latencyMs.p95);
       expect(r.latencyMs.p95).toBeLessThanOrEqual(r.latencyMs.p99);
@@ -114,7 +117,7 @@ describe('bench compare (tiny run, no peers installed)', () => {
     const col = (name: string) => TABLE_HEADER.indexOf(name);
     records.forEach((r, i) => {
       const row = rows[i];
-      expect(row.slice(0, 5)).toEqual([r.engine, r.backend, r.index, r.param, r.threads === null ? '-' : String(r.threads)]);
+      expect(row.slice(0, 6)).toEqual([r.engine, r.backend, r.index, r.param, String(r.batch), r.threads === null ? '-' : String(r.threads)]);
       expectShown(row[col('build s')], r.buildSeconds, 'build s');
       expectShown(row[col('index MiB')], r.indexBytes / 2 ** 20, 'index MiB');
       expectShown(row[col('bytes/vector')], r.bytesPerVector, 'bytes/vector');
@@ -152,8 +155,9 @@ describe('bench compare (tiny run, no peers installed)', () => {
     expect(recallSvg).toMatch(/queries per second \(log scale\)/);
     const latencySvg = readFileSync(join(work, 'report', REPORT_FILES.latencyPlot), 'utf8');
     const labels = [...seriesGroups(latencySvg).values()].flatMap((g) => texts(g.text));
-    expect(labels.sort()).toEqual(records.map(rowLabel).sort());
-    expect(latencySvg).toMatch(/latency per batch of 8 queries, ms/);
+    expect(labels.sort()).toEqual(records.map((r) => rowLabel(r, true)).sort());
+    expect(new Set(labels).size, 'each row its own label').toBe(records.length);
+    expect(latencySvg).toMatch(/latency per batch of 8 and 30 queries, ms/);
   });
 
   it('redraws the report and plots from the files of a run, measuring nothing', () => {
@@ -365,7 +369,7 @@ describe('bench compare when a peer fails', () => {
     // It builds two configurations, says it is ready, and dies in its first pass.
     const { md, faiss, records } = runWith(fakePython('dying-python', [...built, 'read line', 'echo "died in $line" >&2', 'exit 4']), 'dying', 2);
     expect(faiss.slice(1, 3)).toEqual(['failed', '9.9.9']);
-    expect(faiss[3]).toMatch(/exited with 4: died in \{"pass":0,"warm":true\}/);
+    expect(faiss[3]).toMatch(/exited with 4: died in \{"pass":0,"warm":true,"batch":\d+\}/);
     const notMeasured = md.split('\n').filter((l) => l.startsWith('- faiss'));
     expect(notMeasured).toHaveLength(2);
     expect(notMeasured[0]).toMatch(/^- faiss Flat -: .*exited with 4/);

@@ -97,5 +97,8 @@ describe('bench compare: timing and Pareto front', () => {
     const rec = (recall10: number, qps: number) => ({ recall1: recall10, recall10, qps }) as CompareRecord;
     expect(paretoFront([rec(0.5, 100), rec(0.9, 50), rec(0.8, 40), rec(0.9, 60), rec(1, 10)])).toEqual([true, false, false, true, true]);
     expect(paretoFront([rec(1, 10), rec(1, 10)])).toEqual([true, true]);
+    // Each batch size has its own front: a batch-1 row is not beaten by the batch-100 rows' throughput.
+    const at = (recall10: number, qps: number, batch: number) => ({ ...rec(recall10, qps), batch }) as CompareRecord;
+    expect(paretoFront([at(0.9, 100, 100), at(0.95, 5, 1), at(1, 50, 100), at(0.9, 4, 1)])).toEqual([true, true, true, false]);
   });
 });

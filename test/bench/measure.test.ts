@@ -20,7 +20,7 @@ function runner(name: string, log: string[], ms: number, failAt = -1): () => Pro
 describe('measureInterleaved', () => {
   it('runs a pass of every configuration a round, each round starting one later; warm-up rounds unrecorded', async () => {
     const log: string[] = [];
-    const out = await measureInterleaved([runner('a', log, 2), runner('b', log, 4), runner('c', log, 6)], { batch: 1, warmup: 1, repeats: 3, settleMs: 0 });
+    const out = await measureInterleaved([runner('a', log, 2), runner('b', log, 4), runner('c', log, 6)], { warmup: 1, repeats: 3, settleMs: 0 });
     expect(log.join('')).toBe('abc' + 'bca' + 'cab' + 'abc');
     for (const [i, m] of out.entries()) {
       if (m instanceof Error) throw m;
@@ -35,7 +35,7 @@ describe('measureInterleaved', () => {
     const errors: string[] = [];
     const rounds: number[] = [];
     const out = await measureInterleaved([runner('a', log, 1), runner('b', log, 1, 1), runner('c', log, 1)], {
-      batch: 1, warmup: 0, repeats: 3, settleMs: 0,
+      warmup: 0, repeats: 3, settleMs: 0,
       onError: (i, err) => errors.push(`${i}: ${err.message}`),
       onRound: (round) => rounds.push(round),
     });
@@ -53,7 +53,7 @@ describe('measureInterleaved', () => {
       starts.push(performance.now());
       return { batchMs: [1], labels: new Int32Array(0) };
     };
-    await measureInterleaved([pass, pass], { batch: 1, warmup: 0, repeats: 2, settleMs: 30 });
+    await measureInterleaved([pass, pass], { warmup: 0, repeats: 2, settleMs: 30 });
     expect(starts).toHaveLength(4);
     // setTimeout may fire a millisecond early by performance.now(); never much more.
     for (let i = 1; i < 4; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThanOrEqual(28);
