@@ -1,8 +1,39 @@
 /**
  * Compute pipelines cached by shader name plus specialisation constants (never by data shape).
+ * Each has an explicit layout read from its WGSL (bindingsOf): binding 0, the uniform parameters,
+ * takes a dynamic offset, so one bind group serves every dispatch of the same pipeline and
+ * buffers whatever its slot in the recorder's uniform buffer (src/gpu/recorder.ts).
  */
 import type { GpuContext } from './context.js';
 import { specialize } from './shaders.js';
+
+/** A binding of group 0 as a shader declares it. */
+export interface ShaderBinding {
+  binding: number;
+  type: GPUBufferBindingType;
+}
+
+/**
+ * The group-0 bindings a kernel's WGSL declares (`@group(0) @binding(N) var<uniform> ...`,
+ * `var<storage, read>` or `var<storage>`: read-only, `var<storage, read_write>`), in binding
+ * order. Throws on one of another group or kind (textures, samplers: no kernel has them) and on
+ * a number given twice, naming the line.
+ */
+export function bindingsOf(code: string, name: string): ShaderBinding[] {
+  const out: ShaderBinding[] = [];
+  for (const m of code.matchAll(/^\s*@group\((\d+)\)\s*@binding\((\d+)\)\s*var(<[^>]*>)?/gm)) {
+    const [line, group, binding, space] = m;
+    const kind = (space ?? '').replace(/[<>\s]/g, '').split(',');
+    const type: GPUBufferBindingType | null =
+      kind[0] === 'uniform' ? 'uniform'
+        : kind[0] === 'storage' ? (kind[1] === 'read_write' ? 'storage' : kind[1] === undefined || kind[1] === 'read' ? 'read-only-storage' : null)
+          : null;
+    if (group !== '0' || type === null) throw new Error(`${name}: a kernel binds uniform or storage buffers of group 0 only; got ${line.trim()}`);
+    if (out.some((b) => b.binding === Number(binding))) throw new Error(`${name}: binding ${binding} is declared twice`);
+    out.push({ binding: Number(binding), type });
+  }
+  return out.sort((a, b) => a.binding - b.binding);
+}
 
 export class PipelineCache {
   private readonly cache = new Map<string, GPUComputePipeline>();
@@ -17,10 +48,19 @@ export class PipelineCache {
     let pipeline = this.cache.get(key);
     if (!pipeline) {
       const { code, overrides } = specialize(name, constants);
-      const module = this.ctx.device.createShaderModule({ label: name, code });
-      pipeline = this.ctx.device.createComputePipeline({
+      const { device } = this.ctx;
+      const module = device.createShaderModule({ label: name, code });
+      const group = device.createBindGroupLayout({
         label: key,
-        layout: 'auto',
+        entries: bindingsOf(code, name).map(({ binding, type }) => ({
+          binding,
+          visibility: GPUShaderStage.COMPUTE,
+          buffer: { type, hasDynamicOffset: binding === 0 && type === 'uniform' },
+        })),
+      });
+      pipeline = device.createComputePipeline({
+        label: key,
+        layout: device.createPipelineLayout({ label: key, bindGroupLayouts: [group] }),
         compute: { module, entryPoint: 'main', constants: overrides },
       });
       this.cache.set(key, pipeline);

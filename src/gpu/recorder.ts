@@ -37,9 +37,12 @@ const MAX_TIMED_DISPATCHES = 2048;
 export class Recorder {
   private readonly ops: (DispatchOp | CopyOp | ClearOp)[] = [];
   /**
-   * Bind groups by pipeline, uniform slot and buffers. A repeated search binds the same pooled
-   * buffers at the same slots, so after warm-up it creates no bind groups. Cleared when large
-   * (entries may name buffers since destroyed; they are never looked up again).
+   * Bind groups by pipeline, uniform buffer and buffers; the dispatch's uniform slot is a dynamic
+   * offset (src/gpu/pipelines.ts), so the dispatches of a loop over the same pooled buffers share
+   * one, and a repeated search creates none after warm-up. Cleared when large (entries may name
+   * buffers since destroyed; they are never looked up again). Each bind group is a descriptor set
+   * to the driver (on lavapipe, a memory map of its own) until the garbage collector frees its
+   * wrapper, so creating one per dispatch is what to avoid.
    */
   private readonly bindGroups = new Map<string, GPUBindGroup>();
   /** Bind groups created so far (a warm search creates none). */
@@ -119,7 +122,7 @@ export class Recorder {
         else encoder.clearBuffer(op.buffer);
         continue;
       }
-      const bindGroup = this.bindGroup(op, uniforms, di * stride, paramBytes);
+      const bindGroup = this.bindGroup(op, uniforms, paramBytes);
       if (querySet && di < nTimed) {
         pass?.end();
         pass = encoder.beginComputePass({
@@ -129,7 +132,7 @@ export class Recorder {
         pass = encoder.beginComputePass();
       }
       pass.setPipeline(op.pipeline);
-      pass.setBindGroup(0, bindGroup);
+      pass.setBindGroup(0, bindGroup, [di * stride]);
       pass.dispatchWorkgroups(op.groups[0], op.groups[1]);
       if (querySet && di < nTimed) {
         pass.end();
@@ -183,15 +186,15 @@ export class Recorder {
     return this.uniforms;
   }
 
-  private bindGroup(op: DispatchOp, uniforms: GPUBuffer, offset: number, size: number): GPUBindGroup {
-    const key = `${objectId(op.pipeline)}|${objectId(uniforms)}@${offset}|${op.buffers.map(objectId).join(',')}`;
+  private bindGroup(op: DispatchOp, uniforms: GPUBuffer, size: number): GPUBindGroup {
+    const key = `${objectId(op.pipeline)}|${objectId(uniforms)}|${op.buffers.map(objectId).join(',')}`;
     let group = this.bindGroups.get(key);
     if (!group) {
       if (this.bindGroups.size >= MAX_BIND_GROUPS) this.bindGroups.clear();
       group = this.ctx.device.createBindGroup({
         layout: op.pipeline.getBindGroupLayout(0),
         entries: [
-          { binding: 0, resource: { buffer: uniforms, offset, size } },
+          { binding: 0, resource: { buffer: uniforms, offset: 0, size } },
           ...op.buffers.map((buffer, j) => ({ binding: j + 1, resource: { buffer } })),
         ],
       });

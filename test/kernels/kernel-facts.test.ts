@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { readdirSync } from 'node:fs';
+import { bindingsOf } from '../../src/gpu/pipelines.js';
 import { LIST_MAX_CAP, shaderText, specialize } from '../../src/gpu/shaders.js';
 import { MERGE_ROUND, PAD_ID } from '../../src/kernel-facts.js';
 
@@ -33,5 +35,31 @@ describe('kernel facts shared by the WGSL and the TypeScript', () => {
         expect(code, `${kernel} K_CAP ${cap}`).toMatch(new RegExp(`^const K_CAP: u32 = ${cap}u;`, 'm'));
       }
     }
+  });
+
+  it('a pipeline layout is read from the WGSL: binding 0 the uniform parameters, storage read-only or read_write', () => {
+    const code = [
+      '@group(0) @binding(0) var<uniform> p: Params;',
+      '@group(0) @binding(2) var<storage, read_write> out: array<u32>;',
+      '  @group(0) @binding(1) var<storage> x: array<f32>;',
+      '// @group(0) @binding(3) var<storage, read> commented: array<f32>; (not at a line start: ignored)',
+    ].join('\n');
+    expect(bindingsOf(code, 't')).toEqual([
+      { binding: 0, type: 'uniform' },
+      { binding: 1, type: 'read-only-storage' },
+      { binding: 2, type: 'storage' },
+    ]);
+    expect(() => bindingsOf('@group(1) @binding(0) var<uniform> p: P;', 't')).toThrow(/t: a kernel binds uniform or storage buffers of group 0 only; got @group\(1\)/);
+    expect(() => bindingsOf('@group(0) @binding(0) var tex: texture_2d<f32>;', 't')).toThrow(/group 0 only; got @group\(0\) @binding\(0\) var/);
+    expect(() => bindingsOf('@group(0) @binding(1) var<storage> a: A;\n@group(0) @binding(1) var<storage> b: B;', 't')).toThrow(/binding 1 is declared twice/);
+  });
+
+  const kernels = readdirSync(new URL('../../shaders', import.meta.url)).filter((f) => f.endsWith('.wgsl')).map((f) => f.slice(0, -5))
+    .filter((name) => /^@group/m.test(shaderText(name)) && /^fn main\b|@compute/m.test(shaderText(name)));
+  it.each(kernels)('%s.wgsl: binding 0 is its uniform parameters, then storage bindings 1.. with no gap', (name) => {
+    const b = bindingsOf(shaderText(name), name);
+    expect(b[0]).toEqual({ binding: 0, type: 'uniform' });
+    expect(b.map((x) => x.binding)).toEqual(b.map((_, i) => i));
+    expect(b.slice(1).every((x) => x.type !== 'uniform')).toBe(true);
   });
 });

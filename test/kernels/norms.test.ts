@@ -36,3 +36,26 @@ describe.skipIf(!gpu)('gpu norms vs cpu twin', () => {
     }
   }
 });
+
+describe.skipIf(!gpu)('dispatches of one pipeline on the same buffers', () => {
+  it('share one bind group, each reading its own parameters (a dynamic uniform offset)', async () => {
+    const h = new KernelHarness(gpu!);
+    const n = 40;
+    const d = 8;
+    const x = randomSmallInts(n * d, 11);
+    const xBuf = h.upload(padRows(x, n, d, paddedDim(d)));
+    const out = h.output(n, POISON);
+    const { encodeNorms } = await import('../../src/gpu/kernels/norms.js');
+    // Warm: the pipeline and its first bind group exist before counting.
+    encodeNorms(h.kernels, { x: xBuf, out, n: 1, dpad: paddedDim(d), row0: 0, out0: 0 });
+    await h.run();
+    const before = gpu!.device.poolStats().bindGroups;
+    // Ten dispatches in one submit, each its own four rows (its own uniform slot): at most one new
+    // bind group (the uniform buffer grows to ten slots), where a group a slot made ten.
+    for (let b = 0; b < 10; b++) encodeNorms(h.kernels, { x: xBuf, out, n: 4, dpad: paddedDim(d), row0: 4 * b, out0: 4 * b });
+    await h.run();
+    expect(gpu!.device.poolStats().bindGroups - before).toBeLessThanOrEqual(1);
+    expect(Array.from(await h.readF32(out, n))).toEqual(Array.from(norms(x, n, d)));
+    h.dispose();
+  });
+});
