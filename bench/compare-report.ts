@@ -36,7 +36,7 @@ export interface CompareRecord extends CompareData {
   index: string;
   /** The search parameters: '-', 'nprobe=P', 'ef=E', 'kFactor=F', 'nprobe=P,kFactor=F' or 'itopk=L'. */
   param: string;
-  /** The plot line this configuration belongs to: engine, backend and index kind. */
+  /** The plot line this configuration belongs to: engine, backend and index kind, and ', batch B' in a run of several batch sizes. */
   series: string;
   buildSeconds: number;
   /** Bytes of the index as the engine serialises it (vectors, ids, centroids or graph). */
@@ -179,7 +179,12 @@ const GROUP_MARKERS: MarkerShape[] = ['circle', 'square', 'diamond', 'triangle',
 function recallStyle(records: CompareRecord[]): (r: CompareRecord) => { colour: string; marker: MarkerShape } {
   const indexes = [...new Set(records.map((r) => r.index))];
   const groups = [...new Set(records.map(group))];
-  return (r) => ({ colour: colour(indexes.indexOf(r.index)), marker: GROUP_MARKERS[groups.indexOf(group(r)) % GROUP_MARKERS.length] });
+  // In a run of several batch sizes, each size has colours of its own (after the first size's).
+  const batches = [...new Set(records.map((r) => r.batch))];
+  return (r) => ({
+    colour: colour(indexes.indexOf(r.index) + indexes.length * batches.indexOf(r.batch)),
+    marker: GROUP_MARKERS[groups.indexOf(group(r)) % GROUP_MARKERS.length],
+  });
 }
 
 /** A point's label: the search parameters' values ('8' for nprobe=8, '8/4' for nprobe=8,kFactor=4). */
@@ -228,12 +233,14 @@ export function bytesFront(records: CompareRecord[]): boolean[] {
  * so an nprobe sweep is a column of markers), drawn as in the recall/queries plot.
  */
 export function recallBytesSvg(run: CompareRun): string {
-  const front = bytesFront(run.records);
+  // Bytes do not depend on the batch size: a run of several draws its first size's rows.
+  const records = run.records.filter((x) => x.batch === run.records[0]?.batch);
+  const front = bytesFront(records);
   const r = run.meta.k >= 10 ? 10 : 1;
-  const style = recallStyle(run.records);
-  const names = [...new Set(run.records.map((x) => `${group(x)} ${x.index}`))];
+  const style = recallStyle(records);
+  const names = [...new Set(records.map((x) => `${group(x)} ${x.index}`))];
   const series: LineSeries[] = names.map((name) => {
-    const members = run.records.map((x, i) => ({ x, i })).filter(({ x }) => `${group(x)} ${x.index}` === name);
+    const members = records.map((x, i) => ({ x, i })).filter(({ x }) => `${group(x)} ${x.index}` === name);
     return {
       name,
       ...style(members[0].x),
@@ -242,7 +249,7 @@ export function recallBytesSvg(run: CompareRun): string {
   });
   return lineChartSvg({
     title: chartTitle(run.meta),
-    xLabel: `bytes per vector (serialised index / n, log scale)${labelsNote(run.records)}`,
+    xLabel: `bytes per vector (serialised index / n, log scale)${labelsNote(records)}`,
     yLabel: `recall@${r} (tie-aware, against ${run.meta.reference.split(' (')[0]})`,
     xScale: 'log',
     yScale: 'linear',

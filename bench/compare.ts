@@ -232,7 +232,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
           : null;
         o.log(factory ? `faiss: ${factory.map((f) => f.description).join(' ')} in Python` : 'faiss: Flat and IVF in Python');
         const session = await startFaiss(peers.find((p) => p.name === 'faiss')!.python!, data.xb, data.xq, data.n, data.nq, data.d, {
-          metric, k, batch: o.batches[0],
+          metric, k, batch: o.batches[0], // the default only: each pass asks for its own batch size
           ivf: !factory && nprobes.length ? { nlist: o.nlist, niter: o.niter, seed: o.seed, nprobes } : null,
           factory,
         }, o.log, (index, why) => skip(`faiss ${index}`, new Error(why)));

@@ -157,6 +157,16 @@ describe('bench compare (tiny run, no peers installed)', () => {
     const labels = [...seriesGroups(latencySvg).values()].flatMap((g) => texts(g.text));
     expect(labels.sort()).toEqual(records.map((r) => rowLabel(r, true)).sort());
     expect(new Set(labels).size, 'each row its own label').toBe(records.length);
+    // Each batch size draws in colours of its own: a series' line colour is not another size's.
+    const colours = new Map(recallSvg.split('<g class="series" data-series="').slice(1)
+      .map((g) => [g.slice(0, g.indexOf('"')), /(?:fill|stroke)="(#[0-9a-fA-F]{3,8})"/.exec(g)?.[1]]));
+    for (const name of series.filter((x) => x.endsWith(', batch 8'))) {
+      expect(colours.get(name), name).toBeDefined();
+      expect(colours.get(name), name).not.toBe(colours.get(name.replace(', batch 8', ', batch 30')));
+    }
+    // Bytes do not depend on the batch: the bytes plot draws the first size's rows, once each.
+    const bytes = [...seriesGroups(readFileSync(join(work, 'report', REPORT_FILES.bytesPlot), 'utf8')).keys()];
+    expect(bytes.sort()).toEqual([...new Set(records.map((r) => `${r.engine} ${r.backend} ${r.index}`))].sort());
     expect(latencySvg).toMatch(/latency per batch of 8 and 30 queries, ms/);
   });
 
