@@ -16,8 +16,9 @@ export interface ShaderBinding {
 /**
  * The group-0 bindings a kernel's WGSL declares (`@group(0) @binding(N) var<uniform> ...`,
  * `var<storage, read>` or `var<storage>`: read-only, `var<storage, read_write>`), in binding
- * order. Throws on one of another group or kind (textures, samplers: no kernel has them) and on
- * a number given twice, naming the line.
+ * order. Throws on one of another group or kind (textures, samplers: no kernel has them), a
+ * number given twice, a declaration not written that way, and a binding 0 that is not the uniform
+ * parameters, naming the kernel.
  */
 export function bindingsOf(code: string, name: string): ShaderBinding[] {
   const out: ShaderBinding[] = [];
@@ -32,7 +33,13 @@ export function bindingsOf(code: string, name: string): ShaderBinding[] {
     if (out.some((b) => b.binding === Number(binding))) throw new Error(`${name}: binding ${binding} is declared twice`);
     out.push({ binding: Number(binding), type });
   }
-  return out.sort((a, b) => a.binding - b.binding);
+  // A declaration this reading misses (attributes in another order, after other text) would leave
+  // the layout short and fail later, less clearly: refuse it here.
+  const declared = code.split('\n').filter((l) => /@binding\(/.test(l.replace(/\/\/.*$/, ''))).length;
+  if (declared !== out.length) throw new Error(`${name}: ${declared} binding declarations, ${out.length} of them as @group(0) @binding(N) var<...> at a line's start`);
+  out.sort((a, b) => a.binding - b.binding);
+  if (out.length && (out[0].binding !== 0 || out[0].type !== 'uniform')) throw new Error(`${name}: binding 0 must be the uniform parameters (the recorder binds them there)`);
+  return out;
 }
 
 export class PipelineCache {

@@ -52,6 +52,8 @@ describe('kernel facts shared by the WGSL and the TypeScript', () => {
     expect(() => bindingsOf('@group(1) @binding(0) var<uniform> p: P;', 't')).toThrow(/t: a kernel binds uniform or storage buffers of group 0 only; got @group\(1\)/);
     expect(() => bindingsOf('@group(0) @binding(0) var tex: texture_2d<f32>;', 't')).toThrow(/group 0 only; got @group\(0\) @binding\(0\) var/);
     expect(() => bindingsOf('@group(0) @binding(1) var<storage> a: A;\n@group(0) @binding(1) var<storage> b: B;', 't')).toThrow(/binding 1 is declared twice/);
+    expect(() => bindingsOf('@binding(0) @group(0) var<uniform> p: P;', 't')).toThrow(/t: 1 binding declarations, 0 of them as @group\(0\) @binding\(N\)/);
+    expect(() => bindingsOf('@group(0) @binding(0) var<storage> a: A;', 't')).toThrow(/t: binding 0 must be the uniform parameters/);
   });
 
   const kernels = readdirSync(new URL('../../shaders', import.meta.url)).filter((f) => f.endsWith('.wgsl')).map((f) => f.slice(0, -5))
