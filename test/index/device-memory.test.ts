@@ -9,6 +9,7 @@ import type { DeviceBuffer } from '../../src/device.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { KMeans } from '../../src/codecs/kmeans.js';
+import { GraphIndex } from '../../src/indexes/graph/graph-index.js';
 import { clusteredFloats } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
@@ -105,6 +106,60 @@ describe('IVF lists on the device', () => {
       expect(w.released).toBe(w.taken);
     });
   }
+});
+
+describe('a CAGRA build that fails on the device', async () => {
+  // Rows in two chunks, so the walk reads them as halves, from two bindings (1,875 half rows a
+  // binding): every buffer the build makes is in play.
+  const limits = { maxBindingBytes: 150_000 };
+  const graphBackends: [string, Backend | null][] = [['cpu', cpuBackend(limits)], ['webgpu', gpu ? await gpuBackend(limits) : null]];
+  const dg = 40;
+  const xg = clusteredFloats(3000, dg, 30, 7);
+  const q = xg.subarray(0, 20 * dg);
+  /** Runs `search` with every upload to a buffer labelled `label` failing: it must reject with that failure; what it took and gave back. */
+  async function searchFailingAt(backend: Backend, label: string, search: () => Promise<unknown>): Promise<{ taken: number; released: number }> {
+    const { device } = backend;
+    const upload = device.upload.bind(device);
+    const spy = vi.spyOn(device, 'upload').mockImplementation((buffer, offset, data) => {
+      if (buffer.label === label) throw new Error(`device lost while writing ${label}`);
+      upload(buffer, offset, data);
+    });
+    try {
+      return await watch(backend, () => expect(search()).rejects.toThrow(`device lost while writing ${label}`));
+    } finally {
+      spy.mockRestore();
+    }
+  }
+  for (const [name, backend] of graphBackends) {
+    for (const label of ['graph_half_norms', 'graph_entries', 'graph']) {
+      it.skipIf(!backend)(`${name}: a failed upload of ${label} hands back every buffer the build took, and the next search builds it whole`, async () => {
+        const index = new GraphIndex(backend!, { dim: dg, degree: 8 });
+        await index.add(xg);
+        const w = await searchFailingAt(backend!, label, () => index.search(q, 5));
+        expect(w.taken).toBeGreaterThan(0);
+        expect(w.released).toBe(w.taken);
+        const fresh = new GraphIndex(backend!, { dim: dg, degree: 8 });
+        await fresh.add(xg);
+        expect(Array.from((await index.search(q, 5)).labels)).toEqual(Array.from((await fresh.search(q, 5)).labels));
+        await index.dispose();
+        await fresh.dispose();
+      });
+    }
+  }
+
+  it.skipIf(!graphBackends[0][1])('cpu: a failed extend hands back every buffer it took, and the next search grows the graph', async () => {
+    const backend = graphBackends[0][1]!;
+    const index = new GraphIndex(backend, { dim: dg, degree: 8 });
+    await index.add(xg.subarray(0, 2500 * dg));
+    await index.search(q, 5);
+    await index.add(xg.subarray(2500 * dg));
+    const w = await searchFailingAt(backend, 'graph_entries', () => index.search(q, 5));
+    expect(w.taken).toBeGreaterThan(0);
+    expect(w.released).toBe(w.taken);
+    const r = await index.search(q, 1);
+    expect(Array.from(r.labels)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    await index.dispose();
+  });
 });
 
 describe.skipIf(!gpu)('buffer pool (webgpu)', () => {

@@ -300,7 +300,17 @@ export class GraphIndex extends FlatIndex {
     const degree = Math.min(this.degree, kin);
     const graphRows = await buildGraphRows(this.backend.device, knn, n, kin, degree);
     const rows = degree === this.degree ? graphRows : widen(graphRows, n, degree, this.degree);
-    return (this.built = await this.connect(await this.install(rows, n, n)));
+    return (this.built = await this.connectOwned(await this.install(rows, n, n)));
+  }
+
+  /** connect, and where it fails, the graph's device buffers handed back (nothing is left installed). */
+  private async connectOwned(b: BuiltGraph): Promise<BuiltGraph> {
+    try {
+      return await this.connect(b);
+    } catch (err) {
+      this.releaseGraph(b.device, true);
+      throw err;
+    }
   }
 
   /**
@@ -405,12 +415,13 @@ export class GraphIndex extends FlatIndex {
         }
         linked += step;
       }
+      current = await this.installGraph(rows, n, n, halfRows, old.nBuilt);
     } catch (err) {
       if (current) this.releaseGraph(current.device, false);
       for (const b of halfRowBuffers(halfRows)) device.release(b);
       throw err;
     }
-    return (this.built = await this.connect(await this.installGraph(rows, n, n, halfRows, old.nBuilt)));
+    return (this.built = await this.connectOwned(current));
   }
 
   /** Whether the walk reads a copy of the rows as halves: where the store's rows span chunks. */
@@ -438,29 +449,41 @@ export class GraphIndex extends FlatIndex {
   /** Puts a graph (`degree` ids a row of the store's `n` rows, all linked by a build of `nBuilt`), its entry rows and where needed the rows as halves on the device. */
   private async install(rows: Uint32Array, n: number, nBuilt: number): Promise<BuiltGraph> {
     const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
-    return this.installGraph(rows, n, n, halfRows, nBuilt);
+    try {
+      return await this.installGraph(rows, n, n, halfRows, nBuilt);
+    } catch (err) {
+      for (const b of halfRowBuffers(halfRows)) this.backend.device.release(b);
+      throw err;
+    }
   }
 
   /**
    * Puts `rows` (`degree` ids a row of `nrows` rows, the first `linked` linked) and the entry rows,
    * chosen among the linked rows (their ids and a store of their rows), on the device beside
-   * `halfRows` (which the graph then owns).
+   * `halfRows` (which the graph then owns; where this fails, they stay the caller's, and what it
+   * made itself is handed back).
    */
   private async installGraph(rows: Uint32Array, nrows: number, linked: number, halfRows: DeviceGraph['halfRows'], nBuilt: number): Promise<BuiltGraph> {
     const device = this.backend.device;
     const entries = chooseEntryRows(linked, Math.min(linked, GRAPH_MAX_ENTRY_ROWS));
     const entryRows = this.backend.createBaseStore(this.dim, { hostCopy: false });
+    const made: DeviceBuffer[] = [];
+    const upload = (label: string, data: Uint32Array): DeviceBuffer => {
+      const b = device.buffer(label, data.byteLength);
+      made.push(b);
+      device.upload(b, 0, data);
+      return b;
+    };
     try {
       await entryRows.add(gatherRows(await this.store.rowsAt(entries), entries, this.dim), entries.length);
+      const graph = upload('graph', rows);
+      const ids = upload('graph_entries', entries);
+      return { n: linked, nBuilt, rows, entries, device: { graph, degree: this.degree, entries: { rows: entryRows, ids }, halfRows } };
     } catch (err) {
       entryRows.dispose();
+      for (const b of made) device.release(b);
       throw err;
     }
-    const graph = device.buffer('graph', nrows * this.degree * 4);
-    device.upload(graph, 0, rows);
-    const ids = device.buffer('graph_entries', entries.byteLength);
-    device.upload(ids, 0, entries);
-    return { n: linked, nBuilt, rows, entries, device: { graph, degree: this.degree, entries: { rows: entryRows, ids }, halfRows } };
   }
 
   /** The store's `n` rows as halves, with the squared norms of the halves, on the device. */
@@ -477,14 +500,21 @@ export class GraphIndex extends FlatIndex {
     // The rows past one binding (checkWalkRows allows two) from rowSplit on.
     const rowSplit = Math.min(n, this.halfRowsPerBinding());
     const split = rowSplit * halfRowWords(dpad);
+    const made: DeviceBuffer[] = [];
     const upload = (label: string, part: Uint32Array | Float32Array): DeviceBuffer => {
       const b = device.buffer(label, part.byteLength);
+      made.push(b);
       device.upload(b, 0, part);
       return b;
     };
-    const xb = upload('graph_half_rows', words.subarray(0, split));
-    const xbHi = rowSplit < n ? upload('graph_half_rows_hi', words.subarray(split)) : null;
-    return { xb, xbHi, rowSplit, xnorm: upload('graph_half_norms', norms) };
+    try {
+      const xb = upload('graph_half_rows', words.subarray(0, split));
+      const xbHi = rowSplit < n ? upload('graph_half_rows_hi', words.subarray(split)) : null;
+      return { xb, xbHi, rowSplit, xnorm: upload('graph_half_norms', norms) };
+    } catch (err) {
+      for (const b of made) device.release(b);
+      throw err;
+    }
   }
 
   private dropGraph(): void {
