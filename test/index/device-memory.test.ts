@@ -1,7 +1,7 @@
 /**
  * Indexes own their device memory: IVF lists on the device upload only what an add brings, and
  * reset / dispose hand every buffer back. On the GPU the buffer pool serves a repeated small search
- * without creating a buffer.
+ * without creating a buffer. A CAGRA build or extend that fails part-way hands back what it took.
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/backend/backend.js';
