@@ -27,6 +27,16 @@ Exit codes: 0 ok, 1 failure (unreadable or malformed file, full disk, ...), 2 us
 /** The --stdin-format option of a command with a vector input that may be `-`. */
 export const STDIN_OPT = `  --stdin-format F  the format of the vector input given as - (read from stdin):
                     ${STDIN_FORMATS.join(' | ')}`;
+/** The CAGRA walk's flags beyond --itopk (search and knn-graph; src/indexes/graph/params.ts), and what a flag of another kind does. */
+export const WALK_OPTS = `  --search-width W  CAGRA: parents the walk expands an iteration, in [1, 32] and at most
+                    512 / degree (default 1): fewer, wider iterations
+  --max-iterations I  CAGRA: most iterations of the walk (default 0: itopk / W + 32)
+  --seeds S         CAGRA: the walk starts from the query's S nearest entry rows, in [1, 256]
+                    (default 16)
+  --entry-rows E    CAGRA: entry rows a query is scored against to pick its seeds, in [1, 4096]
+                    (default 4 sqrt(n), at least 256); more for rows in many tight clusters
+                    --nprobe, --itopk and these, given for an index of another kind, are
+                    ignored, with a line saying so`;
 /** The --stdout-format option of a command with an output that may be `-`. */
 export const STDOUT_OPT = `  --stdout-format F the format of the output given as - (written to stdout): one that flag
                     writes, without the dot (csv, jsonl, npy, ...)`;

@@ -13,7 +13,7 @@ import type { Metric } from '../types.js';
 import type { SearchParams } from '../indexes/vector-index.js';
 import { DEFAULT_QUERY_ROWS } from './cluster/shard-search.js';
 import { type Values, intFlag, text } from './flags.js';
-import type { IndexType, SearchParamRange } from '../indexes/kind.js';
+import { type IndexType, KIND_SEARCH_PARAMS, type KindSearchParam, type KindSearchParams, type SearchParamRange, kindSearchFlag } from '../indexes/kind.js';
 import { INDEX_KINDS, indexKind, kindOfFileType } from '../indexes/registry.js';
 import { UsageError } from '../errors.js';
 
@@ -41,7 +41,7 @@ function indexTypeOf(v: Values): IndexType {
  * says so (a script that passes --nprobe to every index keeps working, and a person sees the flag
  * had no effect).
  */
-export function kindFlag(v: Values, flag: string, range: SearchParamRange | undefined, kind: string): number | undefined {
+function kindFlag(v: Values, flag: string, range: SearchParamRange | undefined, kind: string): number | undefined {
   const given = text(v, flag);
   if (given === undefined) return undefined;
   if (!range) {
@@ -49,6 +49,21 @@ export function kindFlag(v: Values, flag: string, range: SearchParamRange | unde
     return undefined;
   }
   return intFlag(flag, given, range.min, range.max);
+}
+
+/**
+ * The kinds' own search flags given (--nprobe, --itopk, --search-width, --max-iterations, --seeds,
+ * --entry-rows: KIND_SEARCH_PARAMS), each checked against `ranges` (its kind's searchParams) by
+ * kindFlag, except those in `skip`.
+ */
+export function kindSearchParamsOf(v: Values, ranges: Readonly<Partial<Record<KindSearchParam, SearchParamRange>>>, kind: string, skip: readonly KindSearchParam[] = []): KindSearchParams {
+  const params: KindSearchParams = {};
+  for (const key of KIND_SEARCH_PARAMS) {
+    if (skip.includes(key)) continue;
+    const value = kindFlag(v, kindSearchFlag(key), ranges[key], kind);
+    if (value !== undefined) params[key] = value;
+  }
+  return params;
 }
 
 /** --nprobe for an index whose kind takes it in `range` (IVF: [1, nlist]), `fallback` when absent; undefined for a kind without it (kindFlag). */
@@ -99,15 +114,10 @@ export function indexSettingsOf(v: Values, defaultNprobe: number): IndexSettings
   return { type, metric: metricOf(v), nprobe: nprobeOf(v, indexKind(type.type).searchParams(type).nprobe, defaultNprobe, type.type), trainSample: trainSampleOf(v, type) };
 }
 
-/** --nprobe and --itopk (where the index's kind takes them: IVF in [1, nlist], CAGRA in [1, 256]; elsewhere ignored: kindFlag), --kfactor (search) and --filter-ids, as a search's params. */
+/** The kind's own search flags (kindSearchParamsOf: IVF's --nprobe, CAGRA's --itopk and the walk's; elsewhere ignored), --kfactor (search) and --filter-ids, as a search's params. */
 export async function searchParamsOf(v: Values, header: IndexFileHeader, filterPath: string | undefined): Promise<SearchParams> {
-  const params: SearchParams = {};
   const kind = kindOfFileType(header.type);
-  const own = kind.searchParams(header);
-  const nprobe = kindFlag(v, 'nprobe', own.nprobe, kind.name);
-  if (nprobe !== undefined) params.nprobe = nprobe;
-  const itopk = kindFlag(v, 'itopk', own.itopk, kind.name);
-  if (itopk !== undefined) params.itopk = itopk;
+  const params: SearchParams = kindSearchParamsOf(v, kind.searchParams(header), kind.name);
   const kFactor = text(v, 'kfactor');
   if (kFactor !== undefined) {
     params.kFactor = Number(kFactor);

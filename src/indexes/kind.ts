@@ -14,6 +14,7 @@ import type { IndexFileHeader, IndexFileType } from '../io/index-format.js';
 import type { Metric } from '../types.js';
 import { type IndexCore } from './index-core.js';
 import { type InvalidArgumentError } from '../errors.js';
+import type { SearchParams } from './vector-index.js';
 
 /** The kinds' names (one per entry of INDEX_KINDS, src/indexes/registry.ts). */
 export type IndexKindName = 'Flat' | 'IVF' | 'CAGRA';
@@ -46,6 +47,28 @@ export interface LoadOptions {
   hostCopy?: boolean;
   /** Hears of the bytes read so far and the file's size. */
   onProgress?: (bytesDone: number, bytesTotal: number) => void;
+}
+
+/**
+ * Every kind's own search parameters (IVF: nprobe; CAGRA: the walk's), the names a kind's
+ * `searchParams` may use. The CLI spells each as a flag (`searchWidth`: --search-width, kindFlag),
+ * and sharded searches carry them to every shard (kindSearchParams); test/index/registry.test.ts
+ * checks that every kind's parameters are listed here.
+ */
+export const KIND_SEARCH_PARAMS = ['nprobe', 'itopk', 'searchWidth', 'maxIterations', 'seeds', 'entryRows'] as const;
+export type KindSearchParam = (typeof KIND_SEARCH_PARAMS)[number];
+export type KindSearchParams = Pick<SearchParams, KindSearchParam>;
+
+/** The kinds' own search parameters of `o` (those it sets). */
+export function kindSearchParams(o: KindSearchParams): KindSearchParams {
+  const params: KindSearchParams = {};
+  for (const key of KIND_SEARCH_PARAMS) if (o[key] !== undefined) params[key] = o[key];
+  return params;
+}
+
+/** A kind search parameter as the CLI spells its flag: searchWidth -> search-width. */
+export function kindSearchFlag(param: KindSearchParam): string {
+  return param.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
 /** The range a kind's own search parameter takes for one index (IVF: nprobe in [1, nlist]). */
@@ -91,5 +114,5 @@ export interface IndexKind<I extends IndexCore = IndexCore> {
    */
   training(type: IndexType): { minRows: number; what: string } | null;
   /** This kind's own search parameters (beyond the common ones) and their ranges for an index of `type`. */
-  searchParams(type: IndexType | IndexFileHeader): Readonly<Record<string, SearchParamRange>>;
+  searchParams(type: IndexType | IndexFileHeader): Readonly<Partial<Record<KindSearchParam, SearchParamRange>>>;
 }

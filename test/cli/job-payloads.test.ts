@@ -28,4 +28,14 @@ describe('search-shard job schema', () => {
     expect(() => check({ ...job, itopk: '64' })).toThrow(/itopk/);
     expect(() => check({ ...job, nprobe: 0 })).toThrow(/nprobe/);
   });
+
+  it('takes the walk\'s searchWidth, maxIterations, seeds and entryRows in range, and refuses them out of it, naming the field', () => {
+    expect(() => check({ ...job, searchWidth: 32, maxIterations: 0, seeds: 256, entryRows: 4096 })).not.toThrow();
+    expect(() => check({ ...job, searchWidth: 1, maxIterations: 500, seeds: 1, entryRows: 1 })).not.toThrow();
+    const bad: [string, unknown][] = [['searchWidth', 0], ['searchWidth', 33], ['maxIterations', -1], ['maxIterations', 2.5], ['seeds', 0], ['seeds', 257], ['entryRows', 0], ['entryRows', 4097], ['entryRows', '64']];
+    for (const [field, value] of bad) {
+      expect(() => check({ ...job, [field]: value }), `${field} ${String(value)}`).toThrow(SchemaError);
+      expect(() => check({ ...job, [field]: value }), `${field} ${String(value)}`).toThrow(new RegExp(field));
+    }
+  });
 });

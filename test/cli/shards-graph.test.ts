@@ -4,8 +4,10 @@
  * Flat shards are merged: each query's k best by (distance, id) over what every shard's own
  * search found (each shard file searched alone gives its part), and the recall of the merge
  * against the exact answer holds above a floor. `--itopk` reaches every shard's walk (a short list
- * gives other answers than a long one). `knn-graph` on graph shards, and on a CAGRA index it builds
- * (`--type CAGRA16 --itopk L`), gives each row the search's answers without the row itself.
+ * gives other answers than a long one), and so do the walk's other flags (--search-width,
+ * --max-iterations, --seeds, --entry-rows: on one index, the library's search with them).
+ * `knn-graph` on graph shards, and on a CAGRA index it builds (`--type CAGRA16 --itopk L`), gives
+ * each row the search's answers without the row itself.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +16,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { writeVectors } from '../../src/io/vectors.js';
 import { randomFloats } from '../../src/common/random.js';
 import { cliIn } from '../helpers/cli.js';
+import { createBackend } from '../../src/backend/create-backend.js';
+import { loadIndex } from '../../src/indexes/load-index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-knn-shards-graph-'));
 const { cli, ok } = cliIn(dir, '--backend', 'cpu');
@@ -97,5 +101,39 @@ describe('CAGRA shards', () => {
     const big = cli('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '300', '--k', '5', '--out', 'bad.csv');
     expect(big.code).toBe(2);
     expect(big.err).toMatch(/--itopk must be an integer in \[1, 256\]; got 300/);
+  });
+
+  it('search and knn-graph take the walk\'s --search-width, --max-iterations, --seeds and --entry-rows: the library\'s search with those parameters, on one index and through shards', async () => {
+    const walk = { searchWidth: 2, maxIterations: 6, seeds: 2, entryRows: 300 };
+    const flags = ['--search-width', '2', '--max-iterations', '6', '--seeds', '2', '--entry-rows', '300'];
+    ok('search', '--index', 'y.idx', '--queries', 'q.fvecs', '--k', '5', '--itopk', '16', ...flags, '--out', 'yw.csv');
+    const backend = await createBackend({ backend: 'cpu' });
+    try {
+      const index = await loadIndex(backend, join(dir, 'y.idx'));
+      const q = randomFloats(nq * d, 7);
+      const lib = await index.search(q, 5, { itopk: 16, ...walk });
+      const rows = csv('yw.csv');
+      rows.forEach((row, i) => expect(row, `query ${i}`).toEqual(Array.from(lib.labels.subarray(i * 5, (i + 1) * 5), Number)));
+      const plain = await index.search(q, 5, { itopk: 16 });
+      expect(Array.from(plain.labels), 'the walk flags changed nothing: the test cannot tell').not.toEqual(Array.from(lib.labels));
+    } finally {
+      backend.dispose();
+    }
+    // Through the shards' jobs and knn-graph: a walk cut short (one iteration from one seed) gives
+    // other answers than the defaults.
+    const short = ['--search-width', '2', '--max-iterations', '1', '--seeds', '1', '--entry-rows', '1'];
+    ok('search', '--index', 'g.json', '--queries', 'q.fvecs', '--k', `${k}`, '--itopk', `${k}`, '--out', 'sd0.csv');
+    ok('search', '--index', 'g.json', '--queries', 'q.fvecs', '--k', `${k}`, '--itopk', `${k}`, ...short, '--out', 'sd1.csv');
+    expect(csv('sd1.csv'), 'the walk flags did not reach the shards').not.toEqual(csv('sd0.csv'));
+    ok('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '16', '--k', '5', ...short, '--out', 'kgw.csv');
+    ok('knn-graph', '--input', 'y.fvecs', '--type', 'CAGRA16', '--itopk', '16', '--k', '5', '--out', 'kgw0.csv');
+    expect(csv('kgw.csv'), 'the walk flags did not reach knn-graph').not.toEqual(csv('kgw0.csv'));
+    // Out of range: the flag, its range and the value; another kind's index: ignored with a line.
+    const wide = cli('search', '--index', 'y.idx', '--queries', 'q.fvecs', '--k', '5', '--search-width', '33', '--out', 'bad.csv');
+    expect(wide.code).toBe(2);
+    expect(wide.err).toMatch(/--search-width must be an integer in \[1, 32\]; got 33/);
+    const seeds = cli('search', '--index', 'y.idx', '--queries', 'q.fvecs', '--k', '5', '--seeds', '0', '--out', 'bad.csv');
+    expect(seeds.err).toMatch(/--seeds must be an integer in \[1, 256\]; got 0/);
+    expect(cli('search', '--index', 'flat.idx', '--queries', 'q.fvecs', '--k', '5', '--entry-rows', '64', '--out', 'fe.csv').err).toMatch(/--entry-rows ignored: Flat indexes take no entry-rows/);
   });
 });

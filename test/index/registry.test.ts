@@ -15,6 +15,7 @@ import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { GraphIndex } from '../../src/indexes/graph/graph-index.js';
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { INDEX_KINDS, indexKind, kindOfFileType } from '../../src/indexes/registry.js';
+import { KIND_SEARCH_PARAMS, kindSearchFlag } from '../../src/indexes/kind.js';
 import { TYPE_CODES } from '../../src/io/index-format.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wgknn-registry-'));
@@ -68,6 +69,18 @@ describe('index kinds', () => {
     expect(indexKind('Flat').training(parseIndexType('SQ8'))).toBeNull();
     expect(indexKind('IVF').searchParams(parseIndexType('IVF16,Flat'))).toEqual({ nprobe: { min: 1, max: 16, expected: 'an integer in [1, 16] (nlist)' } });
     expect(indexKind('IVF').training(parseIndexType('IVF16,SQ8'))).toEqual({ minRows: 16, what: 'nlist = 16' });
+    const cagra = indexKind('CAGRA').searchParams(parseIndexType('CAGRA32'));
+    expect(Object.keys(cagra)).toEqual(['itopk', 'searchWidth', 'maxIterations', 'seeds', 'entryRows']);
+    expect(cagra.searchWidth).toEqual({ min: 1, max: 16, expected: 'an integer in [1, 16]' }); // 512 neighbours an iteration: 16 rows of 32
+    expect(indexKind('CAGRA').searchParams(parseIndexType('CAGRA8')).searchWidth!.max).toBe(32);
+  });
+
+  it("every kind's own search parameters are KIND_SEARCH_PARAMS, which the CLI spells as flags and shard jobs carry", () => {
+    for (const s of ['Flat', 'IVF16,Flat', 'IVF16,SQ8', 'CAGRA32']) {
+      const type = parseIndexType(s);
+      for (const key of Object.keys(indexKind(type.type).searchParams(type))) expect(KIND_SEARCH_PARAMS, `${s}: ${key}`).toContain(key);
+    }
+    expect(KIND_SEARCH_PARAMS.map(kindSearchFlag)).toEqual(['nprobe', 'itopk', 'search-width', 'max-iterations', 'seeds', 'entry-rows']);
   });
 
   it('createIndex makes the kind\'s class, and loadIndex reads its file back through the kind', async () => {

@@ -19,7 +19,9 @@ import type { DedupMetric } from '../../jobs/dedup.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type ShardManifest } from '../../indexes/shards.js';
 import { INDEX_KINDS } from '../../indexes/registry.js';
 import type { Metric } from '../../types.js';
-import { GRAPH_SEARCH_MAX_ITOPK } from '../../device.js';
+import { GRAPH_SEARCH_MAX_ITOPK, GRAPH_SEARCH_MAX_WIDTH } from '../../device.js';
+import { GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_SEEDS } from '../../indexes/graph/graph-index.js';
+import type { KindSearchParam, KindSearchParams } from '../../indexes/kind.js';
 
 import type { InputFile } from './job-files.js';
 import { type Check, array, bool, finite, int, nullable, object, oneOf, refine, str } from './job-schema.js';
@@ -96,7 +98,7 @@ export interface BuildManifestJob extends BuildProducer {
 }
 
 /** A search of a sharded index: what every search-shard and the search-merge job share. */
-export interface SearchPlan {
+export interface SearchPlan extends KindSearchParams {
   shards: ShardRef[];
   metric: Metric;
   queries: InputFile;
@@ -104,9 +106,6 @@ export interface SearchPlan {
   starts: number[];
   /** Neighbours searched per shard (k, or k + 1 for a graph of the index's own vectors). */
   kk: number;
-  nprobe?: number;
-  /** CAGRA shards: the walk's internal list length. */
-  itopk?: number;
   kFactor?: number;
   /** An id file: only these ids may be neighbours. */
   filter?: InputFile;
@@ -249,7 +248,16 @@ const searchPlan = {
   kk: int(1, 2 ** 21),
   tiles: tilesFolder,
 };
-const searchOptional = { nprobe: int(1, 2 ** 32), itopk: int(1, GRAPH_SEARCH_MAX_ITOPK), kFactor: finite(1), filter: input() };
+/** The kinds' own search parameters (KIND_SEARCH_PARAMS), in the widest range any index takes: the shard's index checks its own. */
+const kindParams: Record<KindSearchParam, Check<number>> = {
+  nprobe: int(1, 2 ** 32),
+  itopk: int(1, GRAPH_SEARCH_MAX_ITOPK),
+  searchWidth: int(1, GRAPH_SEARCH_MAX_WIDTH),
+  maxIterations: int(0, 2 ** 31 - 1),
+  seeds: int(1, GRAPH_MAX_SEEDS),
+  entryRows: int(1, GRAPH_MAX_ENTRY_ROWS),
+};
+const searchOptional = { ...kindParams, kFactor: finite(1), filter: input() };
 
 const SEARCH_SHARD_JOB: Check<SearchShardJob> = refine(object({ ...searchPlan, block: int(0, MAX_BLOCKS - 1), shard: int(0, MAX_SHARDS - 1) }, searchOptional), (s) => {
   if (s.block >= s.starts.length - 1) return `block ${s.block} is not one of the plan's ${s.starts.length - 1}`;

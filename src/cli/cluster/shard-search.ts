@@ -13,6 +13,7 @@ import { type VectorReader, openVectors } from '../../io/vector-reader.js';
 
 import { type ShardResult, mergeTopK } from '../../indexes/shards.js';
 import type { VectorIndex } from '../../indexes/vector-index.js';
+import { type KindSearchParams, kindSearchParams } from '../../indexes/kind.js';
 import { type FlowJob, runFlow } from './flow.js';
 import { checkReceipt, checkRunLive, claimRunFolder, inputFile, readCheckedFile, readRowRanges, reading, removeRunFolder, removeStaleOutputTemps, writeCheckedFile, writeReceipt } from './job-files.js';
 import { MAX_BLOCKS, MAX_SHARDS, type SearchMergeJob, type SearchPlan, type SearchShardJob } from './job-payloads.js';
@@ -96,7 +97,7 @@ export async function runSearchShard(backend: Backend, job: SearchShardJob): Pro
   await withShard(backend, job.shards[job.shard], async (index) => {
     for (let r0 = 0; r0 < rows; r0 += QUERIES_PER_SEARCH) {
       const n = Math.min(QUERIES_PER_SEARCH, rows - r0);
-      const r = await index.search(xq.subarray(r0 * d, (r0 + n) * d), kk, { nprobe: job.nprobe, itopk: job.itopk, kFactor: job.kFactor, filter, exactScores: true });
+      const r = await index.search(xq.subarray(r0 * d, (r0 + n) * d), kk, { ...kindSearchParams(job), kFactor: job.kFactor, filter, exactScores: true });
       labels.set(r.labels, r0 * kk);
       distances.set(r.distances, r0 * kk);
       scores.set(r.scores!, r0 * kk);
@@ -149,14 +150,12 @@ export async function runSearchMerge(job: SearchMergeJob): Promise<{ rows: numbe
   return { rows: nq };
 }
 
-export interface ShardedSearch {
+export interface ShardedSearch extends KindSearchParams {
   manifest: string;
   queries: string;
   k: number;
   out: string;
   dist?: string;
-  nprobe?: number;
-  itopk?: number;
   kFactor?: number;
   filter?: string;
   queryRows: number;
@@ -183,8 +182,7 @@ async function planSearch(o: ShardedSearch): Promise<SearchMergeJob> {
     queries,
     starts,
     kk,
-    nprobe: o.nprobe,
-    itopk: o.itopk,
+    ...kindSearchParams(o),
     kFactor: o.kFactor,
     filter: o.filter === undefined ? undefined : inputFile(resolve(o.filter)),
     out,
@@ -266,7 +264,7 @@ export async function distributedKnnGraph(
   backend: Backend,
   s: ShardSettings,
   file: VectorReader,
-  o: { shards: number; k: number; out: string; dist?: string; queries?: string; queryRows: number; itopk?: number },
+  o: KindSearchParams & { shards: number; k: number; out: string; dist?: string; queries?: string; queryRows: number },
 ): Promise<void> {
   const t0 = performance.now();
   // This run's own shards (a second run writing the same output has its own), removed however the run ends.
@@ -275,7 +273,7 @@ export async function distributedKnnGraph(
   try {
     const { children, parent } = await trainShards(backend, s, file, o.shards, manifest, join(dir, 'trained.idx'), undefined, newBuildId(), { run: dir }, true);
     await runBuildFlow(url, parent, children);
-    await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, itopk: o.itopk, excludeSelf: o.queries === undefined });
+    await distributedSearchShards(url, { manifest, queries: o.queries ?? file.path, k: o.k, out: o.out, dist: o.dist, queryRows: o.queryRows, ...kindSearchParams(o), excludeSelf: o.queries === undefined });
   } finally {
     // Shards of this run only (they are rebuilt by every run): not worth keeping after a failure.
     removeRunFolder(dir);

@@ -10,14 +10,15 @@ import { checkManifest, manifestInput } from '../cluster/shard-files.js';
 import { distributedKnnGraph, distributedSearchShards, searchShards } from '../cluster/shard-search.js';
 import type { Command } from '../command.js';
 import { type Values, backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
-import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
-import { K_LIMIT, checkTypeFor, indexSettingsOf, kindFlag, queryRowsOf, searchParamsOf } from '../index-flags.js';
+import { BACKEND_OPT, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS, WALK_OPTS } from '../help-text.js';
+import { K_LIMIT, checkTypeFor, indexSettingsOf, kindSearchParamsOf, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { buildIndex, clusterOf, indexOf, naming, openBackend, openQueries, vectorIds } from '../open.js';
 import { NEIGHBOUR_STREAMS, neighbourOutputs, writeNeighbours } from '../outputs.js';
 import { type Summary, jsonWanted } from '../report.js';
 import { INDEX_FILE, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { indexKind } from '../../indexes/registry.js';
+import { kindSearchParams } from '../../indexes/kind.js';
 import { UsageError } from '../../errors.js';
 
 const USAGE = `usage: webgpu-knn knn-graph --input FILE --k K --out FILE [options]
@@ -40,8 +41,8 @@ options:
   --metric M        l2 | ip | cosine (default l2)
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default min(8, nlist))
   --itopk L         CAGRA: the walk's internal list length, in [1, 256] (default 64; at least
-                    k + 1 is walked); longer is slower and finds more. --nprobe and --itopk
-                    given for an index of another kind are ignored, with a line saying so
+                    k + 1 is walked); longer is slower and finds more
+${WALK_OPTS}
   --train-sample N  IVF: train k-means on a seeded sample of at most N vectors (default: 256 per
                     list, as Faiss)
   --distributed URL train here, build --shards shards and search them on 'webgpu-knn worker'
@@ -80,7 +81,8 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   const input = required(v, 'input');
   const queriesPath = text(v, 'queries');
   const settings = indexSettingsOf(v, 8);
-  const itopk = kindFlag(v, 'itopk', indexKind(settings.type.type).searchParams(settings.type).itopk, settings.type.type);
+  // The kind's search flags beyond --nprobe (which the index is built with): CAGRA's walk.
+  const walk = kindSearchParamsOf(v, indexKind(settings.type.type).searchParams(settings.type), settings.type.type, ['nprobe']);
   const choice = backendChoice(v);
   if (v.distributed === undefined && (v.shards !== undefined || v['query-rows'] !== undefined)) throw new UsageError('--shards and --query-rows apply with --distributed or --index');
   if (v.distributed !== undefined) checkShardable(settings.type);
@@ -108,7 +110,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   };
   if (url !== undefined && shards !== undefined) {
     try {
-      await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v), itopk });
+      await distributedKnnGraph(url, backend, settings, file, { shards, k, out, dist, queries: queriesPath, queryRows: queryRowsOf(v), ...walk });
       return { ...summary, shards, distributed: true };
     } finally {
       backend.dispose();
@@ -118,7 +120,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
     const t0 = performance.now();
     const { timings } = await naming(indexOf(file), async () => {
       const index = await buildIndex(backend, settings, file, undefined, ids?.ids);
-      return writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', itopk === undefined ? {} : { itopk }, ids?.ids);
+      return writeNeighbours(index, queries ? { queries } : { self: file }, k, out, dist, 'knn-graph', walk, ids?.ids);
     });
     process.stderr.write(`knn-graph: ${((performance.now() - t0) / 1000).toFixed(2)} s in all\n`);
     return { ...summary, timings };
@@ -140,8 +142,8 @@ async function knnGraphOfShards(v: Values, indexPath: string, k: number, out: st
   const header = await checkManifest(indexPath);
   const queries = queriesPath ?? manifestInput(indexPath);
   const { rows } = await openQueries(queries, header);
-  const { nprobe, itopk } = await searchParamsOf(v, header, undefined);
-  const o = { manifest: indexPath, queries, k, out, dist, nprobe, itopk, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
+  const params = kindSearchParams(await searchParamsOf(v, header, undefined));
+  const o = { manifest: indexPath, queries, k, out, dist, ...params, queryRows: queryRowsOf(v), excludeSelf: queriesPath === undefined };
   const summary = { index: indexPath, queries: asGiven(queriesPath), rows, k, out: asGiven(out), distances: asGiven(dist) };
   if (url !== undefined) return { ...summary, shards: await distributedSearchShards(url, o), distributed: true };
   const backend = await openBackend(choice, k, o.excludeSelf ? 1 : 0);

@@ -7,7 +7,7 @@ import { checkManifest } from '../cluster/shard-files.js';
 import { distributedSearchShards, searchShards } from '../cluster/shard-search.js';
 import type { Command } from '../command.js';
 import { backendChoice, intFlag, parseFlags, required, text } from '../flags.js';
-import { BACKEND_OPT, ID_FILES, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS } from '../help-text.js';
+import { BACKEND_OPT, ID_FILES, NEIGHBOUR_IDS, OUTPUTS, STDIN_OPT, STDOUT_OPT, STREAMS, WALK_OPTS } from '../help-text.js';
 import { K_LIMIT, queryRowsOf, searchParamsOf } from '../index-flags.js';
 import { clusterOf, loadWithProgress, openBackend, openQueries } from '../open.js';
 import { NEIGHBOUR_STREAMS, neighbourOutputs, writeNeighbours } from '../outputs.js';
@@ -15,6 +15,7 @@ import { type Summary, jsonWanted } from '../report.js';
 import { ID_FILE, INDEX_FILE, asGiven, onWorkers, useStdio } from '../stdio.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { UsageError } from '../../errors.js';
+import { kindSearchParams } from '../../indexes/kind.js';
 
 const USAGE = `usage: webgpu-knn search --index INDEX --queries FILE --k K --out FILE [options]
 
@@ -35,9 +36,8 @@ options:
                     hold are ignored
   --nprobe P        IVF: lists scanned per query, in [1, nlist] (default: as saved)
   --itopk L         CAGRA: the walk's internal list length, in [1, 256] (default 64; at least
-                    the k results and the re-score's margin); longer is slower and finds more.
-                    --nprobe and --itopk given for an index of another kind are ignored, with a
-                    line saying so
+                    the k results and the re-score's margin); longer is slower and finds more
+${WALK_OPTS}
   --kfactor F       re-score the k x F best candidates exactly and keep k (a number >= 1, default
                     1): against the float32 rows of a ,RFlat index (Faiss's k_factor), else the
                     codes' reconstructions
@@ -87,7 +87,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   const params = await searchParamsOf(v, header, filterPath);
   const summary = { index: indexPath, queries: asGiven(queriesPath), rows: queries.rows, k, out: asGiven(out), distances: asGiven(dist) };
   if (sharded) {
-    const o = { manifest: indexPath, queries: queriesPath, k, out, dist, nprobe: params.nprobe, itopk: params.itopk, kFactor: params.kFactor, filter: filterPath, queryRows: queryRowsOf(v) };
+    const o = { manifest: indexPath, queries: queriesPath, k, out, dist, ...kindSearchParams(params), kFactor: params.kFactor, filter: filterPath, queryRows: queryRowsOf(v) };
     if (url !== undefined) return { ...summary, shards: await distributedSearchShards(url, o), distributed: true };
     const backend = await openBackend(choice, k);
     try {

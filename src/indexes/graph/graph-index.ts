@@ -95,6 +95,11 @@ export const GRAPH_DEFAULT_SEEDS = 16;
 export const GRAPH_MAX_ENTRY_ROWS = 4096;
 /** The most entry points a walk may start from. */
 export const GRAPH_MAX_SEEDS = 256;
+
+/** The widest searchWidth a graph of `degree` takes: GRAPH_SEARCH_MAX_WIDTH parents, at most GRAPH_SEARCH_MAX_CANDIDATES neighbours an iteration. */
+export function widestSearch(degree: number): number {
+  return Math.min(GRAPH_SEARCH_MAX_WIDTH, Math.floor(GRAPH_SEARCH_MAX_CANDIDATES / degree));
+}
 /** The seed of the entry rows' choice (a build is deterministic). */
 const SEED = 1234;
 
@@ -198,7 +203,7 @@ export class GraphIndex extends FlatIndex {
   protected override checkParams(params: SearchParams): SearchParams {
     const p = super.checkParams(params);
     if (p.itopk !== undefined) checkItopk(p.itopk, 'itopk');
-    const widest = Math.min(GRAPH_SEARCH_MAX_WIDTH, Math.floor(GRAPH_SEARCH_MAX_CANDIDATES / this.degree));
+    const widest = widestSearch(this.degree);
     if (p.searchWidth !== undefined && !(Number.isInteger(p.searchWidth) && p.searchWidth >= 1 && p.searchWidth <= widest)) {
       const why = widest < GRAPH_SEARCH_MAX_WIDTH ? ` (the walk scores at most ${GRAPH_SEARCH_MAX_CANDIDATES} neighbours an iteration: ${widest} rows of degree ${this.degree})` : '';
       throw new InvalidArgumentError(`searchWidth must be an integer in [1, ${widest}]${why}; got ${String(p.searchWidth)}`);

@@ -1,13 +1,14 @@
 /**
  * The CAGRA kind (src/indexes/kind.ts): a graph of float32 rows (src/indexes/graph/graph-index.ts).
  * Its factory stage is `CAGRA<degree>` ("CAGRA32"; the storage, float32 rows, is implied); its file
- * type is CAGRA (src/io/index-format.ts); its own search parameters are itopk, searchWidth and
- * maxIterations (src/indexes/graph/params.ts).
+ * type is CAGRA (src/io/index-format.ts); its own search parameters are itopk, searchWidth,
+ * maxIterations, seeds and entryRows (src/indexes/graph/params.ts), the CLI's --itopk,
+ * --search-width, --max-iterations, --seeds and --entry-rows.
  */
 import { GRAPH_FILE_TYPE } from '../../io/index-format.js';
 import { CAGRA_MAX_DEGREE } from '../../kernel-facts.js';
 import type { IndexKind } from '../kind.js';
-import { GRAPH_MAX_ITOPK, GraphIndex } from './graph-index.js';
+import { GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, GraphIndex, widestSearch } from './graph-index.js';
 
 export const GRAPH_KIND: IndexKind<GraphIndex> = {
   name: 'CAGRA',
@@ -34,5 +35,9 @@ export const GRAPH_KIND: IndexKind<GraphIndex> = {
     await index.restoreGraph(await file.uints(ntotal * nlist), `${file.name}: graph`);
   },
   training: () => null,
-  searchParams: () => ({ itopk: { min: 1, max: GRAPH_MAX_ITOPK, expected: `an integer in [1, ${GRAPH_MAX_ITOPK}]` } }),
+  searchParams(type) {
+    const widest = widestSearch('degree' in type && type.degree !== undefined ? type.degree : type.nlist);
+    const range = (max: number, min = 1) => ({ min, max, expected: `an integer in [${min}, ${max}]` });
+    return { itopk: range(GRAPH_MAX_ITOPK), searchWidth: range(widest), maxIterations: { ...range(2 ** 31 - 1, 0), expected: 'an integer >= 0 (0: automatic)' }, seeds: range(GRAPH_MAX_SEEDS), entryRows: range(GRAPH_MAX_ENTRY_ROWS) };
+  },
 };
