@@ -4,7 +4,7 @@
 // made (exact or IVF) and, for IVF, its recall. One JSON line per row.
 //   node scripts/graph-profile.mjs --data siftsmall|fashion-mnist|clustered|uniform [--n 1000000 --d 128]
 //        [--backend webgpu|cpu] [--degree 32] [--itopk 16,32,64] [--k 10] [--nq 1000] [--batch 1000]
-//        [--intermediate auto|exact|ivf] [--intermediate-nprobe 16] [--no-truth] [--check-cpu]
+//        [--intermediate auto|exact|ivf] [--intermediate-nprobe P (default: the build chooses)] [--no-truth] [--check-cpu]
 // --check-cpu: the index saved, loaded on the CPU backend and searched with the same queries:
 // labelsEqual says whether every label is the same (the CPU walks with the kernel's twin).
 // Needs `npm run build` first (it runs dist/). Not interleaved: the comparison against the peers
@@ -28,7 +28,7 @@ const { values: v } = parseArgs({
     d: { type: 'string', default: '128' },
     batch: { type: 'string', default: '1000' },
     intermediate: { type: 'string', default: 'auto' },
-    'intermediate-nprobe': { type: 'string', default: '16' },
+    'intermediate-nprobe': { type: 'string' },
     'no-truth': { type: 'boolean', default: false },
     'check-cpu': { type: 'boolean', default: false },
   },
@@ -61,7 +61,7 @@ const index = new GraphIndex(backend, {
   dim: data.d,
   degree: Number(v.degree),
   intermediateGraph: v.intermediate,
-  intermediateNprobe: Number(v['intermediate-nprobe']),
+  intermediateNprobe: v['intermediate-nprobe'] === undefined ? undefined : Number(v['intermediate-nprobe']),
 });
 await index.add(data.xb);
 await index.rebuildGraph();

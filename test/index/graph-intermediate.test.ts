@@ -3,12 +3,14 @@
  * self-search while n^2 d <= GRAPH_EXACT_KNN_MAX_WORK and an IVF self-search above; the IVF graph is
  * the same on WebGPU and the CPU but for the few rows whose probed lists nearly tie, with about the same measured recall (the share of the exact neighbours
  * it holds: below 1 when few lists are scanned), and the graph pruned from it still finds the
- * nearest rows (against a float64 brute force). Bad settings are refused by name.
+ * nearest rows (against a float64 brute force). Without a given nprobe the build picks the smallest
+ * tried one whose sampled rows reach GRAPH_IVF_TARGET_RECALL. Bad settings are refused by name.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { randomSmallInts } from '../../src/common/random.js';
 import { GraphIndex } from '../../src/indexes/graph/graph-index.js';
-import { GRAPH_EXACT_KNN_MAX_WORK, GRAPH_IVF_NPROBE, intermediatePlan } from '../../src/indexes/graph/intermediate.js';
+import { GRAPH_EXACT_KNN_MAX_WORK, GRAPH_IVF_NPROBE, GRAPH_IVF_TARGET_RECALL, intermediatePlan, nprobeTries } from '../../src/indexes/graph/intermediate.js';
+import { clusteredFloats } from '../../src/common/random.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { loadRealSet } from '../helpers/data.js';
@@ -28,8 +30,10 @@ describe('the intermediate graph', () => {
     expect(intermediatePlan('auto', 60_000, 784)).toEqual({ method: 'exact' }); // Fashion-MNIST: 2.8e12
     const n = Math.floor(Math.sqrt(GRAPH_EXACT_KNN_MAX_WORK / 128));
     expect(intermediatePlan('auto', n, 128).method).toBe('exact');
-    expect(intermediatePlan('auto', n + 1, 128)).toEqual({ method: 'ivf', nlist: Math.round(Math.sqrt(8 * (n + 1))), nprobe: GRAPH_IVF_NPROBE });
-    expect(intermediatePlan('auto', 1_000_000, 128)).toEqual({ method: 'ivf', nlist: 2828, nprobe: 16 });
+    expect(intermediatePlan('auto', n + 1, 128)).toEqual({ method: 'ivf', nlist: Math.round(Math.sqrt(8 * (n + 1))) });
+    expect(intermediatePlan('auto', 1_000_000, 128)).toEqual({ method: 'ivf', nlist: 2828 });
+    expect(intermediatePlan('auto', 1_000_000, 128, 16)).toEqual({ method: 'ivf', nlist: 2828, nprobe: 16 });
+    expect([nprobeTries(2828), nprobeTries(5), nprobeTries(4), nprobeTries(1)]).toEqual([[2, 4, 8, GRAPH_IVF_NPROBE], [2, 4, 5], [2, 4], [1]]);
     expect(intermediatePlan('exact', 1_000_000, 128)).toEqual({ method: 'exact' });
     expect(intermediatePlan('ivf', 100, 8, 64)).toEqual({ method: 'ivf', nlist: 28, nprobe: 28 });
     expect(() => new GraphIndex(cpu, { dim: 8, intermediateGraph: 'nn-descent' as never })).toThrow("intermediateGraph must be 'auto', 'exact' or 'ivf'; got nn-descent");
@@ -67,6 +71,35 @@ describe('the intermediate graph', () => {
     // 4 of 98 lists: an intermediate graph that misses some neighbours, not one that is exact.
     expect(out[0].recall).toBeGreaterThan(0.3);
     expect(out[0].recall).toBeLessThan(1);
+  });
+
+  it("'ivf' without intermediateNprobe: the smallest tried nprobe whose sampled rows reach the target recall, and the graph built with that nprobe given", async () => {
+    const d = 16;
+    const xb = clusteredFloats(3000, d, 40, 31);
+    const chosen = new GraphIndex(cpu, { dim: d, degree: 16, intermediateGraph: 'ivf' });
+    await chosen.add(xb);
+    await chosen.rebuildGraph();
+    const info = chosen.lastIntermediate!;
+    const tried = info.tried!;
+    expect(tried.map((t) => t.nprobe)).toEqual(nprobeTries(info.nlist!).slice(0, tried.length));
+    // Every try before the last missed the target; the last reached it, or was the most there is.
+    for (const t of tried.slice(0, -1)) expect(t.recall, `nprobe ${t.nprobe}`).toBeLessThan(GRAPH_IVF_TARGET_RECALL);
+    const last = tried[tried.length - 1];
+    expect(last.recall >= GRAPH_IVF_TARGET_RECALL || last.nprobe === GRAPH_IVF_NPROBE).toBe(true);
+    expect(info.nprobe).toBe(last.nprobe);
+    // The sampled rows' recall in the full pass is what their try measured (same rows, same lists).
+    expect(info.recall).toBe(last.recall);
+    // This data reaches the target before the most lists: the choice saves work (a test that fails
+    // if the rule always picks 16).
+    expect(tried.length).toBeGreaterThan(1);
+    expect(info.nprobe).toBeLessThan(GRAPH_IVF_NPROBE);
+    const given = new GraphIndex(cpu, { dim: d, degree: 16, intermediateGraph: 'ivf', intermediateNprobe: info.nprobe });
+    await given.add(xb);
+    await given.rebuildGraph();
+    expect(given.lastIntermediate!.tried).toBeUndefined();
+    expect(Array.from(given.graphRows!)).toEqual(Array.from(chosen.graphRows!));
+    await chosen.dispose();
+    await given.dispose();
   });
 
   it.skipIf(!gpu)(`'ivf' on SIFT10K's first 4,000 rows: the intermediate recall it reports is above ${IVF_INTERMEDIATE_RECALL_FLOOR}; the graph's recall@10 above ${IVF_GRAPH_RECALL_FLOOR}`, async () => {

@@ -38,7 +38,7 @@ import {
 } from '../../device.js';
 import { popcount } from '../../cpu/hamming-scores.js';
 import { padSlots } from '../../common/results.js';
-import { GRAPH_IVF_NPROBE, type IntermediateGraph, type IntermediateGraphInfo, checkIntermediateGraph, intermediateGraph, intermediatePlan } from './intermediate.js';
+import { type IntermediateGraph, type IntermediateGraphInfo, checkIntermediateGraph, intermediateGraph, intermediatePlan } from './intermediate.js';
 import { halfRowsWithNorms } from '../../stores/half-rows.js';
 import { gatherRows } from '../../stores/rows.js';
 
@@ -56,7 +56,11 @@ export interface GraphIndexOptions {
    * GRAPH_EXACT_KNN_MAX_WORK, IVF above). See ./intermediate.ts.
    */
   intermediateGraph?: IntermediateGraph;
-  /** Lists an 'ivf' intermediate graph scans a row (default GRAPH_IVF_NPROBE, 16). */
+  /**
+   * Lists an 'ivf' intermediate graph scans a row (default: chosen by the build, the smallest of
+   * 2, 4, 8, 16 whose sampled rows reach GRAPH_IVF_TARGET_RECALL of their exact graph; see
+   * ./intermediate.ts and `lastIntermediate.tried`).
+   */
   intermediateNprobe?: number;
   /** As FlatIndexOptions.hostCopy. */
   hostCopy?: boolean;
@@ -133,7 +137,8 @@ export class GraphIndex extends FlatIndex {
   readonly degree: number;
   readonly intermediateDegree: number;
   readonly intermediateGraph: IntermediateGraph;
-  readonly intermediateNprobe: number;
+  /** undefined: the build chooses it. */
+  readonly intermediateNprobe: number | undefined;
   /** How the last full build made its intermediate graph (null before one). */
   lastIntermediate: IntermediateGraphInfo | null = null;
   /** The walk's internal list length when a search's params do not say. */
@@ -156,8 +161,8 @@ export class GraphIndex extends FlatIndex {
     }
     this.itopk = checkItopk(options.itopk ?? 64, 'itopk');
     this.intermediateGraph = checkIntermediateGraph(options.intermediateGraph);
-    this.intermediateNprobe = options.intermediateNprobe ?? GRAPH_IVF_NPROBE;
-    if (!Number.isInteger(this.intermediateNprobe) || this.intermediateNprobe < 1) {
+    this.intermediateNprobe = options.intermediateNprobe;
+    if (this.intermediateNprobe !== undefined && !(Number.isInteger(this.intermediateNprobe) && this.intermediateNprobe >= 1)) {
       throw new InvalidArgumentError(`intermediateNprobe must be an integer >= 1; got ${String(options.intermediateNprobe)}`);
     }
   }

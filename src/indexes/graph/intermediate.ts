@@ -7,6 +7,9 @@
  *   - 'ivf': an IVF-Flat index of the rows (nlist = round(sqrt(8 n)), k-means on a seeded sample
  *     of 64 rows a list), each row searched in the nprobe lists nearest it, about nprobe / nlist of
  *     the exact work; a row's own list is always among them, so it finds itself and is left out.
+ *     Unless nprobe is given, it is chosen: the smallest of 2, 4, 8, 16 (GRAPH_IVF_NPROBE) whose
+ *     graph of RECALL_SAMPLE_ROWS sampled rows has recall GRAPH_IVF_TARGET_RECALL of their exact
+ *     graph (a search of 256 rows a try: little beside the build), else 16.
  * Both are deterministic (seeded) and run on either backend. 'exact' gives the same graph on every
  * device; 'ivf' may differ in the few rows whose nprobe-th and next nearest lists nearly tie (IVF
  * probes by float32 scores against fractional centroids, rounded differently per device: 1 row in
@@ -24,8 +27,10 @@ export type IntermediateGraph = 'auto' | 'exact' | 'ivf';
 
 /** n^2 d at most for which 'auto' makes the intermediate graph exactly (above: 'ivf'); at d = 128, 176,776 rows. */
 export const GRAPH_EXACT_KNN_MAX_WORK = 4e12;
-/** Lists an 'ivf' intermediate graph scans a row, by default. */
+/** The most lists an 'ivf' intermediate graph scans a row where nprobe is chosen (the fixed default until 2026-12-03). */
 export const GRAPH_IVF_NPROBE = 16;
+/** The sampled rows' recall of their exact intermediate graph at which a chosen nprobe stops growing. */
+export const GRAPH_IVF_TARGET_RECALL = 0.95;
 /** k-means sample rows per list of an 'ivf' intermediate graph. */
 const IVF_TRAIN_ROWS_PER_LIST = 64;
 const SEED = 1234;
@@ -34,9 +39,12 @@ const SEED = 1234;
 export interface IntermediateGraphInfo {
   method: 'exact' | 'ivf';
   nlist?: number;
+  /** 'ivf': lists scanned a row; in a plan, absent where the build chooses it. */
   nprobe?: number;
-  /** 'ivf': its recall of the exact intermediate graph over RECALL_SAMPLE_ROWS seeded rows (intermediateRecall). */
+  /** 'ivf': its recall of the exact intermediate graph over RECALL_SAMPLE_ROWS seeded rows. */
   recall?: number;
+  /** 'ivf' with nprobe chosen: each nprobe tried on the sampled rows, and their recall, in order. */
+  tried?: { nprobe: number; recall: number }[];
 }
 
 /** Rows an 'ivf' build checks its intermediate graph's recall on (the flat search of 256 rows: cheap beside the build). */
@@ -48,12 +56,20 @@ export function checkIntermediateGraph(v: unknown): IntermediateGraph {
   throw new InvalidArgumentError(`intermediateGraph must be 'auto', 'exact' or 'ivf'; got ${String(v)}`);
 }
 
-/** What 'auto' (or the method asked for) does for n rows of d. */
-export function intermediatePlan(method: IntermediateGraph, n: number, d: number, nprobe = GRAPH_IVF_NPROBE): IntermediateGraphInfo {
+/** What 'auto' (or the method asked for) does for n rows of d; `nprobe` undefined: the build chooses it. */
+export function intermediatePlan(method: IntermediateGraph, n: number, d: number, nprobe?: number): IntermediateGraphInfo {
   const exact = method === 'exact' || (method === 'auto' && n * n * d <= GRAPH_EXACT_KNN_MAX_WORK);
   if (exact) return { method: 'exact' };
   const nlist = Math.max(1, Math.min(Math.round(Math.sqrt(8 * n)), Math.floor(n / 2)));
-  return { method: 'ivf', nlist, nprobe: Math.min(nprobe, nlist) };
+  return nprobe === undefined ? { method: 'ivf', nlist } : { method: 'ivf', nlist, nprobe: Math.min(nprobe, nlist) };
+}
+
+/** The nprobe values a build tries, smallest first: 2, 4, 8, 16 (GRAPH_IVF_NPROBE), none past nlist. */
+export function nprobeTries(nlist: number): number[] {
+  const tries: number[] = [];
+  for (let p = 2; p < GRAPH_IVF_NPROBE && p < nlist; p *= 2) tries.push(p);
+  tries.push(Math.min(GRAPH_IVF_NPROBE, nlist));
+  return tries;
 }
 
 /**
@@ -77,21 +93,33 @@ export async function intermediateGraph(backend: Backend, store: BaseStore, n: n
     return { knn, info: plan };
   }
   // The rows are prepared already (unit norm for cosine): inner product on them is cosine's order.
-  const ivf = new IvfFlatIndex(backend, { dim: store.d, nlist: plan.nlist!, metric: metric === 'l2' ? 'l2' : 'ip', nprobe: plan.nprobe });
+  const sample = await exactSample(backend, store, n, kin, metric, RECALL_SAMPLE_ROWS);
+  const ivf = new IvfFlatIndex(backend, { dim: store.d, nlist: plan.nlist!, metric: metric === 'l2' ? 'l2' : 'ip' });
+  let nprobe = plan.nprobe;
+  const tried: { nprobe: number; recall: number }[] = [];
   try {
     await ivf.train((await sampleRows(store, n, Math.min(n, plan.nlist! * IVF_TRAIN_ROWS_PER_LIST))).x);
     for await (const block of store.readRows()) await ivf.add(block);
+    if (nprobe === undefined) {
+      for (nprobe of nprobeTries(plan.nlist!)) {
+        const r = await ivf.search(sample.x, kin + 1, { nprobe });
+        const recall = sample.recall((i) => dropSelf(r.labels.subarray(i * (kin + 1), (i + 1) * (kin + 1)), r.distances.subarray(i * (kin + 1), (i + 1) * (kin + 1)), 1, kin, sample.rows[i]).labels);
+        tried.push({ nprobe, recall });
+        if (recall >= GRAPH_IVF_TARGET_RECALL) break;
+      }
+    }
     let row0 = 0;
     for await (const block of store.readRows()) {
       const rows = block.length / store.d;
-      const r = await ivf.search(block, kin + 1);
+      const r = await ivf.search(block, kin + 1, { nprobe });
       put(r.labels, r.distances, rows, row0);
       row0 += rows;
     }
   } finally {
     await ivf.dispose();
   }
-  return { knn, info: { ...plan, recall: await intermediateRecall(backend, store, knn, n, kin, metric, RECALL_SAMPLE_ROWS) } };
+  const recall = sample.recall((i) => knn.subarray(sample.rows[i] * kin, (sample.rows[i] + 1) * kin));
+  return { knn, info: { ...plan, nprobe, recall, ...(tried.length ? { tried } : {}) } };
 }
 
 /** A seeded sample of `m` of the store's `n` rows, in row order: their row numbers and vectors. */
@@ -120,24 +148,26 @@ async function sampleRows(store: BaseStore, n: number, m: number): Promise<{ row
 }
 
 /**
- * The intermediate graph's recall over `m` seeded rows: the share of each row's exact `kin`
- * nearest other rows (the flat search) that `knn` holds. A neighbour tied with an exact one but
- * not itself among them is not credited: a lower bound where distances tie.
+ * `m` seeded rows of the store (sampleRows) with their exact `kin` nearest other rows (a flat
+ * search), and `recall(graphRow)`: the share of those found in the graph rows that `graphRow(i)`
+ * gives for sample row i.
  */
-export async function intermediateRecall(backend: Backend, store: BaseStore, knn: Uint32Array, n: number, kin: number, metric: KernelMetric, m: number): Promise<number> {
+async function exactSample(backend: Backend, store: BaseStore, n: number, kin: number, metric: KernelMetric, m: number): Promise<{ rows: Uint32Array; x: Float32Array; recall: (graphRow: (i: number) => ArrayLike<number>) => number }> {
   const { rows, x } = await sampleRows(store, n, Math.min(m, n));
   const r = await backend.searchFlat(store, x, rows.length, kin + 1, metric);
-  let found = 0;
-  let total = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const at = (i + 1) * (kin + 1);
-    const exact = dropSelf(r.labels.subarray(at - kin - 1, at), r.distances.subarray(at - kin - 1, at), 1, kin, rows[i]).labels;
-    const have = new Set(knn.subarray(rows[i] * kin, (rows[i] + 1) * kin));
-    for (const v of exact) {
-      if (v < 0) continue;
-      total++;
-      if (have.has(v)) found++;
-    }
-  }
-  return total ? found / total : 1;
+  const exact = Array.from(rows, (row, i) => {
+    const at = i * (kin + 1);
+    return Array.from(dropSelf(r.labels.subarray(at, at + kin + 1), r.distances.subarray(at, at + kin + 1), 1, kin, row).labels).filter((v) => v >= 0);
+  });
+  const recall = (graphRow: (i: number) => ArrayLike<number>): number => {
+    let found = 0;
+    let total = 0;
+    exact.forEach((want, i) => {
+      const have = new Set(Array.from(graphRow(i), Number));
+      total += want.length;
+      for (const v of want) if (have.has(v)) found++;
+    });
+    return total ? found / total : 1;
+  };
+  return { rows, x, recall };
 }
