@@ -147,7 +147,7 @@ describe('a CAGRA build that fails on the device', async () => {
     }
   }
 
-  it.skipIf(!graphBackends[0][1])('cpu: a failed extend hands back every buffer it took, and the next search grows the graph', async () => {
+  it.skipIf(!graphBackends[0][1])('cpu: a failed extend hands back every buffer it took, and the next search builds the graph again', async () => {
     const backend = graphBackends[0][1]!;
     const index = new GraphIndex(backend, { dim: dg, degree: 8 });
     await index.add(xg.subarray(0, 2500 * dg));

@@ -85,10 +85,11 @@ describe('the intermediate graph', () => {
     // Every try before the last missed the target; the last reached it, or was the most there is.
     for (const t of tried.slice(0, -1)) expect(t.recall, `nprobe ${t.nprobe}`).toBeLessThan(GRAPH_IVF_TARGET_RECALL);
     const last = tried[tried.length - 1];
-    expect(last.recall >= GRAPH_IVF_TARGET_RECALL || last.nprobe === GRAPH_IVF_NPROBE).toBe(true);
+    expect(last.recall >= GRAPH_IVF_TARGET_RECALL || last.nprobe === nprobeTries(info.nlist!).at(-1)).toBe(true);
     expect(info.nprobe).toBe(last.nprobe);
-    // The sampled rows' recall in the full pass is what their try measured (same rows, same lists).
-    expect(info.recall).toBe(last.recall);
+    // The reported recall is another sample's, near the choosing one's but not it.
+    expect(Math.abs(info.recall! - last.recall)).toBeLessThan(0.05);
+    expect(info.recall).not.toBe(last.recall);
     // This data reaches the target before the most lists: the choice saves work (a test that fails
     // if the rule always picks 16).
     expect(tried.length).toBeGreaterThan(1);

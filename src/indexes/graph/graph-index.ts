@@ -400,8 +400,9 @@ export class GraphIndex extends FlatIndex {
         const walk = walkOptions(current, itopk, 1, 0);
         const queries = added.subarray((linked - old.n) * d, (linked - old.n + step) * d);
         const found = await searchGraph(device, this.store, current.device, queries, step, kin, this.kernelMetric, walk);
-        this.releaseGraph(current.device, false);
-        current = null;
+        const walked = current;
+        current = null; // before the release: a release that threw must not be repeated by the catch
+        this.releaseGraph(walked.device, false);
         // 2. Forward edges: the candidates pruned, detours through the linked rows' graph rows.
         const knn = new Uint32Array((linked + step) * kin).fill(PAD_ID);
         for (let r = 0; r < linked; r++) knn.set(rows.subarray(r * degree, r * degree + Math.min(degree, kin)), r * kin);
