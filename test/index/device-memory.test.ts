@@ -116,12 +116,13 @@ describe('a CAGRA build that fails on the device', async () => {
   const dg = 40;
   const xg = clusteredFloats(3000, dg, 30, 7);
   const q = xg.subarray(0, 20 * dg);
-  /** Runs `search` with every upload to a buffer labelled `label` failing: it must reject with that failure; what it took and gave back. */
-  async function searchFailingAt(backend: Backend, label: string, search: () => Promise<unknown>): Promise<{ taken: number; released: number }> {
+  /** Runs `search` with the uploads to a buffer labelled `label` failing after the first `after`: it must reject with that failure; what it took and gave back. */
+  async function searchFailingAt(backend: Backend, label: string, search: () => Promise<unknown>, after = 0): Promise<{ taken: number; released: number }> {
     const { device } = backend;
     const upload = device.upload.bind(device);
+    let seen = 0;
     const spy = vi.spyOn(device, 'upload').mockImplementation((buffer, offset, data) => {
-      if (buffer.label === label) throw new Error(`device lost while writing ${label}`);
+      if (buffer.label === label && ++seen > after) throw new Error(`device lost while writing ${label}`);
       upload(buffer, offset, data);
     });
     try {
@@ -146,6 +147,29 @@ describe('a CAGRA build that fails on the device', async () => {
       });
     }
   }
+
+  it('cpu: a connect that fails (its rewrite of the graph) hands back the installed graph', async () => {
+    // Tight clusters: the pruned graph splits, so connect links the parts in and rewrites the
+    // graph buffer, the second upload of `graph` (the first is installGraph's).
+    const dc = 16;
+    const xc = clusteredFloats(6000, dc, 300, 3, 0.01).map((v) => Math.round(100 * v));
+    const backend = cpuBackend();
+    const index = new GraphIndex(backend, { dim: dc, degree: 16 });
+    await index.add(xc);
+    const w = await searchFailingAt(backend, 'graph', () => index.search(xc.subarray(0, 5 * dc), 5), 1);
+    expect(w.taken).toBeGreaterThan(0);
+    expect(w.released).toBe(w.taken);
+    expect(index.graphRows).toBeNull();
+    // The next search builds it whole: the graph a fresh index builds.
+    await index.search(xc.subarray(0, 5 * dc), 1);
+    const fresh = new GraphIndex(backend, { dim: dc, degree: 16 });
+    await fresh.add(xc);
+    await fresh.search(xc.subarray(0, 5 * dc), 1);
+    expect(Array.from(index.graphRows!)).toEqual(Array.from(fresh.graphRows!));
+    expect(index.unreachableRows).toBe(0);
+    await index.dispose();
+    await fresh.dispose();
+  });
 
   it.skipIf(!graphBackends[0][1])('cpu: a failed extend hands back every buffer it took, and the next search builds the graph again', async () => {
     const backend = graphBackends[0][1]!;
