@@ -29,6 +29,7 @@ import { FlatIndex } from '../flat/flat-index.js';
 import type { SearchParams } from '../vector-index.js';
 import { CAGRA_MAX_DEGREE, CAGRA_MAX_KIN, PAD_ID } from '../../kernel-facts.js';
 import {
+  type Device,
   type DeviceBuffer,
   GRAPH_SEARCH_MAX_CANDIDATES,
   GRAPH_SEARCH_MAX_HASH_BITS,
@@ -393,7 +394,7 @@ export class GraphIndex extends FlatIndex {
     try {
       while (linked < n) {
         const step = Math.min(n - linked, Math.max(1, Math.ceil(linked * EXTEND_STEP)));
-        current = await this.installGraph(rows, n, linked, halfRows, old.nBuilt);
+        current = await this.installGraph(rows, linked, halfRows, old.nBuilt);
         // 1. Candidates by a walk of the rows linked so far.
         const kin = Math.min(this.intermediateDegree, linked);
         const itopk = Math.min(GRAPH_MAX_ITOPK, Math.max(this.itopk, kin));
@@ -426,7 +427,7 @@ export class GraphIndex extends FlatIndex {
         }
         linked += step;
       }
-      current = await this.installGraph(rows, n, n, halfRows, old.nBuilt);
+      current = await this.installGraph(rows, n, halfRows, old.nBuilt);
     } catch (err) {
       if (current) this.releaseGraph(current.device, false);
       for (const b of halfRowBuffers(halfRows)) device.release(b);
@@ -461,7 +462,7 @@ export class GraphIndex extends FlatIndex {
   private async install(rows: Uint32Array, n: number, nBuilt: number): Promise<BuiltGraph> {
     const halfRows = this.walksHalves() ? await this.uploadHalfRows(n) : null;
     try {
-      return await this.installGraph(rows, n, n, halfRows, nBuilt);
+      return await this.installGraph(rows, n, halfRows, nBuilt);
     } catch (err) {
       for (const b of halfRowBuffers(halfRows)) this.backend.device.release(b);
       throw err;
@@ -469,30 +470,20 @@ export class GraphIndex extends FlatIndex {
   }
 
   /**
-   * Puts `rows` (`degree` ids a row of `nrows` rows, the first `linked` linked) and the entry rows,
+   * Puts `rows` (`degree` ids a row, the first `linked` rows linked) and the entry rows,
    * chosen among the linked rows (their ids and a store of their rows), on the device beside
    * `halfRows` (which the graph then owns; where this fails, they stay the caller's, and what it
    * made itself is handed back).
    */
-  private async installGraph(rows: Uint32Array, nrows: number, linked: number, halfRows: DeviceGraph['halfRows'], nBuilt: number): Promise<BuiltGraph> {
-    const device = this.backend.device;
+  private async installGraph(rows: Uint32Array, linked: number, halfRows: DeviceGraph['halfRows'], nBuilt: number): Promise<BuiltGraph> {
     const entries = chooseEntryRows(linked, Math.min(linked, GRAPH_MAX_ENTRY_ROWS));
     const entryRows = this.backend.createBaseStore(this.dim, { hostCopy: false });
-    const made: DeviceBuffer[] = [];
-    const upload = (label: string, data: Uint32Array): DeviceBuffer => {
-      const b = device.buffer(label, data.byteLength);
-      made.push(b);
-      device.upload(b, 0, data);
-      return b;
-    };
     try {
       await entryRows.add(gatherRows(await this.store.rowsAt(entries), entries, this.dim), entries.length);
-      const graph = upload('graph', rows);
-      const ids = upload('graph_entries', entries);
+      const [graph, ids] = uploadAll(this.backend.device, [['graph', rows], ['graph_entries', entries]]);
       return { n: linked, nBuilt, rows, entries, device: { graph, degree: this.degree, entries: { rows: entryRows, ids }, halfRows } };
     } catch (err) {
       entryRows.dispose();
-      for (const b of made) device.release(b);
       throw err;
     }
   }
@@ -507,25 +498,16 @@ export class GraphIndex extends FlatIndex {
       at += block.length;
     }
     const { words, norms } = halfRowsWithNorms(padded, n, dpad);
-    const device = this.backend.device;
     // The rows past one binding (checkWalkRows allows two) from rowSplit on.
     const rowSplit = Math.min(n, this.halfRowsPerBinding());
     const split = rowSplit * halfRowWords(dpad);
-    const made: DeviceBuffer[] = [];
-    const upload = (label: string, part: Uint32Array | Float32Array): DeviceBuffer => {
-      const b = device.buffer(label, part.byteLength);
-      made.push(b);
-      device.upload(b, 0, part);
-      return b;
-    };
-    try {
-      const xb = upload('graph_half_rows', words.subarray(0, split));
-      const xbHi = rowSplit < n ? upload('graph_half_rows_hi', words.subarray(split)) : null;
-      return { xb, xbHi, rowSplit, xnorm: upload('graph_half_norms', norms) };
-    } catch (err) {
-      for (const b of made) device.release(b);
-      throw err;
-    }
+    const hi = rowSplit < n;
+    const made = uploadAll(this.backend.device, [
+      ['graph_half_rows', words.subarray(0, split)],
+      ...(hi ? [['graph_half_rows_hi', words.subarray(split)] as [string, Uint32Array]] : []),
+      ['graph_half_norms', norms],
+    ]);
+    return { xb: made[0], xbHi: hi ? made[1] : null, rowSplit, xnorm: made[made.length - 1] };
   }
 
   private dropGraph(): void {
@@ -782,6 +764,22 @@ function savedGraph(rows: Uint32Array | null, nslots: number, degree: number, de
     }
   }
   return out;
+}
+
+/** New device buffers holding `parts` (label, contents), in order; where one fails, those made are handed back. */
+function uploadAll(device: Device, parts: [string, Uint32Array | Float32Array][]): DeviceBuffer[] {
+  const made: DeviceBuffer[] = [];
+  try {
+    for (const [label, data] of parts) {
+      const b = device.buffer(label, data.byteLength);
+      made.push(b);
+      device.upload(b, 0, data);
+    }
+    return made;
+  } catch (err) {
+    for (const b of made) device.release(b);
+    throw err;
+  }
 }
 
 /** The device buffers of a graph's rows as halves (none for null). */

@@ -102,17 +102,13 @@ export async function intermediateGraph(backend: Backend, store: BaseStore, n: n
   const sample = await exactSample(backend, store, n, kin, metric, RECALL_SAMPLE_ROWS);
   const ivf = new IvfFlatIndex(backend, { dim: store.d, nlist: plan.nlist!, metric: metric === 'l2' ? 'l2' : 'ip' });
   let nprobe = plan.nprobe;
-  const tried: { nprobe: number; recall: number }[] = [];
+  let tried: { nprobe: number; recall: number }[] = [];
   try {
     await ivf.train((await sampleRows(store, n, Math.min(n, plan.nlist! * IVF_TRAIN_ROWS_PER_LIST))).x);
     for await (const block of store.readRows()) await ivf.add(block);
     if (nprobe === undefined) {
-      for (nprobe of nprobeTries(plan.nlist!)) {
-        const r = await ivf.search(sample.x, kin + 1, { nprobe });
-        const recall = sample.recall((i) => dropSelf(r.labels.subarray(i * (kin + 1), (i + 1) * (kin + 1)), r.distances.subarray(i * (kin + 1), (i + 1) * (kin + 1)), 1, kin, sample.rows[i]).labels);
-        tried.push({ nprobe, recall });
-        if (recall >= GRAPH_IVF_TARGET_RECALL) break;
-      }
+      tried = await tryNprobes(ivf, sample, kin, plan.nlist!);
+      nprobe = tried[tried.length - 1].nprobe;
     }
     let row0 = 0;
     for await (const block of store.readRows()) {
@@ -127,6 +123,18 @@ export async function intermediateGraph(backend: Backend, store: BaseStore, n: n
   const check = tried.length ? await exactSample(backend, store, n, kin, metric, RECALL_SAMPLE_ROWS, RECALL_SEED) : sample;
   const recall = check.recall((i) => knn.subarray(check.rows[i] * kin, (check.rows[i] + 1) * kin));
   return { knn, info: { ...plan, nprobe, recall, ...(tried.length ? { tried } : {}) } };
+}
+
+/** The sample's recall at each of nprobeTries(nlist) in turn, up to the first that reaches GRAPH_IVF_TARGET_RECALL (the last tried is the one to use). */
+async function tryNprobes(ivf: IvfFlatIndex, sample: ExactSample, kin: number, nlist: number): Promise<{ nprobe: number; recall: number }[]> {
+  const tried: { nprobe: number; recall: number }[] = [];
+  for (const nprobe of nprobeTries(nlist)) {
+    const r = await ivf.search(sample.x, kin + 1, { nprobe });
+    const recall = sample.recall((i) => ownNeighbours(r, i, kin, sample.rows[i]));
+    tried.push({ nprobe, recall });
+    if (recall >= GRAPH_IVF_TARGET_RECALL) break;
+  }
+  return tried;
 }
 
 /** A seeded sample of `m` of the store's `n` rows, in row order: their row numbers and vectors. */
@@ -154,18 +162,22 @@ async function sampleRows(store: BaseStore, n: number, m: number, seed = SEED): 
   return { rows, x };
 }
 
+interface ExactSample {
+  rows: Uint32Array;
+  x: Float32Array;
+  recall: (graphRow: (i: number) => ArrayLike<number>) => number;
+}
+
 /**
- * `m` rows of the store sampled with `seed` (sampleRows) with their exact `kin` nearest other rows (a flat
- * search), and `recall(graphRow)`: the share of those found in the graph rows that `graphRow(i)`
- * gives for sample row i.
+ * `m` rows of the store sampled with `seed` (sampleRows) with their exact `kin` nearest other
+ * rows (a flat search), and `recall(graphRow)`: the share of those found in the graph rows that `graphRow(i)`
+ * gives for sample row i. A neighbour tied with an exact one but not itself among them is not
+ * credited: a lower bound where distances tie.
  */
-async function exactSample(backend: Backend, store: BaseStore, n: number, kin: number, metric: KernelMetric, m: number, seed = SEED): Promise<{ rows: Uint32Array; x: Float32Array; recall: (graphRow: (i: number) => ArrayLike<number>) => number }> {
+async function exactSample(backend: Backend, store: BaseStore, n: number, kin: number, metric: KernelMetric, m: number, seed = SEED): Promise<ExactSample> {
   const { rows, x } = await sampleRows(store, n, Math.min(m, n), seed);
   const r = await backend.searchFlat(store, x, rows.length, kin + 1, metric);
-  const exact = Array.from(rows, (row, i) => {
-    const at = i * (kin + 1);
-    return Array.from(dropSelf(r.labels.subarray(at, at + kin + 1), r.distances.subarray(at, at + kin + 1), 1, kin, row).labels).filter((v) => v >= 0);
-  });
+  const exact = Array.from(rows, (row, i) => Array.from(ownNeighbours(r, i, kin, row)).filter((v) => v >= 0));
   const recall = (graphRow: (i: number) => ArrayLike<number>): number => {
     let found = 0;
     let total = 0;
@@ -177,4 +189,10 @@ async function exactSample(backend: Backend, store: BaseStore, n: number, kin: n
     return total ? found / total : 1;
   };
   return { rows, x, recall };
+}
+
+/** Row `i` of a search for `kin + 1` neighbours a query, the query's own row `row` left out: its `kin` nearest other rows. */
+function ownNeighbours(r: { labels: Float64Array | Int32Array; distances: Float32Array }, i: number, kin: number, row: number): Float64Array {
+  const at = i * (kin + 1);
+  return dropSelf(r.labels.subarray(at, at + kin + 1), r.distances.subarray(at, at + kin + 1), 1, kin, row).labels;
 }
