@@ -5,6 +5,7 @@
 //   node scripts/graph-profile.mjs --data siftsmall|fashion-mnist|clustered|uniform [--n 1000000 --d 128]
 //        [--backend webgpu|cpu] [--degree 32] [--itopk 16,32,64] [--k 10] [--nq 1000] [--batch 1000]
 //        [--intermediate auto|exact|ivf] [--intermediate-nprobe P (default: the build chooses)] [--no-truth] [--check-cpu]
+//        [--graph-team auto|1|2|...|64 (tuning.graphTeam: the walk's lanes a row; default the device's)]
 // --check-cpu: the index saved, loaded on the CPU backend and searched with the same queries:
 // labelsEqual says whether every label is the same (the CPU walks with the kernel's twin).
 // Needs `npm run build` first (it runs dist/). Not interleaved: the comparison against the peers
@@ -31,13 +32,15 @@ const { values: v } = parseArgs({
     'intermediate-nprobe': { type: 'string' },
     'no-truth': { type: 'boolean', default: false },
     'check-cpu': { type: 'boolean', default: false },
+    'graph-team': { type: 'string' },
   },
 });
 const k = Number(v.k);
 const batch = Number(v.batch);
 const data = await loadData(v);
-const backend = await createBackend({ backend: v.backend });
-const log = (o) => console.log(JSON.stringify({ data: data.name, n: data.n, d: data.d, nq: data.nq, k, batch, backend: backend.kind, ...o }));
+const graphTeam = v['graph-team'] === undefined ? undefined : v['graph-team'] === 'auto' ? 'auto' : Number(v['graph-team']);
+const backend = await createBackend({ backend: v.backend, tuning: graphTeam === undefined ? {} : { graphTeam } });
+const log = (o) => console.log(JSON.stringify({ data: data.name, n: data.n, d: data.d, nq: data.nq, k, batch, backend: backend.kind, graphTeam: backend.device.tuning.graphTeam, ...o }));
 const round = (x, p = 3) => Number(x.toFixed(p));
 
 /** As graph-kit's timedSearch, with the timed batches' timings (the untimed first batch left out). */

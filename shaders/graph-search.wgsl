@@ -49,12 +49,15 @@
 // registers across the barrier. Dropping early made the search 1.8x faster on lavapipe.
 // Dispatch: one workgroup of WG invocations per query row, folded into (x, y):
 //   row = workgroup_id.x + workgroup_id.y * num_workgroups.x.
-// Distances: one invocation per id of a batch (simple; they are about half the time on lavapipe).
-// Faster, where search_width * degree < WG and on real GPUs: a team of lanes per candidate, vec4
-// loads across its row and a subgroup reduction; a merge by binary search (merge path) where
-// many candidates survive.
-// Workgroup memory (caps below): query 4 KiB, list 3 KiB, candidates 4 KiB, hash 4 KiB, parents and
-// counters 140 B: 15,500 bytes, under WebGPU's 16 KiB default maxComputeWorkgroupStorageSize.
+// Distances: a batch is first inserted into the hash, one id an invocation, the fresh ids (those
+// it did not hold) compacted into cand_i; then TEAM invocations score each fresh id together, lane
+// t of a team reading the row's vec4s t, t + TEAM, ... (on a GPU the team's loads of one row are
+// adjacent words), their partial sums added by the team's first lane in lane order. WG / TEAM fresh
+// ids a round, so seen ids cost no invocation a round. TEAM (the encoder picks it by the row's
+// width) changes only the float32 summation order: the twin scores in float64.
+// Workgroup memory (caps below): query 4 KiB, list 3 KiB, candidates 4 KiB, hash 4 KiB, partial sums
+// 512 B, parents and counters 144 B: 16,016 bytes, under WebGPU's 16 KiB default
+// maxComputeWorkgroupStorageSize.
 
 const PAD_ID: u32 = 0xffffffffu;
 // Fibonacci hashing: 2^32 / golden ratio (odd). src/cpu/graph-search.ts GRAPH_HASH_MUL.
@@ -67,10 +70,14 @@ const MAX_HASH: u32 = 1024u;
 const MAX_DPAD4: u32 = 256u;
 // Invocations per workgroup (a const: it sizes the merge's registers).
 const WG: u32 = 64u;
+// Partial sums: two rounds of WG.
+const PARTS: u32 = 128u;
 const PER_LANE: u32 = (MAX_ITOPK + MAX_CAND + WG - 1u) / WG;
 override METRIC: u32 = 0u;
 override MASKED: bool = false;
 override HALF: bool = false;
+// Invocations that score one row together (a power of two dividing WG: GraphSearchArgs.team).
+override TEAM: u32 = 1u;
 // +inf, read from a variable: a constant expression may not evaluate to inf.
 var<private> INF_BITS: u32 = 0x7f800000u;
 
@@ -110,6 +117,8 @@ var<workgroup> list_x: array<u32, MAX_ITOPK>;   // 1: expanded
 var<workgroup> cand_s: array<f32, MAX_CAND>;
 var<workgroup> cand_i: array<u32, MAX_CAND>;
 var<workgroup> cand_n: atomic<u32>;             // candidates in cand_s/cand_i
+var<workgroup> fresh_n: atomic<u32>;            // a batch's fresh ids, in cand_i before scoring
+var<workgroup> part: array<f32, PARTS>;         // the teams' partial dot products (two rounds)
 var<workgroup> hash: array<atomic<u32>, MAX_HASH>;
 var<workgroup> hash_n: atomic<u32>;             // ids the hash holds
 var<workgroup> parents: array<u32, MAX_WIDTH>;
@@ -160,53 +169,90 @@ fn half_terms(j: u32, w: vec4<u32>) -> vec4<f32> {
   return q[2u * j] * vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)) + q[2u * j + 1u] * vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
 }
 
-fn score(v: u32) -> f32 {
+// Query r's dot product with row v over the vec4s (HALF: the word-quads) t, t + TEAM, t + 2 TEAM,
+// ...: lane t of a team of TEAM (the team's lanes read one row, each its own stretch).
+fn partial_dot(v: u32, t: u32) -> f32 {
   var acc = vec4<f32>(0.0);
   if (HALF) {
     let w4 = half_row_words4();
     if (v < p.row_split) {
       let h0 = v * w4;
-      for (var j = 0u; j < w4; j++) {
+      for (var j = t; j < w4; j += TEAM) {
         acc += half_terms(j, xb[h0 + j]);
       }
     } else {
       let h0 = (v - p.row_split) * w4;
-      for (var j = 0u; j < w4; j++) {
+      for (var j = t; j < w4; j += TEAM) {
         acc += half_terms(j, xb_hi[h0 + j]);
       }
     }
   } else {
     let x0 = v * p.dpad4;
-    for (var j = 0u; j < p.dpad4; j++) {
+    for (var j = t; j < p.dpad4; j += TEAM) {
       acc += q[j] * bitcast<vec4<f32>>(xb[x0 + j]);
     }
   }
-  let dot_qx = (acc.x + acc.y) + (acc.z + acc.w);
+  return (acc.x + acc.y) + (acc.z + acc.w);
+}
+
+fn score_of(v: u32, dot_qx: f32) -> f32 {
   if (METRIC == 0u) {
     return xnorm[v] - 2.0 * dot_qx;
   }
   return -dot_qx;
 }
 
-// Batch id v: if the hash did not hold it yet, it is scored, and kept as a candidate when it would
-// enter the list (better than the list's last entry: any other would be cut by the merge anyway),
-// in the next slot of an atomic counter (see the header: the order does not matter).
-fn take(v: u32) {
+// A batch's first step, batch id v: if the hash did not hold it yet, it is a fresh id, appended to
+// cand_i at an atomic counter (the order does not matter: see the header).
+fn insert_fresh(v: u32) {
   if (v == PAD_ID || !hash_insert(v)) {
     return;
   }
-  let s = score(v);
-  let last = p.itopk - 1u;
-  if (better(s, v, list_s[last], list_i[last])) {
-    let j = atomicAdd(&cand_n, 1u);
-    cand_s[j] = s;
-    cand_i[j] = v;
-  }
+  cand_i[atomicAdd(&fresh_n, 1u)] = v;
 }
 
-// The candidates a batch kept, once every invocation has taken its ids (read through ctl: a
-// uniform value for the merge's barriers).
-fn candidates(lid: u32) -> u32 {
+// A batch's second step, once every invocation has inserted its ids: each fresh id is scored by a
+// team of TEAM lanes (their partial sums added in lane order by the team's first lane), and kept
+// as a candidate when it would enter the list (better than the list's last entry: any other would
+// be cut by the merge anyway). Kept candidates are compacted in place, in cand_s / cand_i from 0:
+// a round of WG / TEAM fresh ids reads its ids before its barrier and writes the kept ones after
+// it, below its own end (no more are kept than were read), where no later round reads. The
+// partial sums alternate between two halves of `part`, so a round's writes never meet the last
+// round's reads. Returns the candidates kept (uniform: the merge's barriers follow).
+fn score_fresh(lid: u32) -> u32 {
+  workgroupBarrier();
+  if (lid == 0u) {
+    ctl = atomicLoad(&fresh_n);
+  }
+  let nf = workgroupUniformLoad(&ctl);
+  let team = lid / TEAM;
+  let t = lid % TEAM;
+  let last = p.itopk - 1u;
+  var half = 0u;
+  for (var c0 = 0u; c0 < nf; c0 += WG / TEAM) {
+    let c = c0 + team;
+    var v = PAD_ID;
+    var d = 0.0;
+    if (c < nf) {
+      v = cand_i[c];
+      d = partial_dot(v, t);
+    }
+    part[half + lid] = d;
+    workgroupBarrier();
+    if (t == 0u && c < nf) {
+      var dot_qx = part[half + lid];
+      for (var u = 1u; u < TEAM; u++) {
+        dot_qx += part[half + lid + u];
+      }
+      let s = score_of(v, dot_qx);
+      if (better(s, v, list_s[last], list_i[last])) {
+        let j = atomicAdd(&cand_n, 1u);
+        cand_s[j] = s;
+        cand_i[j] = v;
+      }
+    }
+    half = WG - half;
+  }
   workgroupBarrier();
   if (lid == 0u) {
     ctl = atomicLoad(&cand_n);
@@ -299,15 +345,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (lid == 0u) {
     atomicStore(&hash_n, 0u);
     atomicStore(&cand_n, 0u);
+    atomicStore(&fresh_n, 0u);
   }
   workgroupBarrier();
 
   // 1. The query's seeds.
   let s0 = row * p.nseeds;
   for (var j = lid; j < p.nseeds; j += WG) {
-    take(io[s0 + j]);
+    insert_fresh(io[s0 + j]);
   }
-  merge(lid, candidates(lid));
+  merge(lid, score_fresh(lid));
 
   // 2. Expansions. Invocation 0 counts the ids scored: hash_n's inserts, less the list's ids
   // inserted again after a reset (`relisted`), which are not scored.
@@ -334,6 +381,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       }
       ctl = np | select(0u, 0x80000000u, reset);
       atomicStore(&cand_n, 0u);
+      atomicStore(&fresh_n, 0u);
     }
     let c = workgroupUniformLoad(&ctl);
     let np = c & 0x7fffffffu;
@@ -362,9 +410,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let nb = np * p.degree;
     for (var j = lid; j < nb; j += WG) {
       let parent = parents[j / p.degree];
-      take(graph[parent * p.degree + j % p.degree]);
+      insert_fresh(graph[parent * p.degree + j % p.degree]);
     }
-    merge(lid, candidates(lid));
+    merge(lid, score_fresh(lid));
     iterations++;
   }
 

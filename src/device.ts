@@ -97,6 +97,17 @@ export interface DeviceTuning {
    * `hostCopy` option overrides it. Nothing to decide on the CPU, which reads its own memory.
    */
   hostCopy?: boolean;
+  /**
+   * Invocations that score one row together in the CAGRA walk (shaders/graph-search.wgsl `TEAM`):
+   * a power of two from 1 to GRAPH_SEARCH_MAX_TEAM, or `auto`: by the walk's row width
+   * (graphSearchTeam: about 64 bytes of the row a lane, as cuVS sizes its teams; not yet measured
+   * on a real GPU). Default 1 on a CPU-emulated adapter (on lavapipe each doubling past 2 cost
+   * the walk time: docs/graph-index.md, "The walk's profile"), `auto` on a real GPU. It changes
+   * only the order in which the walk's float32 dot products are summed: where two rows are that
+   * near, a walk may step differently (the re-score stays exact). Nothing to decide on the CPU,
+   * whose twin scores in float64.
+   */
+  graphTeam?: number | 'auto';
 }
 
 /** Options every device takes (createBackend passes them on). */
@@ -276,6 +287,12 @@ export interface GraphSearchArgs<B = DeviceBuffer> {
   itopk: number;
   /** Parents expanded per iteration. */
   searchWidth: number;
+  /**
+   * Invocations that score one row together on a GPU (a power of two, at most
+   * GRAPH_SEARCH_MAX_TEAM; default 1): see DeviceTuning.graphTeam. The twin, which scores in
+   * float64, ignores it.
+   */
+  team?: number;
   /** Most iterations (expansions) a query runs; 0: the seeds only. */
   maxIterations: number;
   /** The visited hash holds 2^hashBits ids (see checkGraphSearchArgs for what it must hold). */
@@ -296,6 +313,27 @@ export const GRAPH_SEARCH_MAX_CANDIDATES = 512;
 export const GRAPH_SEARCH_MAX_WIDTH = 32;
 export const GRAPH_SEARCH_MAX_HASH_BITS = 10;
 export const GRAPH_SEARCH_MAX_DPAD = 1024;
+/** Most invocations scoring one row together: the kernel's workgroup (shaders/graph-search.wgsl WG). */
+export const GRAPH_SEARCH_MAX_TEAM = 64;
+
+/** Whether t is a power of two in [1, GRAPH_SEARCH_MAX_TEAM]. */
+function isTeam(t: unknown): t is number {
+  return typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= GRAPH_SEARCH_MAX_TEAM && (t & (t - 1)) === 0;
+}
+
+/**
+ * The walk's team (GraphSearchArgs.team) for a device's `tuning.graphTeam` and the walk's rows
+ * (`dpad` floats, or with `half` as halves): `auto` gives each lane of the team about 64 bytes of
+ * the row, four vec4 loads (the smallest power of two at least rowBytes / 64), from 1 to 32; SIFT's
+ * 128 floats: 8, Fashion-MNIST's 784 as halves: 32.
+ */
+export function graphSearchTeam(graphTeam: number | 'auto', dpad: number, half: boolean): number {
+  if (graphTeam !== 'auto') return graphTeam;
+  const vec4s = half ? Math.ceil(dpad / 8) : dpad / 4;
+  let t = 1;
+  while (t < 32 && 4 * t < vec4s) t *= 2;
+  return t;
+}
 
 /**
  * Throws InvalidArgumentError unless a graph-search call is within the caps and its visited hash
@@ -307,7 +345,7 @@ export const GRAPH_SEARCH_MAX_DPAD = 1024;
 export function checkGraphSearchArgs(a: {
   itopk: number; k: number; searchWidth: number; degree: number; nseeds: number; hashBits: number;
   maxIterations: number; dpad: number; n: number; rows: number; q0: number; maskBit0: number;
-  half?: boolean; xbHi?: unknown; rowSplit?: number;
+  half?: boolean; xbHi?: unknown; rowSplit?: number; team?: number;
 }): void {
   const bad = (what: string) => {
     throw new InvalidArgumentError(`graph-search: ${what}`);
@@ -325,6 +363,7 @@ export function checkGraphSearchArgs(a: {
   }
   range('nseeds', a.nseeds, 0, GRAPH_SEARCH_MAX_CANDIDATES, ' (GRAPH_SEARCH_MAX_CANDIDATES)');
   range('hashBits', a.hashBits, 1, GRAPH_SEARCH_MAX_HASH_BITS, ' (GRAPH_SEARCH_MAX_HASH_BITS)');
+  if (a.team !== undefined && !isTeam(a.team)) bad(`team must be a power of two in [1, ${GRAPH_SEARCH_MAX_TEAM}] (GRAPH_SEARCH_MAX_TEAM); got ${String(a.team)}`);
   const slots = 2 ** a.hashBits;
   const batch = a.searchWidth * a.degree;
   if (a.nseeds > slots || 2 * batch > slots || a.itopk + batch > slots) {
@@ -753,7 +792,10 @@ export function checkTuning(t: DeviceTuning, alsoKnown: string[] = []): void {
   for (const key of ['kmeansBounds', 'ivfHalfScan', 'hostCopy'] as const) {
     if (t[key] !== undefined && typeof t[key] !== 'boolean') throw new InvalidArgumentError(`tuning.${key} must be true or false; got ${String(t[key])}`);
   }
-  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy', 'kmeansBounds', 'ivfHalfScan', 'hostCopy'];
+  if (t.graphTeam !== undefined && t.graphTeam !== 'auto' && !isTeam(t.graphTeam)) {
+    throw new InvalidArgumentError(`tuning.graphTeam must be auto or a power of two in [1, ${GRAPH_SEARCH_MAX_TEAM}]; got ${String(t.graphTeam)}`);
+  }
+  const known = ['tileCols', 'scoreTileBytes', 'queryBatch', 'chunkRows', 'selectInvocations', 'pairCapacity', 'scanSegments', 'ivfStrategy', 'kmeansBounds', 'ivfHalfScan', 'hostCopy', 'graphTeam'];
   const unknown = Object.keys(t).filter((key) => !known.includes(key) && !alsoKnown.includes(key) && key !== 'maxBindingBytes');
   if (unknown.length > 0) throw new InvalidArgumentError(`unknown tuning option ${unknown.join(', ')}; expected ${known.join(', ')}`);
 }

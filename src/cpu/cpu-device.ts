@@ -64,6 +64,8 @@ export class CpuDevice implements Device {
       ivfHalfScan: t.ivfHalfScan ?? false,
       // Rows are read in place: there is never a copy to keep.
       hostCopy: t.hostCopy ?? false,
+      // The twin scores in float64, in one order: there is no team.
+      graphTeam: t.graphTeam ?? 1,
     };
   }
 

@@ -28,6 +28,8 @@ export interface GraphSearchHost {
   dpad: number;
   itopk: number;
   searchWidth: number;
+  /** Checked, then ignored: a GPU's lanes a row (GraphSearchArgs.team); the twin sums in float64, in one order. */
+  team?: number;
   maxIterations: number;
   hashBits: number;
   k: number;

@@ -79,6 +79,7 @@ export class GpuDevice implements Device {
       kmeansBounds: options.kmeansBounds ?? fallback,
       ivfHalfScan: options.ivfHalfScan ?? fallback,
       hostCopy: options.hostCopy ?? !fallback,
+      graphTeam: options.graphTeam ?? (fallback ? 1 : 'auto'),
     };
   }
 

@@ -13,7 +13,7 @@
  * The CPU device runs the kernel's twin, step for step the same walk.
  */
 import type { BaseStore } from '../contracts.js';
-import type { Device, DeviceBuffer } from '../device.js';
+import { type Device, type DeviceBuffer, graphSearchTeam } from '../device.js';
 import type { KernelMetric } from '../kernel-facts.js';
 import type { SearchTimings, SlotResult } from '../types.js';
 import { readLists, searchInBatches, withMasks } from './kit/batches.js';
@@ -110,6 +110,7 @@ export function searchGraph(
         dpad: base.dpad,
         itopk: walk.itopk,
         searchWidth: walk.searchWidth,
+        team: graphSearchTeam(device.tuning.graphTeam, base.dpad, g.halfRows !== null),
         maxIterations: walk.maxIterations,
         hashBits: walk.hashBits,
         k,

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { randomFloats, randomSmallInts } from '../../src/common/random.js';
 import { describeIndexType, indexFactory, parseIndexType } from '../../src/indexes/factory.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
@@ -15,6 +15,7 @@ import { GRAPH_FILTER_MIN_SELECTIVITY, GRAPH_MAX_ITOPK, GraphIndex } from '../..
 import { loadIndex } from '../../src/indexes/load-index.js';
 import { PAD_ID } from '../../src/kernel-facts.js';
 import { emptyTimings } from '../../src/types.js';
+import type { Backend } from '../../src/backend/backend.js';
 import { cpuBackend } from '../helpers/cpu.js';
 import { l2Exact, tieAwareRecall } from '../helpers/compare.js';
 import { loadRealSet } from '../helpers/data.js';
@@ -87,6 +88,29 @@ describe('GraphIndex', () => {
     expect(out[1].graph).toEqual(out[0].graph);
     expect(out[1].labels).toEqual(out[0].labels);
     expect(out[1].distances).toEqual(out[0].distances);
+  });
+
+  it.skipIf(!gpu)('the walk scores rows with the device\'s team (tuning.graphTeam): the same labels as the CPU for every team', async () => {
+    const n = 800;
+    const d = 100; // dpad 100: 25 vec4s a row, `auto` gives teams of 8
+    const xb = randomSmallInts(n * d, 21);
+    const xq = randomSmallInts(40 * d, 22);
+    const search = async (backend: Backend) => {
+      const index = new GraphIndex(backend, { dim: d, degree: 16 });
+      await index.add(xb);
+      const r = await index.search(xq, 10, { itopk: 24 });
+      await index.dispose();
+      return Array.from(r.labels);
+    };
+    const want = await search(cpu);
+    for (const graphTeam of [4, 'auto', 64] as const) {
+      const backend = (await gpuBackend({ graphTeam }))!;
+      const dispatch = vi.spyOn(backend.device, 'dispatch');
+      expect(await search(backend), `graphTeam ${graphTeam}`).toEqual(want);
+      const teams = dispatch.mock.calls.map(([call]) => call).filter((call) => call.kernel === 'graph-search').map((call) => (call as { team?: number }).team);
+      expect(teams.length).toBeGreaterThan(0);
+      expect(new Set(teams)).toEqual(new Set([graphTeam === 'auto' ? 8 : graphTeam]));
+    }
   });
 
   it.skipIf(!gpu)('rows that span chunks: the walk reads them as halves, with the same labels as the float walk where halves are exact, on both devices', async () => {

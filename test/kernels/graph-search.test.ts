@@ -4,9 +4,10 @@ import { PAD_ID } from '../../src/kernel-facts.js';
 import { GRAPH_HASH_MUL, type GraphSearchHost, type GraphSearchWork, graphSearch } from '../../src/cpu/graph-search.js';
 import { GRAPH_SEARCH_WORKGROUP_BYTES, encodeGraphSearch } from '../../src/gpu/kernels/graph-search.js';
 import {
-  GRAPH_SEARCH_MAX_CANDIDATES, GRAPH_SEARCH_MAX_DPAD, GRAPH_SEARCH_MAX_HASH_BITS, GRAPH_SEARCH_MAX_ITOPK, GRAPH_SEARCH_MAX_WIDTH, halfRowWords,
+  GRAPH_SEARCH_MAX_CANDIDATES, GRAPH_SEARCH_MAX_DPAD, GRAPH_SEARCH_MAX_HASH_BITS, GRAPH_SEARCH_MAX_ITOPK, GRAPH_SEARCH_MAX_TEAM, GRAPH_SEARCH_MAX_WIDTH, graphSearchTeam, halfRowWords,
 } from '../../src/device.js';
 import { InvalidArgumentError } from '../../src/errors.js';
+import { createBackend } from '../../src/backend/create-backend.js';
 import { shaderText } from '../../src/gpu/shaders.js';
 import { randomSmallInts, rng } from '../../src/common/random.js';
 import { expectIdentical } from '../helpers/compare.js';
@@ -151,6 +152,42 @@ describe.skipIf(!gpu)('gpu graph-search vs cpu twin', () => {
     }
   }
 
+  // Teams score each fresh id together (partial sums over vec4s t, t + team, ...; every case above
+  // runs team 1, 32 is auto's largest, 64 the workgroup): several rounds of WG / team ids a batch
+  // (64 ids at width 2 x degree 32, 48 at 4 x 12), rows of fewer vec4s than the team (d = 5) and
+  // of more (d = 100). Small integers keep every float32 sum exact whatever its order, so the
+  // kernel equals the twin element for element.
+  for (const team of [2, 8, 32, 64]) {
+    it(`team ${team}: float32 and HALF rows, masked and not, GPU = twin`, async () => {
+      const h = new KernelHarness(gpu!);
+      try {
+        const cases: [Shape, KernelMetric, 'half' | false][] = [
+          [shapes[2], 'l2', false],
+          [shapes[3], 'ip', 'half'],
+          [shapes[4], 'l2', false],
+          [{ ...shapes[1], d: 100 }, 'l2', 'half'],
+          [{ ...shapes[2], d: 100, allow: 0.2 }, 'ip', false],
+        ];
+        const runs = cases.map(([s, metric, half], i) => {
+          const a = { ...randomCase(s, metric, 500 + 10 * team + i, half), team };
+          return { a, out: encodeCase(h, a), name: `team ${team}, case ${i} (d=${s.d}, ${metric}${half ? ', HALF' : ''})` };
+        });
+        await h.run();
+        for (const { a, out, name } of runs) await expectTwin(h, a, out, name);
+      } finally {
+        h.dispose();
+      }
+    });
+  }
+
+  it('a team through the GPU device\'s dispatch; the device\'s default team (1 on a software adapter)', async () => {
+    expect(gpu!.device.tuning.graphTeam).toBe(gpu!.device.ctx.adapterInfo.isFallbackAdapter ? 1 : 'auto');
+    const a = { ...randomCase({ ...shapes[2], d: 64 }, 'l2', 77), team: 16 };
+    const got = await searchOnDevice(gpu!.device, a);
+    graphSearch(a);
+    expectIdentical({ distances: got.s, labels: got.i }, { distances: a.outS, labels: a.outI }, 'team 16 through the device');
+  });
+
   it('HALF rows in two bindings (xbHi from rowSplit): the results of one binding, GPU = twin', async () => {
     for (const [split, mask] of [[1, undefined], [150, 0.6], [399, undefined]] as const) {
       const s: Shape = { n: 400, d: 20, degree: 16, itopk: 32, searchWidth: 2, k: 10, nseeds: 6, hashBits: 9, nq: 8, allow: mask };
@@ -248,6 +285,9 @@ describe('graph-search caps', () => {
     expect(value('MAX_WIDTH')).toBe(GRAPH_SEARCH_MAX_WIDTH);
     expect(value('MAX_HASH')).toBe(2 ** GRAPH_SEARCH_MAX_HASH_BITS);
     expect(value('MAX_DPAD4')).toBe(GRAPH_SEARCH_MAX_DPAD / 4);
+    // A team is at most the workgroup; the partial sums hold two rounds of it.
+    expect(value('WG')).toBe(GRAPH_SEARCH_MAX_TEAM);
+    expect(value('PARTS')).toBe(2 * GRAPH_SEARCH_MAX_TEAM);
     // Every workgroup variable: 4 bytes a scalar, 16 a vec4, times the array length.
     let bytes = 0;
     for (const m of text.matchAll(/^var<workgroup> \w+: (?:array<(\w+(?:<\w+>)?), (\w+)>|(\w+(?:<\w+>)?));/gm)) {
@@ -257,7 +297,17 @@ describe('graph-search caps', () => {
     }
     expect(bytes).toBe(GRAPH_SEARCH_WORKGROUP_BYTES);
     expect(bytes).toBeLessThanOrEqual(16384);
-    expect(text.match(/^var<workgroup>/gm)!.length).toBe(11);
+    expect(text.match(/^var<workgroup>/gm)!.length).toBe(13);
+  });
+
+  it('the team: auto by the row\'s width (about 64 bytes a lane), or a power of two up to the workgroup; anything else refused', async () => {
+    // vec4s a row: 128 floats 32 -> 8; as halves 16 -> 4; 784 as halves 98 -> 32 (the cap); 4 floats -> 1.
+    expect([graphSearchTeam('auto', 128, false), graphSearchTeam('auto', 128, true), graphSearchTeam('auto', 784, true), graphSearchTeam('auto', 4, false)]).toEqual([8, 4, 32, 1]);
+    expect(graphSearchTeam(16, 4, false)).toBe(16);
+    for (const team of [0, 3, 128, 1.5]) {
+      expect(() => graphSearch({ ...randomCase(shapes[1], 'l2', 3), team })).toThrow(`graph-search: team must be a power of two in [1, 64] (GRAPH_SEARCH_MAX_TEAM); got ${team}`);
+      await expect(createBackend({ backend: 'cpu', tuning: { graphTeam: team } })).rejects.toThrow(`tuning.graphTeam must be auto or a power of two in [1, 64]; got ${team}`);
+    }
   });
 
   it.skipIf(!gpu)('fits the device\'s workgroup memory', () => {

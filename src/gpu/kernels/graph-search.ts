@@ -9,7 +9,7 @@ import type { Kernels } from './kernels.js';
 const WG = 64;
 
 /** Bytes of workgroup memory the shader declares (its header itemises them). */
-export const GRAPH_SEARCH_WORKGROUP_BYTES = 15_500;
+export const GRAPH_SEARCH_WORKGROUP_BYTES = 16_016;
 
 /**
  * The kernel's one read_write binding (shaders/graph-search.wgsl `io`): the seeds, then the
@@ -48,7 +48,7 @@ export function encodeGraphSearch(kernels: Kernels, a: GraphSearchArgs<GPUBuffer
   const split = a.xbHi ? a.rowSplit! : PAD_ID;
   recorder.dispatch(
     'graph-search',
-    kernels.pipelines.get('graph-search', { WG, METRIC: a.metric === 'l2' ? 0 : 1, MASKED: a.mask ? 1 : 0, HALF: a.half ? 1 : 0 }),
+    kernels.pipelines.get('graph-search', { WG, METRIC: a.metric === 'l2' ? 0 : 1, MASKED: a.mask ? 1 : 0, HALF: a.half ? 1 : 0, TEAM: a.team ?? 1 }),
     [a.rows, a.q0, a.dpad / 4, a.degree, a.nseeds, a.itopk, a.searchWidth, a.maxIterations, a.hashBits, a.k, a.maskBit0, iter0, out0, split],
     // With HALF xb holds the half rows (those before rowSplit). Unmasked, the shader reads nothing
     // from the mask binding, nor without xbHi from that one: any buffer satisfies the layout.
