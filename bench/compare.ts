@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
-import type { Backend, Metric } from 'webgpu-knn';
+import type { Backend, DeviceTuning, Metric } from 'webgpu-knn';
 import { FlatIndex, GRAPH_DEFAULT_SEEDS, GraphIndex, InvalidArgumentError, IvfFlatIndex, createBackend, indexFactory } from 'webgpu-knn';
 import { type CompareRecord, type CompareRun, plottedRecall, TABLE_HEADER, tableRows, writeCompareReport } from './compare-report.js';
 import { type BenchData, PROJECT_ROOT } from './data.js';
@@ -28,6 +28,8 @@ export interface CompareOptions extends Omit<MeasureOptions, 'batch'> {
    * one run (with several, each row's series names its batch).
    */
   batches: number[];
+  /** Our backends' tuning (createBackend's), {} for each device's own. */
+  tuning: DeviceTuning;
   metric: Metric;
   k: number;
   nlist: number;
@@ -152,7 +154,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
     for (const name of o.backends) {
       let be: Backend;
       try {
-        be = await createBackend({ backend: name });
+        be = await createBackend({ backend: name, tuning: o.tuning });
       } catch (err) {
         skip(`webgpu-knn ${name}`, err);
         continue;
@@ -326,6 +328,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareRun> {
           ]
           : [`IVF: nlist = ${o.nlist}, k-means ${o.niter} iterations (seed ${o.seed}), nprobe ${nprobes.join(', ') || 'none (nlist too small)'}`]),
         `HNSW: M = ${o.hnsw.m}, efConstruction = ${o.hnsw.efConstruction}, ef ${o.hnsw.efSearch.join(', ')}`,
+        ...(Object.keys(o.tuning).length ? [`webgpu-knn tuning (--tuning): ${Object.entries(o.tuning).map(([key, value]) => `${key}=${String(value)}`).join(', ')}`] : []),
         `Threads: webgpu-knn's CPU backend 1; Faiss its OpenMP default; hnswlib-node 1 (synchronous calls); usearch all cores (${availableParallelism()})`,
       ],
       command: o.command,

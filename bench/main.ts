@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Metric } from 'webgpu-knn';
-import { GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, readVectors } from 'webgpu-knn';
+import { type DeviceTuning, GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, checkTuning, readVectors } from 'webgpu-knn';
 import { basename, join } from 'node:path';
 import { type CompareOptions, runCompare } from './compare.js';
 import { readCompareRun, writeCompareReport } from './compare-report.js';
@@ -213,6 +213,9 @@ speed drifts slows all alike):
   --repeats R      timed rounds (default 3)
   --peers P        auto | none | a comma list of faiss, hnswlib-node, usearch (default auto:
                    every one installed; a named one that is missing is an error)
+  --tuning K=V[,K=V..]  our backends' tuning (createBackend's DeviceTuning: graphTeam=8,
+                   hostCopy=true, scanSegments=4, ...), recorded in the report; speed and memory,
+                   never results (default: each device's own)
   --out DIR        where compare.jsonl, run.json, report.md, recall-qps.svg, recall-bytes.svg and
                    latency.svg go (default bench-results/compare-<data>)
   --replot DIR     measure nothing: redraw report.md and the plots of a run in DIR from its
@@ -332,6 +335,28 @@ function indexStrings(given: string[], v: Record<string, string | undefined>): I
   return strings;
 }
 
+/**
+ * `--tuning key=value,...` as a DeviceTuning: true and false are booleans, integers numbers, the
+ * rest strings (auto, scan, ...); checked as createBackend checks it, before anything is loaded.
+ */
+function tuningOf(flag: string | undefined): DeviceTuning {
+  if (flag === undefined) return {};
+  const t: Record<string, unknown> = {};
+  for (const pair of flag.split(',')) {
+    const m = /^\s*([A-Za-z]+)=(\S+)\s*$/.exec(pair);
+    if (!m) throw new UsageError(`--tuning takes key=value pairs separated by commas (graphTeam=8,hostCopy=true); got "${pair}"`);
+    const [, key, value] = m;
+    if (key in t) throw new UsageError(`--tuning gives ${key} twice`);
+    t[key] = value === 'true' ? true : value === 'false' ? false : /^-?\d+$/.test(value) ? Number(value) : value;
+  }
+  try {
+    checkTuning(t as DeviceTuning);
+  } catch (err) {
+    throw new UsageError(`--tuning: ${(err as Error).message}`);
+  }
+  return t as DeviceTuning;
+}
+
 /** `bench compare`'s options from its flags. */
 async function compareOptions(
   v: Record<string, string | undefined>,
@@ -370,6 +395,7 @@ async function compareOptions(
     walk.entryRows = positiveInt('entry-rows', v['entry-rows'], 1);
     if (walk.entryRows > GRAPH_MAX_ENTRY_ROWS) throw new UsageError(`--entry-rows must be at most ${GRAPH_MAX_ENTRY_ROWS}; got ${walk.entryRows}`);
   }
+  const tuning = tuningOf(v.tuning);
   const nq = v.nq === undefined ? undefined : positiveInt('nq', v.nq, 1);
   const data = v.base !== undefined
     ? await loadFileData(v.base, v.query, v.gt, nq)
@@ -406,6 +432,7 @@ async function compareOptions(
       seed,
     },
     batches,
+    tuning,
     warmup,
     repeats,
     backends,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU-machine check, in one device call: the adapter, `bench compare` (Flat and an IVF sweep,
 # WebGPU) at n = 1e6, d = 128, nq = 1e4 for k = 10 and 100, the torch/cuBLAS baseline at the same
-# shapes, and one summary table with our queries/s over torch's. Prepare it here first with
+# shapes, optionally the CAGRA graph index at k = 10 (GRAPH_ITOPK), and one summary table with our
+# queries/s over torch's. Prepare it here first with
 # `bash scripts/device-prepare.sh` (packs Node and the built CLI into .device/); then the device
 # call is command `bash scripts/device-check.sh`, carry [".device"], timeout_s 480 (README,
 # "Running the device check"). Without .device/ it runs the repo's own build with the system node,
@@ -28,6 +29,11 @@ other:
   APP=auto   packed (.device/, as on the GPU machine) | repo (dist/ and this machine's node) |
              auto (packed when .device/app.tar.xz exists)
   TORCH_FLAT=.device/torch_flat.py  the torch baseline (pack.sh copies it there)
+the CAGRA graph index (off unless GRAPH_ITOPK is set; after the Flat/IVF benches, so give those
+less, e.g. KS=10, or the graph the budget: the build at N = 1e6 is not yet timed on a GPU):
+  GRAPH_ITOPK=   (empty: no graph step) the walk's itopk sweep at k = 10, e.g. 16,32,64
+  GRAPH_DEGREE=32  GRAPH_TEAMS=auto (tuning.graphTeam: one bench each, e.g. auto,1,8,32: each
+             builds the graph again)  T_GRAPH=240 (each team)
   GT_BACKEND=auto  ground truth (device-gt.py) by torch on the GPU when it sees one, else numpy;
              torch | numpy forces one
 EOF
@@ -56,16 +62,19 @@ NLIST=${NLIST:-} NPROBE=${NPROBE:-1,4,16,64} NITER=${NITER:-10}
 BATCH=${BATCH:-1024} WARMUP=${WARMUP:-1} REPEATS=${REPEATS:-3}
 BUDGET_S=${BUDGET_S:-420} T_INFO=${T_INFO:-60} T_DATA=${T_DATA:-120} T_GT=${T_GT:-180}
 T_TORCH=${T_TORCH:-150} T_BENCH=${T_BENCH:-200}
+GRAPH_ITOPK=${GRAPH_ITOPK:-} GRAPH_DEGREE=${GRAPH_DEGREE:-32} GRAPH_TEAMS=${GRAPH_TEAMS:-auto} T_GRAPH=${T_GRAPH:-240}
 APP=${APP:-auto} TORCH_FLAT=${TORCH_FLAT:-.device/torch_flat.py}
 OUT=${OUT:-$root/bench-results/device-check}
 # Kept back from the budget for the summary and the copies at the end.
 RESERVE_S=15
 
-for v in N D NQ SEED NITER BATCH WARMUP REPEATS BUDGET_S T_INFO T_DATA T_GT T_TORCH T_BENCH; do
+for v in N D NQ SEED NITER BATCH WARMUP REPEATS BUDGET_S T_INFO T_DATA T_GT T_TORCH T_BENCH GRAPH_DEGREE T_GRAPH; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "device-check: $v must be a whole number; got '${!v}'" >&2; exit 2; }
 done
 [[ $KS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "device-check: KS must be a comma list of whole numbers; got '$KS'" >&2; exit 2; }
 [[ -z $NLIST || $NLIST =~ ^[0-9]+$ ]] || { echo "device-check: NLIST must be empty or a whole number; got '$NLIST'" >&2; exit 2; }
+[[ -z $GRAPH_ITOPK || $GRAPH_ITOPK =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "device-check: GRAPH_ITOPK must be empty or a comma list of whole numbers; got '$GRAPH_ITOPK'" >&2; exit 2; }
+[[ $GRAPH_TEAMS =~ ^(auto|[0-9]+)(,(auto|[0-9]+))*$ ]] || { echo "device-check: GRAPH_TEAMS must be a comma list of auto and whole numbers; got '$GRAPH_TEAMS'" >&2; exit 2; }
 [[ $APP =~ ^(auto|packed|repo)$ ]] || { echo "device-check: APP must be auto, packed or repo; got '$APP'" >&2; exit 2; }
 IFS=, read -r -a ks <<<"$KS"
 kmax=$(printf '%s\n' "${ks[@]}" | sort -n | tail -1)
@@ -74,7 +83,7 @@ start=$SECONDS
 mkdir -p "$OUT"
 # $OUT comes back from the device machine only as at most 8 files, two folders deep: the work (data,
 # full reports) stays in $work and the end copies a chosen few there (finish).
-rm -f "$OUT"/device-check.log "$OUT"/summary.md "$OUT"/results.tar.gz "$OUT"/report-k*.md "$OUT"/compare-k*.jsonl "$OUT"/torch.jsonl
+rm -f "$OUT"/device-check.log "$OUT"/summary.md "$OUT"/results.tar.gz "$OUT"/report-k*.md "$OUT"/compare-k*.jsonl "$OUT"/torch.jsonl "$OUT"/report-graph.md "$OUT"/compare-graph.jsonl
 work=$(mktemp -d "${TMPDIR:-/tmp}/device-check.XXXXXX")
 results=$work/results
 mkdir -p "$results"
@@ -126,7 +135,7 @@ finish() {
   local rc=$?
   trap - EXIT
   set +e
-  local title="device check: n=$N d=$D nq=$NQ k=$KS, clustered seed $SEED, nprobe $NPROBE${NLIST:+, nlist $NLIST}, batch $BATCH, $WARMUP warm-up + $REPEATS timed passes, $((SECONDS - start)) s"
+  local title="device check: n=$N d=$D nq=$NQ k=$KS, clustered seed $SEED, nprobe $NPROBE${NLIST:+, nlist $NLIST}${GRAPH_ITOPK:+, CAGRA$GRAPH_DEGREE itopk $GRAPH_ITOPK teams $GRAPH_TEAMS}, batch $BATCH, $WARMUP warm-up + $REPEATS timed passes, $((SECONDS - start)) s"
   {
     if [ -n "${NODE:-}" ]; then
       "$NODE" "$root/scripts/device-summary.mjs" "$results" "$title"
@@ -152,6 +161,13 @@ finish() {
     [ -f "$results/compare-k$k/compare.jsonl" ] && cp "$results/compare-k$k/compare.jsonl" "$OUT/compare-k$k.jsonl"
     copied=$((copied + 1))
   done
+  # Room left (one k): the first team's graph report too.
+  local g
+  g=$(ls -d "$results"/compare-k10-graph-team* 2>/dev/null | head -1)
+  if ((copied < 2)) && [ -n "$g" ]; then
+    [ -f "$g/report.md" ] && cp "$g/report.md" "$OUT/report-graph.md"
+    [ -f "$g/compare.jsonl" ] && cp "$g/compare.jsonl" "$OUT/compare-graph.jsonl"
+  fi
   rm -rf "$work"
   if ((${#failed[@]})); then
     echo "device-check: FAILED: ${#failed[@]} step(s) failed (see above); what was measured is in $OUT"
@@ -170,7 +186,7 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "device-check: $(date -u +%FT%TZ) on $(uname -n), $(nproc) cores; settings: N=$N D=$D NQ=$NQ KS=$KS SEED=$SEED NLIST=${NLIST:-default} NPROBE=$NPROBE NITER=$NITER BATCH=$BATCH WARMUP=$WARMUP REPEATS=$REPEATS BUDGET_S=$BUDGET_S"
+echo "device-check: $(date -u +%FT%TZ) on $(uname -n), $(nproc) cores; settings: N=$N D=$D NQ=$NQ KS=$KS SEED=$SEED NLIST=${NLIST:-default} NPROBE=$NPROBE NITER=$NITER BATCH=$BATCH WARMUP=$WARMUP REPEATS=$REPEATS BUDGET_S=$BUDGET_S GRAPH_ITOPK=${GRAPH_ITOPK:-none} GRAPH_TEAMS=$GRAPH_TEAMS"
 on_gpu_machine=0
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv && on_gpu_machine=1
@@ -268,3 +284,25 @@ for k in "${ks[@]}"; do
     ${NLIST:+--nlist "$NLIST"} --nprobe "$NPROBE" --niter "$NITER" --seed "$SEED" \
     --batch "$BATCH" --warmup "$WARMUP" --repeats "$REPEATS" --out "$dir" || true
 done
+
+# 5. The CAGRA graph index at k = 10, one bench per walk team (tuning.graphTeam), where asked for.
+if [ -n "$GRAPH_ITOPK" ]; then
+  IFS=, read -r -a teams <<<"$GRAPH_TEAMS"
+  for team in "${teams[@]}"; do
+    name="graph CAGRA$GRAPH_DEGREE team $team"
+    if ((!data_ok)); then
+      skip "$name" "no data or ground truth (see above)"
+      continue
+    fi
+    if ((kmax < 10)); then
+      skip "$name" "the ground truth has $kmax neighbours a query (KS=$KS); the graph is scored at k = 10"
+      continue
+    fi
+    dir=$results/compare-k10-graph-team$team
+    mkdir -p "$dir"
+    step "$name" "$T_GRAPH" --stdout "$dir/stdout.jsonl" "$NODE" "$CLI" bench compare --peers none --backend webgpu \
+      --base "$work/base.npy" --query "$work/query.npy" --gt "$work/gt.ivecs" --nq "$NQ" --k 10 \
+      --index "CAGRA$GRAPH_DEGREE" --itopk "$GRAPH_ITOPK" --tuning "graphTeam=$team" --seed "$SEED" \
+      --batch "$BATCH" --warmup "$WARMUP" --repeats "$REPEATS" --out "$dir" || true
+  done
+fi

@@ -5,8 +5,9 @@
 // against an exact one, so read it with the recall beside it).
 // usage: node scripts/device-summary.mjs RESULTS_DIR TITLE
 // RESULTS_DIR holds compare-k<K>/compare.jsonl (bench compare --out) or, for a run cut short,
-// compare-k<K>/stdout.jsonl (its stdout), and torch.jsonl (torch_flat.py's stdout); any may be
-// missing or partial: what is there is shown.
+// compare-k<K>/stdout.jsonl (its stdout), the same for the graph index in
+// compare-k10-graph-team<T> (its index named with the team), and torch.jsonl (torch_flat.py's
+// stdout); any may be missing or partial: what is there is shown.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -33,12 +34,15 @@ function jsonLines(path) {
 
 const partial = [];
 const ours = readdirSync(dir)
-  .filter((f) => /^compare-k\d+$/.test(f))
+  .filter((f) => /^compare-k\d+(-graph-team\w+)?$/.test(f))
+  .sort()
   .flatMap((f) => {
+    const team = /-graph-team(\w+)$/.exec(f)?.[1];
+    const named = (records) => (team ? records.map((r) => ({ ...r, index: `${r.index} team ${team}` })) : records);
     // compare.jsonl is written when a run ends; a run cut short leaves only its stdout's records.
-    if (existsSync(join(dir, f, 'compare.jsonl'))) return jsonLines(join(dir, f, 'compare.jsonl'));
+    if (existsSync(join(dir, f, 'compare.jsonl'))) return named(jsonLines(join(dir, f, 'compare.jsonl')));
     partial.push(f.replace('compare-', ''));
-    return jsonLines(join(dir, f, 'stdout.jsonl'));
+    return named(jsonLines(join(dir, f, 'stdout.jsonl')));
   });
 const torch = jsonLines(join(dir, 'torch.jsonl'));
 const ks = [...new Set([...ours.map((r) => r.k), ...torch.map((r) => r.k)])].sort((a, b) => a - b);
@@ -49,13 +53,13 @@ for (const k of ks) {
   const base = torch.find((r) => r.k === k);
   const ratio = (qps) => (base ? `${(qps / base.qps).toFixed(2)}x` : '-');
   for (const r of ours.filter((o) => o.k === k)) {
-    rows.push([String(k), `${r.engine} ${r.backend}`, r.index, r.param, fix(r.recall1, 3), fix(r.recall10, 3), fix(r.recall100, 3), fix(r.qps, 0), ratio(r.qps)]);
+    rows.push([String(k), `${r.engine} ${r.backend}`, r.index, r.param, fix(r.recall1, 3), fix(r.recall10, 3), fix(r.recall100, 3), fix(r.qps, 0), ratio(r.qps), fix(r.buildSeconds, 1)]);
   }
   // Exact by construction (not scored: its data is its own); recall@r needs r <= k.
   const exact = (r) => (r <= k ? 'exact' : '-');
-  if (base) rows.push([String(k), 'torch (cuBLAS+topk)', base.method.replace(/^torch-/, ''), '-', exact(1), exact(10), exact(100), fix(base.qps, 0), '1.00x']);
+  if (base) rows.push([String(k), 'torch (cuBLAS+topk)', base.method.replace(/^torch-/, ''), '-', exact(1), exact(10), exact(100), fix(base.qps, 0), '1.00x', '-']);
 }
-const header = ['k', 'engine', 'index', 'param', 'recall@1', 'recall@10', 'recall@100', 'queries/s', 'vs torch'];
+const header = ['k', 'engine', 'index', 'param', 'recall@1', 'recall@10', 'recall@100', 'queries/s', 'vs torch', 'build s'];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
 

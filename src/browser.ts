@@ -8,6 +8,7 @@
 export { Backend } from './backend/backend.js';
 export type { BackendKind } from './backend/backend.js';
 export type { Device, DeviceLimits, DeviceOptions, DeviceTuning } from './device.js';
+export { checkTuning } from './device.js';
 export type { KernelMetric } from './kernel-facts.js';
 export type { BackendOptions } from './backend/create-backend.js';
 export { createBackend, SETUP_HINT } from './backend/create-backend.js';

@@ -277,7 +277,7 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
 
   it('runs a CAGRA string through indexFactory over the --itopk sweep, with the peers absent', () => {
     const r = bench(['--data', 'clustered', '--n', String(n), '--d', '8', '--nq', '20', '--k', '10', '--index', 'CAGRA16', '--index', 'Flat', '--itopk', '32,128',
-      '--batch', '10', '--warmup', '0', '--repeats', '1', '--backend', 'cpu', '--out', 'cagra'], absent);
+      '--batch', '10', '--warmup', '0', '--repeats', '1', '--backend', 'cpu', '--tuning', 'graphTeam=4,tileCols=512', '--out', 'cagra'], absent);
     expect(r.code, r.err).toBe(0);
     const rows = r.out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CompareRecord);
     expect(rows.map((x) => `${x.engine} ${x.backend} ${x.index} ${x.param}`)).toEqual([
@@ -294,10 +294,11 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
     const md = readFileSync(join(work, 'cagra', REPORT_FILES.report), 'utf8');
     expect(md).toMatch(/CAGRA strings: itopk 32, 128 .*Faiss runs HNSW<degree\/2> instead \(IndexHNSWFlat, efConstruction 40\) at ef 32, 128/);
     expect(md).toMatch(/HNSW: M = 16, efConstruction = 200, ef 32, 128/);
+    expect(md).toMatch(/webgpu-knn tuning \(--tuning\): graphTeam=4, tileCols=512/);
     expect(markdownRows(md, ['engine', 'status', 'version', 'where / why']).map((e) => e.slice(0, 2))).toEqual([['webgpu-knn', 'ran'], ...PEERS.map((p) => [p, 'not installed'])]);
   });
 
-  it('fails clearly on a bad --itopk, --search-width, --seeds or --entry-rows', () => {
+  it('fails clearly on a bad --itopk, --search-width, --seeds, --entry-rows or --tuning', () => {
     const fails = (args: string[], message: RegExp): void => {
       const r = bench(args);
       expect(r.code, r.err).toBe(2);
@@ -314,6 +315,11 @@ describe('bench compare --index (factory strings; cpu, no peers)', () => {
     fails(['--index', 'CAGRA32', '--search-width', '0'], /--search-width must be a positive integer; got 0/);
     fails(['--index', 'IVF8,Flat', '--entry-rows', '1024'], /--entry-rows 1024 needs a CAGRA<degree> --index string/);
     fails(['--index', 'CAGRA32', '--entry-rows', '5000'], /--entry-rows must be at most 4096; got 5000/);
+    fails(['--tuning', 'graphTeam=3'], /--tuning: tuning.graphTeam must be auto or a power of two in \[1, 64\]; got 3/);
+    fails(['--tuning', 'graphTeam'], /--tuning takes key=value pairs separated by commas \(graphTeam=8,hostCopy=true\); got "graphTeam"/);
+    fails(['--tuning', 'hostCopy=yes'], /--tuning: tuning.hostCopy must be true or false; got yes/);
+    fails(['--tuning', 'teams=2'], /--tuning: unknown tuning option teams; expected tileCols, .*graphTeam/);
+    fails(['--tuning', 'graphTeam=2,graphTeam=4'], /--tuning gives graphTeam twice/);
     expect(bench(['--help']).out).toMatch(/--kfactor F\[,F\.\.\][\s\S]*--itopk L\[,L\.\.\]  CAGRA strings: the walk's internal list lengths/);
   });
 
