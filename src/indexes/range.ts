@@ -6,7 +6,7 @@
  * re-score's float64 key (src/indexes/rescore.ts). Equal candidates therefore give bit-identical results on every backend.
  */
 import type { RangeCandidates } from '../plans/range-search.js';
-import { exactScorer } from './rescore.js';
+import { EXACT_BLOCK, exactScorer } from './rescore.js';
 import { COSINE_RANGE_BAND, ThresholdTest } from '../common/threshold.js';
 
 import type { Metric } from '../types.js';
@@ -51,9 +51,13 @@ export function rangeRescore(
   const scores: number[] = [];
   const ids: number[] = [];
   const order: number[] = [];
+  const rows: Float32Array[] = [];
+  const block: Float32Array[] = new Array<Float32Array>(EXACT_BLOCK);
+  const blockKeys = new Float64Array(EXACT_BLOCK);
   let o = 0;
   for (let q = 0; q < nq; q++) {
     keys.length = 0;
+    rows.length = 0;
     scores.length = 0;
     ids.length = 0;
     for (let c = cand.lims[q]; c < cand.lims[q + 1]; c++) {
@@ -61,9 +65,15 @@ export function rangeRescore(
       const row = rowAt(id);
       const s = test.score(xq, q * d, row, 0);
       if (Number.isNaN(s)) continue;
-      keys.push(key(q, row));
+      rows.push(row);
       scores.push(s);
       ids.push(id);
+    }
+    // The kept rows' keys, EXACT_BLOCK at a time (the last block padded with its last row).
+    for (let i = 0; i < rows.length; i += EXACT_BLOCK) {
+      for (let b = 0; b < EXACT_BLOCK; b++) block[b] = rows[Math.min(i + b, rows.length - 1)];
+      key(q, block, blockKeys);
+      for (let b = 0; b < EXACT_BLOCK && i + b < rows.length; b++) keys.push(blockKeys[b]);
     }
     order.length = keys.length;
     for (let i = 0; i < keys.length; i++) order[i] = i;

@@ -67,20 +67,33 @@ export function rescore(
   const score = exactScorer(metric, xq, nq, d);
   // Whether (key, id) goes before the j-th kept.
   const before = (key: number, id: number, j: number): boolean => key < keys[j] || (key === keys[j] && tieKey(id) < tieKey(ids[j]));
+  // A row's candidates, scored four at a time (see exactScorer), then kept in their order.
+  const block = new Int32Array(EXACT_BLOCK);
+  const blockKeys = new Float64Array(EXACT_BLOCK);
+  const blockRows: Float32Array[] = new Array<Float32Array>(EXACT_BLOCK);
   for (let r = 0; r < nq; r++) {
     let m = 0;
-    for (let c = 0; c < kc; c++) {
-      const id = labelsIn[r * kc + c];
-      if (id < 0) continue;
-      const key = score(r, rowAt(id));
-      if (m === k && !before(key, id, k - 1)) continue;
-      let j = m < k ? m++ : k - 1;
-      for (; j > 0 && before(key, id, j - 1); j--) {
-        keys[j] = keys[j - 1];
-        ids[j] = ids[j - 1];
+    for (let c0 = 0; c0 < kc; ) {
+      let nb = 0;
+      for (; c0 < kc && nb < EXACT_BLOCK; c0++) {
+        const id = labelsIn[r * kc + c0];
+        if (id >= 0) block[nb++] = id;
       }
-      keys[j] = key;
-      ids[j] = id;
+      if (nb === 0) break;
+      for (let b = 0; b < EXACT_BLOCK; b++) blockRows[b] = rowAt(block[Math.min(b, nb - 1)]);
+      score(r, blockRows, blockKeys);
+      for (let b = 0; b < nb; b++) {
+        const id = block[b];
+        const key = blockKeys[b];
+        if (m === k && !before(key, id, k - 1)) continue;
+        let j = m < k ? m++ : k - 1;
+        for (; j > 0 && before(key, id, j - 1); j--) {
+          keys[j] = keys[j - 1];
+          ids[j] = ids[j - 1];
+        }
+        keys[j] = key;
+        ids[j] = id;
+      }
     }
     for (let i = 0; i < m; i++) {
       labels[r * k + i] = ids[i];
@@ -91,42 +104,74 @@ export function rescore(
   return scores ? { distances, labels, scores } : { distances, labels };
 }
 
+/** Stored rows an exactScorer call scores at once. */
+export const EXACT_BLOCK = 4;
+
 /**
- * The exact minimised float64 score of query row r of `xq` (`nq * d`) against a stored row `x`
- * (its first `d` floats), accumulated in column order: l2 the squared distance, sum of (q_j - x_j)^2;
- * ip minus the inner product; cosine the cosine distance (see cosineDistance).
+ * Scores EXACT_BLOCK stored rows `x` (their first `d` floats each; pass a row twice where there
+ * are fewer) against query row r of `xq` (`nq * d`): `out[i]` is the exact minimised float64
+ * score of `x[i]`.
  */
-export function exactScorer(metric: Metric, xq: Float32Array, nq: number, d: number): (r: number, x: Float32Array) => number {
+export type ExactScorer = (r: number, x: readonly Float32Array[], out: Float64Array) => void;
+
+/**
+ * The exact minimised float64 scores of query rows against stored rows, each accumulated in
+ * column order: l2 the squared distance, sum of (q_j - x_j)^2; ip minus the inner product;
+ * cosine the cosine distance (see cosineDistance). Four rows a call: four independent sums a
+ * column, which V8 runs side by side (about 1.5x one row at a time at d = 128 and 784), each the
+ * same sum, in the same order, as one row alone.
+ */
+export function exactScorer(metric: Metric, xq: Float32Array, nq: number, d: number): ExactScorer {
   if (metric === 'l2') {
-    // Four columns a step, added in column order all the same (about 1.2x the plain loop in V8).
-    const d4 = d - (d % 4);
-    return (r, x) => {
+    return (r, x, out) => {
       const q = r * d;
-      let s = 0;
-      let j = 0;
-      for (; j < d4; j += 4) {
-        const t0 = xq[q + j] - x[j];
-        const t1 = xq[q + j + 1] - x[j + 1];
-        const t2 = xq[q + j + 2] - x[j + 2];
-        const t3 = xq[q + j + 3] - x[j + 3];
-        s += t0 * t0;
-        s += t1 * t1;
-        s += t2 * t2;
-        s += t3 * t3;
+      const x0 = x[0];
+      const x1 = x[1];
+      const x2 = x[2];
+      const x3 = x[3];
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let j = 0; j < d; j++) {
+        const v = xq[q + j];
+        const t0 = v - x0[j];
+        const t1 = v - x1[j];
+        const t2 = v - x2[j];
+        const t3 = v - x3[j];
+        s0 += t0 * t0;
+        s1 += t1 * t1;
+        s2 += t2 * t2;
+        s3 += t3 * t3;
       }
-      for (; j < d; j++) {
-        const t = xq[q + j] - x[j];
-        s += t * t;
-      }
-      return s;
+      out[0] = s0;
+      out[1] = s1;
+      out[2] = s2;
+      out[3] = s3;
     };
   }
   if (metric === 'ip') {
-    return (r, x) => {
+    return (r, x, out) => {
       const q = r * d;
-      let s = 0;
-      for (let j = 0; j < d; j++) s -= xq[q + j] * x[j];
-      return s;
+      const x0 = x[0];
+      const x1 = x[1];
+      const x2 = x[2];
+      const x3 = x[3];
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let j = 0; j < d; j++) {
+        const v = xq[q + j];
+        s0 -= v * x0[j];
+        s1 -= v * x1[j];
+        s2 -= v * x2[j];
+        s3 -= v * x3[j];
+      }
+      out[0] = s0;
+      out[1] = s1;
+      out[2] = s2;
+      out[3] = s3;
     };
   }
   const qnorm = new Float64Array(nq);
@@ -134,10 +179,40 @@ export function exactScorer(metric: Metric, xq: Float32Array, nq: number, d: num
     for (let j = 0; j < d; j++) qnorm[r] += xq[r * d + j] * xq[r * d + j];
     qnorm[r] = Math.sqrt(qnorm[r]);
   }
-  return (r, x) => {
-    let xx = 0;
-    for (let j = 0; j < d; j++) xx += x[j] * x[j];
-    return cosineDistance(xq, r * d, qnorm[r], x, 0, Math.sqrt(xx), d);
+  return (r, x, out) => {
+    const q = r * d;
+    const x0 = x[0];
+    const x1 = x[1];
+    const x2 = x[2];
+    const x3 = x[3];
+    let p0 = 0;
+    let p1 = 0;
+    let p2 = 0;
+    let p3 = 0;
+    let n0 = 0;
+    let n1 = 0;
+    let n2 = 0;
+    let n3 = 0;
+    for (let j = 0; j < d; j++) {
+      const v = xq[q + j];
+      const a0 = x0[j];
+      const a1 = x1[j];
+      const a2 = x2[j];
+      const a3 = x3[j];
+      p0 += v * a0;
+      p1 += v * a1;
+      p2 += v * a2;
+      p3 += v * a3;
+      n0 += a0 * a0;
+      n1 += a1 * a1;
+      n2 += a2 * a2;
+      n3 += a3 * a3;
+    }
+    const qn = qnorm[r];
+    out[0] = cosineFromDot(xq, q, qn, x0, 0, Math.sqrt(n0), p0, d);
+    out[1] = cosineFromDot(xq, q, qn, x1, 0, Math.sqrt(n1), p1, d);
+    out[2] = cosineFromDot(xq, q, qn, x2, 0, Math.sqrt(n2), p2, d);
+    out[3] = cosineFromDot(xq, q, qn, x3, 0, Math.sqrt(n3), p3, d);
   };
 }
 
@@ -174,6 +249,12 @@ export function cosineDistance(a: Float32Array, ao: number, an: number, b: Float
   if (!(an > 0 && bn > 0)) return 1;
   let dot = 0;
   for (let j = 0; j < d; j++) dot += a[ao + j] * b[bo + j];
+  return cosineFromDot(a, ao, an, b, bo, bn, dot, d);
+}
+
+/** cosineDistance, given the rows' dot product `dot` (summed in column order in float64). */
+function cosineFromDot(a: Float32Array, ao: number, an: number, b: Float32Array, bo: number, bn: number, dot: number, d: number): number {
+  if (!(an > 0 && bn > 0)) return 1;
   const c = dot / (an * bn);
   if (c < 1 - 2 ** -20) return 1 - Math.max(-1, c);
   let s = 0;

@@ -9,7 +9,7 @@ import { cpuBackend } from '../helpers/cpu.js';
 import { FlatIndex } from '../../src/indexes/flat/flat-index.js';
 import { IvfFlatIndex } from '../../src/indexes/ivf/ivf-flat-index.js';
 import { rng } from '../../src/common/random.js';
-import { RESCORE_MARGIN, candidatesFor, rescore } from '../../src/indexes/rescore.js';
+import { EXACT_BLOCK, RESCORE_MARGIN, candidatesFor, cosineDistance, rescore } from '../../src/indexes/rescore.js';
 import { expectIdentical } from '../helpers/compare.js';
 import { disposeGpuBackends, gpuBackend } from '../helpers/gpu.js';
 
@@ -128,6 +128,46 @@ describe('rescore', () => {
     );
     expect(Array.from(r.labels)).toEqual([0, 1]);
     expect(Array.from(r.distances)).toEqual([0, 145]);
+  });
+
+  it('scores each candidate as alone, whatever shares its block of EXACT_BLOCK: the same float64 sums as one row in column order', () => {
+    // 9 candidates a row (not a multiple of the block), holes anywhere, and a duplicate id, so
+    // that blocks hold 1 to EXACT_BLOCK rows and a row lands in every block position.
+    expect(EXACT_BLOCK).toBe(4);
+    const d = 37;
+    const n = 40;
+    const nq = 6;
+    const kc = 9;
+    const r = rng(91);
+    const xb = Float32Array.from({ length: n * d }, () => r() * 4 - 2);
+    const xq = Float32Array.from({ length: nq * d }, () => r() * 4 - 2);
+    const labels = Int32Array.from({ length: nq * kc }, (_, i) => (i % 5 === 3 ? -1 : i % 11 === 0 ? 7 : Math.floor(r() * n)));
+    const cand = { labels, distances: new Float32Array(nq * kc) };
+    const reference = (metric: 'l2' | 'ip' | 'cosine', q: number, id: number): number => {
+      const x = xb.subarray(id * d, (id + 1) * d);
+      let s = 0;
+      if (metric === 'l2') for (let j = 0; j < d; j++) s += (xq[q * d + j] - x[j]) * (xq[q * d + j] - x[j]);
+      if (metric === 'ip') for (let j = 0; j < d; j++) s -= xq[q * d + j] * x[j];
+      if (metric !== 'cosine') return s;
+      let qq = 0;
+      let xx = 0;
+      for (let j = 0; j < d; j++) qq += xq[q * d + j] * xq[q * d + j];
+      for (let j = 0; j < d; j++) xx += x[j] * x[j];
+      return cosineDistance(xq, q * d, Math.sqrt(qq), x, 0, Math.sqrt(xx), d);
+    };
+    for (const metric of ['l2', 'ip', 'cosine'] as const) {
+      const out = rescore(metric, xq, nq, d, cand, kc, kc, byId(xb, d), undefined, true);
+      for (let q = 0; q < nq; q++) {
+        // Every candidate (duplicates kept), by (reference score, id), padded.
+        const want = Array.from(labels.subarray(q * kc, (q + 1) * kc))
+          .filter((id) => id >= 0)
+          .map((id) => ({ id, s: reference(metric, q, id) }))
+          .sort((a, b) => a.s - b.s || a.id - b.id);
+        expect(Array.from(out.labels.subarray(q * kc, q * kc + want.length))).toEqual(want.map((w) => w.id));
+        expect(Array.from(out.scores!.subarray(q * kc, q * kc + want.length))).toEqual(want.map((w) => w.s));
+        expect(Array.from(out.labels.subarray(q * kc + want.length, (q + 1) * kc))).toEqual(new Array(kc - want.length).fill(-1));
+      }
+    }
   });
 
   it('asks for k + RESCORE_MARGIN candidates or more, a power of two, within the largest k', () => {
