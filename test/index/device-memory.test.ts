@@ -171,18 +171,50 @@ describe('a CAGRA build that fails on the device', async () => {
     await fresh.dispose();
   });
 
-  it.skipIf(!graphBackends[0][1])('cpu: a failed extend hands back every buffer it took, and the next search builds the graph again', async () => {
+  it.skipIf(!graphBackends[0][1])('cpu: a failed extend hands back every buffer it took, and the next search extends the same graph again', async () => {
+    const backend = graphBackends[0][1]!;
+    const grown = async (fail: boolean): Promise<GraphIndex> => {
+      const index = new GraphIndex(backend, { dim: dg, degree: 8 });
+      await index.add(xg.subarray(0, 2500 * dg));
+      await index.search(q, 5);
+      await index.add(xg.subarray(2500 * dg));
+      if (fail) {
+        const w = await searchFailingAt(backend, 'graph_entries', () => index.search(q, 5));
+        expect(w.taken).toBeGreaterThan(0);
+        expect(w.released).toBe(w.taken);
+        expect(index.graphRows).toBeNull();
+      }
+      return index;
+    };
+    const index = await grown(true);
+    const r = await index.search(q, 1);
+    expect(Array.from(r.labels)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    // An extension of the first build's graph, not a new build: the graph an index grows without the failure.
+    expect(index.extendedRows).toBe(xg.length / dg - 2500);
+    const clean = await grown(false);
+    await clean.search(q, 1);
+    expect(Array.from(index.graphRows!)).toEqual(Array.from(clean.graphRows!));
+    await index.dispose();
+    await clean.dispose();
+  });
+
+  it.skipIf(!graphBackends[0][1])('cpu: rows replaced after a failed extend are built anew, not extended from the stale graph', async () => {
     const backend = graphBackends[0][1]!;
     const index = new GraphIndex(backend, { dim: dg, degree: 8 });
     await index.add(xg.subarray(0, 2500 * dg));
     await index.search(q, 5);
     await index.add(xg.subarray(2500 * dg));
-    const w = await searchFailingAt(backend, 'graph_entries', () => index.search(q, 5));
-    expect(w.taken).toBeGreaterThan(0);
-    expect(w.released).toBe(w.taken);
-    const r = await index.search(q, 1);
-    expect(Array.from(r.labels)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    await searchFailingAt(backend, 'graph_entries', () => index.search(q, 5));
+    await index.reset();
+    await index.add(xg);
+    await index.search(q, 1);
+    expect(index.extendedRows).toBe(0);
+    const fresh = new GraphIndex(backend, { dim: dg, degree: 8 });
+    await fresh.add(xg);
+    await fresh.search(q, 1);
+    expect(Array.from(index.graphRows!)).toEqual(Array.from(fresh.graphRows!));
     await index.dispose();
+    await fresh.dispose();
   });
 });
 

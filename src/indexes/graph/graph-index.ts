@@ -122,6 +122,9 @@ export interface GraphParts {
   ids: Float64Array;
 }
 
+/** A graph's host part: what an extension starts from. */
+type HostGraph = Pick<BuiltGraph, 'n' | 'nBuilt' | 'rows'>;
+
 interface BuiltGraph {
   /** Rows the graph links (the first n slots). */
   n: number;
@@ -145,6 +148,11 @@ export class GraphIndex extends FlatIndex {
   /** The walk's internal list length when a search's params do not say. */
   itopk: number;
   private built: BuiltGraph | null = null;
+  /**
+   * The graph an extension that failed started from (host only: its device buffers went back):
+   * the next search extends it again rather than build the graph anew. Null while a graph is built.
+   */
+  private unextended: HostGraph | null = null;
   /** The build in progress: searches that need the graph at once share it. */
   private building: Promise<BuiltGraph | null> | null = null;
   /** walkMask's results, by the masks IndexCore made. */
@@ -288,12 +296,12 @@ export class GraphIndex extends FlatIndex {
    * linked); null for fewer than 2 rows.
    */
   private graph(): Promise<BuiltGraph | null> {
-    const b = this.built;
     const n = this.ids.nslots;
-    if (b && b.n === n) return Promise.resolve(b);
-    const extend = b !== null && n - b.nBuilt <= GRAPH_EXTEND_MAX_GROWTH * b.nBuilt;
-    if (b && !extend) this.dropGraph();
-    this.building ??= (extend ? this.extend(b!) : this.build()).finally(() => (this.building = null));
+    if (this.built && this.built.n === n) return Promise.resolve(this.built);
+    const from = this.built ?? this.unextended;
+    const extend = from !== null && n - from.nBuilt <= GRAPH_EXTEND_MAX_GROWTH * from.nBuilt;
+    if (!extend) this.dropGraph();
+    this.building ??= (extend ? this.extend(from!) : this.build()).finally(() => (this.building = null));
     return this.building;
   }
 
@@ -376,7 +384,18 @@ export class GraphIndex extends FlatIndex {
    * Every step is the same on every device (the kernels' twins, and host code), so a graph grown
    * on WebGPU equals one grown on the CPU.
    */
-  private async extend(old: BuiltGraph): Promise<BuiltGraph> {
+  private async extend(old: HostGraph): Promise<BuiltGraph> {
+    try {
+      return await this.extendOnce(old);
+    } catch (err) {
+      // Nothing of the extension stays; the graph it started from does, for the next search.
+      this.unextended = { n: old.n, nBuilt: old.nBuilt, rows: old.rows };
+      throw err;
+    }
+  }
+
+  /** extend's work (a failure leaves no buffer taken and no graph installed). */
+  private async extendOnce(old: HostGraph): Promise<BuiltGraph> {
     const n = this.ids.nslots;
     const { degree, dim: d } = this;
     const device = this.backend.device;
@@ -511,6 +530,7 @@ export class GraphIndex extends FlatIndex {
   }
 
   private dropGraph(): void {
+    this.unextended = null;
     if (!this.built) return;
     this.releaseGraph(this.built.device, true);
     this.built = null;
@@ -547,6 +567,7 @@ export class GraphIndex extends FlatIndex {
   /** The graph (on the host, and on the device with its entry rows and, where kept, the rows as halves), then the rows. */
   protected override countMemory(tally: MemoryTally): void {
     const g = this.built;
+    if (this.unextended) tally.array(this.unextended.rows);
     if (g) {
       tally.array(g.rows);
       tally.array(g.entries);
