@@ -1,7 +1,8 @@
 // The CAGRA walk's profile: per itopk, recall@k, queries/s, and the walk's work per query
 // (iterations, distances computed, from timings.walk: the same on every device, the CPU twin takes
 // the kernel's steps) and its time per iteration; and the build: how the intermediate graph was
-// made (exact or IVF) and, for IVF, its recall. One JSON line per row.
+// made (exact or IVF) and, for IVF, its recall, and the seconds of each of its phases (phaseSeconds:
+// from the progress buildGraph reports). One JSON line per row.
 //   node scripts/graph-profile.mjs --data siftsmall|fashion-mnist|clustered|uniform [--n 1000000 --d 128]
 //        [--backend webgpu|cpu] [--degree 32] [--itopk 16,32,64] [--k 10] [--nq 1000] [--batch 1000]
 //        [--intermediate auto|exact|ivf] [--intermediate-nprobe P (default: the build chooses)] [--no-truth] [--check-cpu]
@@ -67,8 +68,16 @@ const index = new GraphIndex(backend, {
   intermediateNprobe: v['intermediate-nprobe'] === undefined ? undefined : Number(v['intermediate-nprobe']),
 });
 await index.add(data.xb);
-await index.rebuildGraph();
-log({ build: true, buildSeconds: round(seconds(t0), 1), intermediate: index.lastIntermediate, unreachable: index.unreachableRows });
+// Each phase's seconds, from its first progress report to the next phase's (the last to the end).
+const phases = [];
+await index.buildGraph({
+  onProgress: (p) => {
+    if (phases[phases.length - 1]?.phase !== p.phase) phases.push({ phase: p.phase, t: performance.now() });
+  },
+});
+const tEnd = performance.now();
+const phaseSeconds = Object.fromEntries(phases.map((p, i) => [p.phase, round(((phases[i + 1]?.t ?? tEnd) - p.t) / 1000, 1)]));
+log({ build: true, buildSeconds: round(seconds(t0), 1), phaseSeconds, intermediate: index.lastIntermediate, unreachable: index.unreachableRows });
 let onCpu = null;
 let cpu = null;
 const dir = mkdtempSync(join(tmpdir(), 'graph-profile-'));

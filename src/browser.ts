@@ -37,9 +37,9 @@ export type { CommonSearchParams, SearchParams, TrainOptions, VectorIndex } from
 export type { IvfSearchParams } from './indexes/ivf/params.js';
 export type { GraphSearchParams } from './indexes/graph/params.js';
 export { GRAPH_DEFAULT_SEEDS, GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, GraphIndex, entryRowsFor } from './indexes/graph/graph-index.js';
-export type { GraphIndexOptions } from './indexes/graph/graph-index.js';
+export type { GraphBuildOptions, GraphIndexOptions } from './indexes/graph/graph-index.js';
 export { GRAPH_EXACT_KNN_MAX_WORK, GRAPH_IVF_NPROBE, GRAPH_IVF_TARGET_RECALL } from './indexes/graph/intermediate.js';
-export type { IntermediateGraph, IntermediateGraphInfo } from './indexes/graph/intermediate.js';
+export type { GraphBuildPhase, GraphBuildProgress, IntermediateGraph, IntermediateGraphInfo } from './indexes/graph/intermediate.js';
 export { COMPACT_DEAD_FRACTION } from './indexes/ids.js';
 export type { IdFilter, IdList } from './indexes/ids.js';
 export type { RangeSearchResult } from './types.js';

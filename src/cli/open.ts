@@ -6,7 +6,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { type Backend } from '../backend/backend.js';
 import { createBackend } from '../backend/create-backend.js';
-import { createIndex } from '../indexes/factory.js';
+import { createIndex, prepareIndex } from '../indexes/factory.js';
 import { allocationError, bytesText } from '../io/file-error.js';
 import { readIdFile, readJsonlIds } from '../io/id-file.js';
 import { type IndexFileHeader, readIndexHeader } from '../io/index-file.js';
@@ -89,6 +89,7 @@ export async function buildIndex(backend: Backend, s: IndexSettings, file: Vecto
   const sample = reporting(file, 'reading the training sample', () => (p = new Progress('training')));
   await index.train(sample, { onProgress: (e) => (p ??= new Progress('training')).update(e.iteration, e.niter), maxPoints: s.trainSample });
   await index.addFrom(file, { onProgress, ids });
+  await prepareIndex(index, s.type, onProgress);
   return index;
 }
 

@@ -18,6 +18,7 @@ import { parseTransform, transformName } from '../codecs/transforms.js';
 import type { Metric } from '../types.js';
 
 import type { VectorIndex } from './vector-index.js';
+import type { IndexCore } from './index-core.js';
 import type { CreateIndexOptions, IndexKind, IndexType } from './kind.js';
 import { DEFAULT_KIND, INDEX_KINDS, indexKind } from './registry.js';
 import { InvalidArgumentError } from '../errors.js';
@@ -87,4 +88,13 @@ export function createIndex(backend: Backend, dim: number, type: IndexType, metr
   const kind = indexKind(type.type);
   if (type.transform && !kind.transforms) throw new InvalidArgumentError(`${describeIndexType(type)}: a transform is followed by Flat only for now, not ${kind.name}`);
   return kind.create(backend, dim, type, metric, options);
+}
+
+/**
+ * Runs the kind's own work once an index's rows are in (IndexKind.prepare: CAGRA builds its
+ * graph) on an index that createIndex made of `type`, with progress; resolves at once for a kind
+ * without such work.
+ */
+export async function prepareIndex(index: VectorIndex, type: IndexType, onProgress: (done: number, total: number, phase: string) => void): Promise<void> {
+  await indexKind(type.type).prepare?.(index as IndexCore, onProgress);
 }

@@ -58,7 +58,12 @@ function exact(q: Float32Array, k: number, rows = x, ids = (r: number) => r): nu
 
 describe('webgpu-knn export --format hnswlib', () => {
   it('writes the CAGRA index as an hnswlib file: its rows, graph and ids; says which space to load it with', async () => {
-    ok('build', '--input', 'x.npy', '--out', 'g.idx', '--type', `CAGRA${degree}`);
+    const built = ok('build', '--input', 'x.npy', '--out', 'g.idx', '--type', `CAGRA${degree}`);
+    // The graph's build has its progress, phase by phase, before the save (GRAPH_KIND.prepare).
+    const lines = built.split('\n');
+    const at1 = (text: string): number => lines.findIndex((l) => l.includes(text));
+    const order = [`graph: each row's nearest rows: ${n}/${n} (100%)`, 'graph: pruning, reverse edges: 1/1 (100%)', 'graph: linking parts no walk reaches: 4/4 (100%)', 'saving:'].map(at1);
+    expect(order.every((i, j) => i >= 0 && (j === 0 || i > order[j - 1])), built).toBe(true);
     const err = ok('export', '--format', 'hnswlib', '--index', 'g.idx', '--out', 'g.hnsw');
     expect(err).toMatch(new RegExp(`wrote .*g\\.hnsw: hnswlib index of ${n} vectors of dim ${d}, one layer, maxM0 ${degree}, entry point \\d+; load it with the space 'l2' \\(squared L2\\)`));
     const f = await readHnswlibFile(at('g.hnsw'), d);

@@ -39,9 +39,23 @@ import {
 } from '../../device.js';
 import { popcount } from '../../cpu/hamming-scores.js';
 import { padSlots } from '../../common/results.js';
-import { type IntermediateGraph, type IntermediateGraphInfo, checkIntermediateGraph, intermediateGraph, intermediatePlan } from './intermediate.js';
+import {
+  type GraphBuildProgress,
+  type GraphBuildReport,
+  type IntermediateGraph,
+  type IntermediateGraphInfo,
+  checkIntermediateGraph,
+  intermediateGraph,
+  intermediatePlan,
+} from './intermediate.js';
 import { halfRowsWithNorms } from '../../stores/half-rows.js';
 import { gatherRows } from '../../stores/rows.js';
+
+/** What buildGraph and rebuildGraph take. */
+export interface GraphBuildOptions {
+  /** Hears of the build's phases and how far each is (see GraphBuildPhase). */
+  onProgress?: (progress: GraphBuildProgress) => void;
+}
 
 export interface GraphIndexOptions {
   dim: number;
@@ -201,11 +215,24 @@ export class GraphIndex extends FlatIndex {
    * since the last build were linked by extensions, whose recall falls as they grow: see
    * docs/graph-index.md).
    */
-  async rebuildGraph(): Promise<void> {
+  async rebuildGraph(options: GraphBuildOptions = {}): Promise<void> {
     this.queue.checkOpen('rebuildGraph');
     return this.queue.mutate(async () => {
       this.dropGraph();
-      await this.graph();
+      await this.graph(options.onProgress);
+    });
+  }
+
+  /**
+   * Brings the graph up to date with the rows, after every operation called before it, as the
+   * next search or save would (built, or extended where rows were only added), reporting its
+   * progress; resolves at once where it is up to date. A build a search started already is
+   * waited for, without progress.
+   */
+  async buildGraph(options: GraphBuildOptions = {}): Promise<void> {
+    this.queue.checkOpen('buildGraph');
+    return this.queue.search(async () => {
+      await this.graph(options.onProgress);
     });
   }
 
@@ -295,17 +322,17 @@ export class GraphIndex extends FlatIndex {
    * extended if rows were only added (at most GRAPH_EXTEND_MAX_GROWTH of those the last build
    * linked); null for fewer than 2 rows.
    */
-  private graph(): Promise<BuiltGraph | null> {
+  private graph(report: GraphBuildReport = () => {}): Promise<BuiltGraph | null> {
     const n = this.ids.nslots;
     if (this.built && this.built.n === n) return Promise.resolve(this.built);
     const from = this.built ?? this.unextended;
     const extend = from !== null && n - from.nBuilt <= GRAPH_EXTEND_MAX_GROWTH * from.nBuilt;
     if (!extend) this.dropGraph();
-    this.building ??= (extend ? this.extend(from!) : this.build()).finally(() => (this.building = null));
+    this.building ??= (extend ? this.extend(from!, report) : this.build(report)).finally(() => (this.building = null));
     return this.building;
   }
 
-  private async build(): Promise<BuiltGraph | null> {
+  private async build(report: GraphBuildReport): Promise<BuiltGraph | null> {
     const n = this.ids.nslots;
     if (n < 2) return null;
     const d = this.dim;
@@ -313,19 +340,21 @@ export class GraphIndex extends FlatIndex {
     // 1. Each row's kin nearest other rows, exactly or by an IVF self-search.
     const kin = Math.min(this.intermediateDegree, n - 1);
     const plan = intermediatePlan(this.intermediateGraph, n, d, this.intermediateNprobe);
-    const { knn, info } = await intermediateGraph(this.backend, this.store, n, kin, this.kernelMetric, plan);
+    const { knn, info } = await intermediateGraph(this.backend, this.store, n, kin, this.kernelMetric, plan, report);
     this.lastIntermediate = info;
     // 2. Pruned, with the reverse edges merged in.
     const degree = Math.min(this.degree, kin);
+    report({ phase: 'prune', done: 0, total: 1 });
     const graphRows = await buildGraphRows(this.backend.device, knn, n, kin, degree);
+    report({ phase: 'prune', done: 1, total: 1 });
     const rows = degree === this.degree ? graphRows : widen(graphRows, n, degree, this.degree);
-    return (this.built = await this.connectOwned(await this.install(rows, n, n)));
+    return (this.built = await this.connectOwned(await this.install(rows, n, n), report));
   }
 
   /** connect, and where it fails, the graph's device buffers handed back (nothing is left installed). */
-  private async connectOwned(b: BuiltGraph): Promise<BuiltGraph> {
+  private async connectOwned(b: BuiltGraph, report: GraphBuildReport): Promise<BuiltGraph> {
     try {
-      return await this.connect(b);
+      return await this.connect(b, report);
     } catch (err) {
       this.releaseGraph(b.device, true);
       throw err;
@@ -343,9 +372,10 @@ export class GraphIndex extends FlatIndex {
    * edge can go, the next row the walk found). At most CONNECT_ROUNDS rounds; the same on every
    * device (the walk's twin, host code).
    */
-  private async connect(b: BuiltGraph): Promise<BuiltGraph> {
+  private async connect(b: BuiltGraph, report: GraphBuildReport): Promise<BuiltGraph> {
     const { degree, dim: d } = this;
     for (let round = 0; round < CONNECT_ROUNDS; round++) {
+      report({ phase: 'connect', done: round, total: CONNECT_ROUNDS });
       const heads = partHeads(b.rows, degree, reachable(b.rows, degree, defaultEntries(b)));
       if (!heads.length) break;
       const queries = gatherRows(await this.store.rowsAt(heads), heads, d);
@@ -365,6 +395,7 @@ export class GraphIndex extends FlatIndex {
       // The rows changed in place: the device's copy is the same size.
       this.backend.device.upload(b.device.graph, 0, rows);
     }
+    report({ phase: 'connect', done: CONNECT_ROUNDS, total: CONNECT_ROUNDS });
     return b;
   }
 
@@ -384,9 +415,9 @@ export class GraphIndex extends FlatIndex {
    * Every step is the same on every device (the kernels' twins, and host code), so a graph grown
    * on WebGPU equals one grown on the CPU.
    */
-  private async extend(old: HostGraph): Promise<BuiltGraph> {
+  private async extend(old: HostGraph, report: GraphBuildReport): Promise<BuiltGraph> {
     try {
-      return await this.extendOnce(old);
+      return await this.extendOnce(old, report);
     } catch (err) {
       // Nothing of the extension stays; the graph it started from does, for the next search.
       this.unextended = { n: old.n, nBuilt: old.nBuilt, rows: old.rows };
@@ -395,7 +426,7 @@ export class GraphIndex extends FlatIndex {
   }
 
   /** extend's work (a failure leaves no buffer taken and no graph installed). */
-  private async extendOnce(old: HostGraph): Promise<BuiltGraph> {
+  private async extendOnce(old: HostGraph, report: GraphBuildReport): Promise<BuiltGraph> {
     const n = this.ids.nslots;
     const { degree, dim: d } = this;
     const device = this.backend.device;
@@ -412,6 +443,7 @@ export class GraphIndex extends FlatIndex {
     let current: BuiltGraph | null = null;
     try {
       while (linked < n) {
+        report({ phase: 'extend', done: linked - old.n, total: n - old.n });
         const step = Math.min(n - linked, Math.max(1, Math.ceil(linked * EXTEND_STEP)));
         current = await this.installGraph(rows, linked, halfRows, old.nBuilt);
         // 1. Candidates by a walk of the rows linked so far.
@@ -446,13 +478,14 @@ export class GraphIndex extends FlatIndex {
         }
         linked += step;
       }
+      report({ phase: 'extend', done: n - old.n, total: n - old.n });
       current = await this.installGraph(rows, n, halfRows, old.nBuilt);
     } catch (err) {
       if (current) this.releaseGraph(current.device, false);
       for (const b of halfRowBuffers(halfRows)) device.release(b);
       throw err;
     }
-    return (this.built = await this.connectOwned(current));
+    return (this.built = await this.connectOwned(current, report));
   }
 
   /** Whether the walk reads a copy of the rows as halves: where the store's rows span chunks. */

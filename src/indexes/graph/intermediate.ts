@@ -29,6 +29,40 @@ import { IvfFlatIndex } from '../ivf/ivf-flat-index.js';
 
 export type IntermediateGraph = 'auto' | 'exact' | 'ivf';
 
+/**
+ * The phases of a graph's build (GraphBuildProgress): 'train' the k-means of an 'ivf'
+ * intermediate graph (its iterations), 'intermediate' each row's nearest rows (rows done),
+ * 'prune' the pruning and reverse edges (0, then 1 when done), 'connect' the rounds that link the
+ * parts no walk reaches (rounds, up to their most; the last report is done = total), 'extend' the
+ * rows added to a built graph linked into it (rows done).
+ */
+export type GraphBuildPhase = 'train' | 'intermediate' | 'prune' | 'connect' | 'extend';
+
+/** Where a graph's build is: its phase, and `done` of `total` units of it. */
+export interface GraphBuildProgress {
+  phase: GraphBuildPhase;
+  done: number;
+  total: number;
+}
+
+/** Hears of a graph build's progress (each phase it runs ends with a report of done = total). */
+export type GraphBuildReport = (progress: GraphBuildProgress) => void;
+
+/**
+ * Rows of the exact self-search a call, for progress: a 64th of the rows, at least 2,048 (the
+ * flat plan tiles its queries itself, and each row's result does not depend on its batch). The
+ * IVF self-search takes a block of the store a call: it chooses its strategy by the queries a
+ * list, and a smaller batch would scan where the whole block runs as GEMMs.
+ */
+function exactSearchRows(n: number): number {
+  return Math.max(2048, Math.ceil(n / 64));
+}
+
+/** The rows of `block` (rows of `d`) in pieces of at most `rows` rows, with the row each starts at. */
+function* pieces(block: Float32Array, d: number, rows: number): Generator<Float32Array> {
+  for (let r0 = 0; r0 * d < block.length; r0 += rows) yield block.subarray(r0 * d, Math.min(block.length, (r0 + rows) * d));
+}
+
 /** n^2 d at most for which 'auto' makes the intermediate graph exactly (above: 'ivf'); at d = 128, 176,776 rows. */
 export const GRAPH_EXACT_KNN_MAX_WORK = 4e12;
 /** The most lists an 'ivf' intermediate graph scans a row where nprobe is chosen (the fixed default until 2026-12-03). */
@@ -82,20 +116,34 @@ export function nprobeTries(nlist: number): number[] {
  * The `n * kin` intermediate graph of the store's rows (the index's prepared rows: normalised for
  * cosine), made as `plan` says, and the plan with, for 'ivf', the graph's measured recall.
  */
-export async function intermediateGraph(backend: Backend, store: BaseStore, n: number, kin: number, metric: KernelMetric, plan: IntermediateGraphInfo): Promise<{ knn: Uint32Array; info: IntermediateGraphInfo }> {
+export async function intermediateGraph(
+  backend: Backend,
+  store: BaseStore,
+  n: number,
+  kin: number,
+  metric: KernelMetric,
+  plan: IntermediateGraphInfo,
+  report: GraphBuildReport = () => {},
+): Promise<{ knn: Uint32Array; info: IntermediateGraphInfo }> {
   const knn = new Uint32Array(n * kin);
-  const put = (labels: ArrayLike<number>, distances: Float32Array, rows: number, row0: number): void => {
-    const own = dropSelf(labels, distances, rows, kin, row0).labels;
-    for (let j = 0; j < own.length; j++) knn[row0 * kin + j] = own[j] >= 0 ? own[j] : PAD_ID;
+  const d = store.d;
+  let row0 = 0;
+  // Every row searched for, in pieces (progress after each): `search` gives a piece's kin + 1 nearest rows.
+  const searchAll = async (pieceRows: number, search: (x: Float32Array, rows: number) => Promise<{ labels: ArrayLike<number>; distances: Float32Array }>): Promise<void> => {
+    report({ phase: 'intermediate', done: 0, total: n });
+    for await (const block of store.readRows()) {
+      for (const x of pieces(block, d, pieceRows)) {
+        const rows = x.length / d;
+        const r = await search(x, rows);
+        const own = dropSelf(r.labels, r.distances, rows, kin, row0).labels;
+        for (let j = 0; j < own.length; j++) knn[row0 * kin + j] = own[j] >= 0 ? own[j] : PAD_ID;
+        row0 += rows;
+        report({ phase: 'intermediate', done: row0, total: n });
+      }
+    }
   };
   if (plan.method === 'exact') {
-    let row0 = 0;
-    for await (const block of store.readRows()) {
-      const rows = block.length / store.d;
-      const r = await backend.searchFlat(store, block, rows, kin + 1, metric);
-      put(r.labels, r.distances, rows, row0);
-      row0 += rows;
-    }
+    await searchAll(exactSearchRows(n), (x, rows) => backend.searchFlat(store, x, rows, kin + 1, metric));
     return { knn, info: plan };
   }
   // The rows are prepared already (unit norm for cosine): inner product on them is cosine's order.
@@ -104,19 +152,14 @@ export async function intermediateGraph(backend: Backend, store: BaseStore, n: n
   let nprobe = plan.nprobe;
   let tried: { nprobe: number; recall: number }[] = [];
   try {
-    await ivf.train((await sampleRows(store, n, Math.min(n, plan.nlist! * IVF_TRAIN_ROWS_PER_LIST))).x);
+    const train = (await sampleRows(store, n, Math.min(n, plan.nlist! * IVF_TRAIN_ROWS_PER_LIST))).x;
+    await ivf.train(train, { onProgress: (e) => report({ phase: 'train', done: e.iteration, total: e.niter }) });
     for await (const block of store.readRows()) await ivf.add(block);
     if (nprobe === undefined) {
       tried = await tryNprobes(ivf, sample, kin, plan.nlist!);
       nprobe = tried[tried.length - 1].nprobe;
     }
-    let row0 = 0;
-    for await (const block of store.readRows()) {
-      const rows = block.length / store.d;
-      const r = await ivf.search(block, kin + 1, { nprobe });
-      put(r.labels, r.distances, rows, row0);
-      row0 += rows;
-    }
+    await searchAll(Infinity, (x) => ivf.search(x, kin + 1, { nprobe }));
   } finally {
     await ivf.dispose();
   }

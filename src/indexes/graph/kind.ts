@@ -8,7 +8,17 @@
 import { GRAPH_FILE_TYPE } from '../../io/index-format.js';
 import { CAGRA_MAX_DEGREE } from '../../kernel-facts.js';
 import type { IndexKind } from '../kind.js';
+import type { GraphBuildPhase } from './intermediate.js';
 import { GRAPH_MAX_ENTRY_ROWS, GRAPH_MAX_ITOPK, GRAPH_MAX_SEEDS, GraphIndex, widestSearch } from './graph-index.js';
+
+/** How the CLI's progress names a graph build's phases. */
+const GRAPH_PHASES: Record<GraphBuildPhase, string> = {
+  train: 'graph: k-means of the IVF that finds nearest rows',
+  intermediate: "graph: each row's nearest rows",
+  prune: 'graph: pruning, reverse edges',
+  connect: 'graph: linking parts no walk reaches',
+  extend: 'graph: linking added rows',
+};
 
 export const GRAPH_KIND: IndexKind<GraphIndex> = {
   name: 'CAGRA',
@@ -35,6 +45,7 @@ export const GRAPH_KIND: IndexKind<GraphIndex> = {
     await index.restoreGraph(await file.uints(ntotal * nlist), `${file.name}: graph`);
   },
   training: () => null,
+  prepare: (index, onProgress) => index.buildGraph({ onProgress: (p) => onProgress(p.done, p.total, GRAPH_PHASES[p.phase]) }),
   searchParams(type) {
     const widest = widestSearch('degree' in type && type.degree !== undefined ? type.degree : type.nlist);
     const range = (max: number, min = 1) => ({ min, max, expected: `an integer in [${min}, ${max}]` });
