@@ -115,8 +115,8 @@ export interface IndexKind<I extends IndexCore = IndexCore> {
   training(type: IndexType): { minRows: number; what: string } | null;
   /**
    * The work the kind does once its rows are in, before its first search or save needs it (CAGRA:
-   * the graph), reporting each phase's progress (`phase` names it for a person: "graph: nearest
-   * rows"); absent where there is none. A build (the CLI's) calls it so that the wait has progress.
+   * the graph), reporting each phase's progress (`phase` names it for a person: "graph: each
+   * row's nearest rows"); absent where there is none. A build (the CLI's) calls it so that the wait has progress.
    */
   prepare?(index: I, onProgress: (done: number, total: number, phase: string) => void): Promise<void>;
   /** This kind's own search parameters (beyond the common ones) and their ranges for an index of `type`. */

@@ -51,13 +51,21 @@ export function rangeRescore(
   const scores: number[] = [];
   const ids: number[] = [];
   const order: number[] = [];
-  const rows: Float32Array[] = [];
+  // A query's kept rows waiting for their keys, EXACT_BLOCK at a time (never more: rows may be decoded copies).
   const block: Float32Array[] = new Array<Float32Array>(EXACT_BLOCK);
   const blockKeys = new Float64Array(EXACT_BLOCK);
+  let waiting = 0;
+  /** Appends the waiting rows' keys to `keys` (a short block padded with its last row). */
+  const flush = (q: number): void => {
+    if (waiting === 0) return;
+    for (let b = waiting; b < EXACT_BLOCK; b++) block[b] = block[waiting - 1];
+    key(q, block, blockKeys);
+    for (let b = 0; b < waiting; b++) keys.push(blockKeys[b]);
+    waiting = 0;
+  };
   let o = 0;
   for (let q = 0; q < nq; q++) {
     keys.length = 0;
-    rows.length = 0;
     scores.length = 0;
     ids.length = 0;
     for (let c = cand.lims[q]; c < cand.lims[q + 1]; c++) {
@@ -65,16 +73,12 @@ export function rangeRescore(
       const row = rowAt(id);
       const s = test.score(xq, q * d, row, 0);
       if (Number.isNaN(s)) continue;
-      rows.push(row);
+      block[waiting++] = row;
       scores.push(s);
       ids.push(id);
+      if (waiting === EXACT_BLOCK) flush(q);
     }
-    // The kept rows' keys, EXACT_BLOCK at a time (the last block padded with its last row).
-    for (let i = 0; i < rows.length; i += EXACT_BLOCK) {
-      for (let b = 0; b < EXACT_BLOCK; b++) block[b] = rows[Math.min(i + b, rows.length - 1)];
-      key(q, block, blockKeys);
-      for (let b = 0; b < EXACT_BLOCK && i + b < rows.length; b++) keys.push(blockKeys[b]);
-    }
+    flush(q);
     order.length = keys.length;
     for (let i = 0; i < keys.length; i++) order[i] = i;
     order.sort((a, b) => keys[a] - keys[b] || tieKey(ids[a]) - tieKey(ids[b]));

@@ -80,7 +80,8 @@ export function rescore(
         if (id >= 0) block[nb++] = id;
       }
       if (nb === 0) break;
-      for (let b = 0; b < EXACT_BLOCK; b++) blockRows[b] = rowAt(block[Math.min(b, nb - 1)]);
+      for (let b = 0; b < nb; b++) blockRows[b] = rowAt(block[b]);
+      for (let b = nb; b < EXACT_BLOCK; b++) blockRows[b] = blockRows[nb - 1];
       score(r, blockRows, blockKeys);
       for (let b = 0; b < nb; b++) {
         const id = block[b];

@@ -198,6 +198,26 @@ describe('a CAGRA build that fails on the device', async () => {
     await clean.dispose();
   });
 
+  it.skipIf(!graphBackends[0][1])('cpu: an extend that fails before it takes the graph down keeps that graph installed, counted once', async () => {
+    const backend = graphBackends[0][1]!;
+    const index = new GraphIndex(backend, { dim: dg, degree: 8 });
+    await index.add(xg.subarray(0, 2500 * dg));
+    await index.search(q, 5);
+    await index.add(xg.subarray(2500 * dg));
+    const before = index.memoryBytes;
+    const rows = index.graphRows;
+    // The added rows are read (as the walk's queries) before the old graph is released.
+    const store = (index as unknown as { store: { rowsAt: (ids: ArrayLike<number>) => Promise<unknown> } }).store;
+    const spy = vi.spyOn(store, 'rowsAt').mockRejectedValueOnce(new Error('device lost while reading rows'));
+    await expect(index.search(q, 5)).rejects.toThrow('device lost while reading rows');
+    spy.mockRestore();
+    expect(index.graphRows).toBe(rows);
+    expect(index.memoryBytes).toEqual(before);
+    await index.search(q, 1);
+    expect(index.extendedRows).toBe(xg.length / dg - 2500);
+    await index.dispose();
+  });
+
   it.skipIf(!graphBackends[0][1])('cpu: rows replaced after a failed extend are built anew, not extended from the stale graph', async () => {
     const backend = graphBackends[0][1]!;
     const index = new GraphIndex(backend, { dim: dg, degree: 8 });

@@ -227,7 +227,8 @@ export class GraphIndex extends FlatIndex {
    * Brings the graph up to date with the rows, after every operation called before it, as the
    * next search or save would (built, or extended where rows were only added), reporting its
    * progress; resolves at once where it is up to date. A build a search started already is
-   * waited for, without progress.
+   * waited for, without progress (so is one another buildGraph started: only the caller that
+   * started a build hears of it).
    */
   async buildGraph(options: GraphBuildOptions = {}): Promise<void> {
     this.queue.checkOpen('buildGraph');
@@ -419,8 +420,9 @@ export class GraphIndex extends FlatIndex {
     try {
       return await this.extendOnce(old, report);
     } catch (err) {
-      // Nothing of the extension stays; the graph it started from does, for the next search.
-      this.unextended = { n: old.n, nBuilt: old.nBuilt, rows: old.rows };
+      // Nothing of the extension stays; the graph it started from does, for the next search
+      // (still installed where the extension failed before it took the graph down).
+      if (!this.built) this.unextended = { n: old.n, nBuilt: old.nBuilt, rows: old.rows };
       throw err;
     }
   }

@@ -30,11 +30,13 @@ import { IvfFlatIndex } from '../ivf/ivf-flat-index.js';
 export type IntermediateGraph = 'auto' | 'exact' | 'ivf';
 
 /**
- * The phases of a graph's build (GraphBuildProgress): 'train' the k-means of an 'ivf'
- * intermediate graph (its iterations), 'intermediate' each row's nearest rows (rows done),
- * 'prune' the pruning and reverse edges (0, then 1 when done), 'connect' the rounds that link the
- * parts no walk reaches (rounds, up to their most; the last report is done = total), 'extend' the
- * rows added to a built graph linked into it (rows done).
+ * The phases of a graph's build (GraphBuildProgress), in their order:
+ *   'train'        the k-means of an 'ivf' intermediate graph (its iterations);
+ *   'intermediate' each row's nearest rows (rows done; for 'ivf', from the filling of its lists on);
+ *   'prune'        the pruning, the reverse edges and the graph's upload (0, then 1);
+ *   'connect'      the rounds that link the parts no walk reaches (rounds, up to their most: it
+ *                  jumps to the end where no part is left);
+ *   'extend'       instead of the first three, the rows added to a built graph, linked into it.
  */
 export type GraphBuildPhase = 'train' | 'intermediate' | 'prune' | 'connect' | 'extend';
 
@@ -154,6 +156,8 @@ export async function intermediateGraph(
   try {
     const train = (await sampleRows(store, n, Math.min(n, plan.nlist! * IVF_TRAIN_ROWS_PER_LIST))).x;
     await ivf.train(train, { onProgress: (e) => report({ phase: 'train', done: e.iteration, total: e.niter }) });
+    // Filling the lists and choosing nprobe belong to the nearest rows' phase.
+    report({ phase: 'intermediate', done: 0, total: n });
     for await (const block of store.readRows()) await ivf.add(block);
     if (nprobe === undefined) {
       tried = await tryNprobes(ivf, sample, kin, plan.nlist!);
