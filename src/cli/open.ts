@@ -79,18 +79,23 @@ export function reporting(file: VectorReader, label: string, onRead?: () => void
  */
 export async function buildIndex(backend: Backend, s: IndexSettings, file: VectorReader, hostCopy?: boolean, ids?: BigInt64Array): Promise<VectorIndex> {
   const index = createIndex(backend, file.dim, s.type, s.metric, { hostCopy, nprobe: s.nprobe });
-  const progress = new Map<string, Progress>();
-  const onProgress = (done: number, total: number, phase = 'adding'): void => {
-    if (!progress.has(phase)) progress.set(phase, new Progress(phase === 'assign' ? 'assigning to lists' : phase === 'add' ? 'adding to lists' : phase));
-    progress.get(phase)!.update(done, total);
-  };
+  const onProgress = phaseProgress();
   // Training is timed from the end of the sample's read, which reports its own time.
   let p: Progress | null = null;
   const sample = reporting(file, 'reading the training sample', () => (p = new Progress('training')));
   await index.train(sample, { onProgress: (e) => (p ??= new Progress('training')).update(e.iteration, e.niter), maxPoints: s.trainSample });
   await index.addFrom(file, { onProgress, ids });
-  await prepareIndex(index, s.type, onProgress);
+  await prepareIndex(index, s.type.type, onProgress);
   return index;
+}
+
+/** Progress on stderr with a bar for each phase reported (RowProgress's phase; 'adding' when none is named). */
+export function phaseProgress(): (done: number, total: number, phase?: string) => void {
+  const progress = new Map<string, Progress>();
+  return (done, total, phase = 'adding') => {
+    if (!progress.has(phase)) progress.set(phase, new Progress(phase === 'assign' ? 'assigning to lists' : phase === 'add' ? 'adding to lists' : phase));
+    progress.get(phase)!.update(done, total);
+  };
 }
 
 /**

@@ -19,7 +19,7 @@ import type { Metric } from '../types.js';
 
 import type { VectorIndex } from './vector-index.js';
 import type { IndexCore } from './index-core.js';
-import type { CreateIndexOptions, IndexKind, IndexType } from './kind.js';
+import type { CreateIndexOptions, IndexKind, IndexKindName, IndexType } from './kind.js';
 import { DEFAULT_KIND, INDEX_KINDS, indexKind } from './registry.js';
 import { InvalidArgumentError } from '../errors.js';
 
@@ -92,9 +92,9 @@ export function createIndex(backend: Backend, dim: number, type: IndexType, metr
 
 /**
  * Runs the kind's own work once an index's rows are in (IndexKind.prepare: CAGRA builds its
- * graph) on an index that createIndex made of `type`, with progress; resolves at once for a kind
- * without such work.
+ * graph) on an index of kind `kind` (IndexType.type; for a loaded index, its file type's kind), with
+ * progress; resolves at once for a kind without such work.
  */
-export async function prepareIndex(index: VectorIndex, type: IndexType, onProgress: (done: number, total: number, phase: string) => void): Promise<void> {
-  await indexKind(type.type).prepare?.(index as IndexCore, onProgress);
+export async function prepareIndex(index: VectorIndex, kind: IndexKindName, onProgress: (done: number, total: number, phase: string) => void): Promise<void> {
+  await indexKind(kind).prepare?.(index as IndexCore, onProgress);
 }

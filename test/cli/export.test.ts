@@ -101,6 +101,17 @@ describe('webgpu-knn export --format hnswlib', () => {
     }
   });
 
+  it('remove past the compaction fraction rebuilds the graph with progress before it saves', () => {
+    ok('build', '--input', 'x.npy', '--out', 'r.idx', '--type', `CAGRA${degree}`);
+    writeFileSync(at('quarter.txt'), `${Array.from({ length: 250 }, (_, i) => String(i)).join('\n')}\n`);
+    const err = ok('remove', '--index', 'r.idx', '--ids', 'quarter.txt');
+    const lines = err.split('\n');
+    const built = lines.findIndex((l) => l.includes(`graph: each row's nearest rows: ${n - 250}/${n - 250} (100%)`));
+    expect(built, err).toBeGreaterThanOrEqual(0);
+    expect(lines.findIndex((l) => l.startsWith('saving:'))).toBeGreaterThan(built);
+    expect(err).toContain(`ntotal ${n} -> ${n - 250}`);
+  });
+
   it('refuses an index that is not CAGRA and a format it does not write (exit 2, one line, nothing written)', () => {
     ok('build', '--input', 'x.npy', '--out', 'flat.idx');
     let r = cli('export', '--format', 'hnswlib', '--index', 'flat.idx', '--out', 'flat.hnsw');

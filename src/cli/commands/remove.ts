@@ -6,7 +6,9 @@ import { readIdFile } from '../../io/id-file.js';
 import type { Command } from '../command.js';
 import { backendChoice, parseFlags, required, text } from '../flags.js';
 import { BACKEND_OPT, ID_FILES, OUTPUTS } from '../help-text.js';
-import { indexHeaderOf, loadWithProgress, openBackend } from '../open.js';
+import { prepareIndex } from '../../indexes/factory.js';
+import { kindOfFileType } from '../../indexes/registry.js';
+import { indexHeaderOf, loadWithProgress, openBackend, phaseProgress } from '../open.js';
 import { checkOutputs, pathFlags } from '../paths.js';
 import { Progress } from '../progress.js';
 import { type Summary, jsonWanted } from '../report.js';
@@ -52,7 +54,7 @@ async function run(argv: string[]): Promise<Summary | undefined> {
   // the later rename would bring back the ids the other removed.
   const lock = lockFile(out, 'remove');
   try {
-    await indexHeaderOf('--index', source, 'remove');
+    const header = await indexHeaderOf('--index', source, 'remove');
     // Repeats removed: removing an id twice removes it once.
     const ids = BigInt64Array.from(new Set(await readIdFile(idsPath)));
     const backend = await openBackend(choice);
@@ -60,6 +62,8 @@ async function run(argv: string[]): Promise<Summary | undefined> {
       const index = await loadWithProgress(backend, source, false);
       const before = index.ntotal;
       const removed = await index.removeIds(ids);
+      // What the removal made the index redo before it saves (CAGRA after a compaction: its graph), with progress.
+      await prepareIndex(index, kindOfFileType(header.type).name, phaseProgress());
       const p = new Progress('saving');
       await index.save(out, { onProgress: (done, total) => p.update(done, total) });
       process.stderr.write(
