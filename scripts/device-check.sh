@@ -33,7 +33,8 @@ the CAGRA graph index (off unless GRAPH_ITOPK is set; after the Flat/IVF benches
 less, e.g. KS=10, or the graph the budget: the build at N = 1e6 is not yet timed on a GPU):
   GRAPH_ITOPK=   (empty: no graph step) the walk's itopk sweep at k = 10, e.g. 16,32,64
   GRAPH_DEGREE=32  GRAPH_TEAMS=auto (tuning.graphTeam: one bench each, e.g. auto,1,8,32: each
-             builds the graph again)  T_GRAPH=240 (each team)
+             builds the graph again)  GRAPH_WIDTH=1 (searchWidth: parents a walk expands an
+             iteration, for every itopk)  T_GRAPH=240 (each team)
   GT_BACKEND=auto  ground truth (device-gt.py) by torch on the GPU when it sees one, else numpy;
              torch | numpy forces one
 EOF
@@ -62,13 +63,13 @@ NLIST=${NLIST:-} NPROBE=${NPROBE:-1,4,16,64} NITER=${NITER:-10}
 BATCH=${BATCH:-1024} WARMUP=${WARMUP:-1} REPEATS=${REPEATS:-3}
 BUDGET_S=${BUDGET_S:-420} T_INFO=${T_INFO:-60} T_DATA=${T_DATA:-120} T_GT=${T_GT:-180}
 T_TORCH=${T_TORCH:-150} T_BENCH=${T_BENCH:-200}
-GRAPH_ITOPK=${GRAPH_ITOPK:-} GRAPH_DEGREE=${GRAPH_DEGREE:-32} GRAPH_TEAMS=${GRAPH_TEAMS:-auto} T_GRAPH=${T_GRAPH:-240}
+GRAPH_ITOPK=${GRAPH_ITOPK:-} GRAPH_DEGREE=${GRAPH_DEGREE:-32} GRAPH_TEAMS=${GRAPH_TEAMS:-auto} GRAPH_WIDTH=${GRAPH_WIDTH:-1} T_GRAPH=${T_GRAPH:-240}
 APP=${APP:-auto} TORCH_FLAT=${TORCH_FLAT:-.device/torch_flat.py}
 OUT=${OUT:-$root/bench-results/device-check}
 # Kept back from the budget for the summary and the copies at the end.
 RESERVE_S=15
 
-for v in N D NQ SEED NITER BATCH WARMUP REPEATS BUDGET_S T_INFO T_DATA T_GT T_TORCH T_BENCH GRAPH_DEGREE T_GRAPH; do
+for v in N D NQ SEED NITER BATCH WARMUP REPEATS BUDGET_S T_INFO T_DATA T_GT T_TORCH T_BENCH GRAPH_DEGREE GRAPH_WIDTH T_GRAPH; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "device-check: $v must be a whole number; got '${!v}'" >&2; exit 2; }
 done
 [[ $KS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "device-check: KS must be a comma list of whole numbers; got '$KS'" >&2; exit 2; }
@@ -135,7 +136,7 @@ finish() {
   local rc=$?
   trap - EXIT
   set +e
-  local title="device check: n=$N d=$D nq=$NQ k=$KS, clustered seed $SEED, nprobe $NPROBE${NLIST:+, nlist $NLIST}${GRAPH_ITOPK:+, CAGRA$GRAPH_DEGREE itopk $GRAPH_ITOPK teams $GRAPH_TEAMS}, batch $BATCH, $WARMUP warm-up + $REPEATS timed passes, $((SECONDS - start)) s"
+  local title="device check: n=$N d=$D nq=$NQ k=$KS, clustered seed $SEED, nprobe $NPROBE${NLIST:+, nlist $NLIST}${GRAPH_ITOPK:+, CAGRA$GRAPH_DEGREE itopk $GRAPH_ITOPK teams $GRAPH_TEAMS width $GRAPH_WIDTH}, batch $BATCH, $WARMUP warm-up + $REPEATS timed passes, $((SECONDS - start)) s"
   {
     if [ -n "${NODE:-}" ]; then
       "$NODE" "$root/scripts/device-summary.mjs" "$results" "$title"
@@ -186,7 +187,7 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "device-check: $(date -u +%FT%TZ) on $(uname -n), $(nproc) cores; settings: N=$N D=$D NQ=$NQ KS=$KS SEED=$SEED NLIST=${NLIST:-default} NPROBE=$NPROBE NITER=$NITER BATCH=$BATCH WARMUP=$WARMUP REPEATS=$REPEATS BUDGET_S=$BUDGET_S GRAPH_ITOPK=${GRAPH_ITOPK:-none} GRAPH_TEAMS=$GRAPH_TEAMS"
+echo "device-check: $(date -u +%FT%TZ) on $(uname -n), $(nproc) cores; settings: N=$N D=$D NQ=$NQ KS=$KS SEED=$SEED NLIST=${NLIST:-default} NPROBE=$NPROBE NITER=$NITER BATCH=$BATCH WARMUP=$WARMUP REPEATS=$REPEATS BUDGET_S=$BUDGET_S GRAPH_ITOPK=${GRAPH_ITOPK:-none} GRAPH_TEAMS=$GRAPH_TEAMS GRAPH_WIDTH=$GRAPH_WIDTH"
 on_gpu_machine=0
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv && on_gpu_machine=1
@@ -302,7 +303,7 @@ if [ -n "$GRAPH_ITOPK" ]; then
     mkdir -p "$dir"
     step "$name" "$T_GRAPH" --stdout "$dir/stdout.jsonl" "$NODE" "$CLI" bench compare --peers none --backend webgpu \
       --base "$work/base.npy" --query "$work/query.npy" --gt "$work/gt.ivecs" --nq "$NQ" --k 10 \
-      --index "CAGRA$GRAPH_DEGREE" --itopk "$GRAPH_ITOPK" --tuning "graphTeam=$team" --seed "$SEED" \
+      --index "CAGRA$GRAPH_DEGREE" --itopk "$GRAPH_ITOPK" --search-width "$GRAPH_WIDTH" --tuning "graphTeam=$team" --seed "$SEED" \
       --batch "$BATCH" --warmup "$WARMUP" --repeats "$REPEATS" --out "$dir" || true
   done
 fi
