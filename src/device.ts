@@ -161,6 +161,10 @@ export interface TopkArgs<B = DeviceBuffer> {
   id0: number;
   /** The running lists whose k-th entries bound each row (see the shader), or null on the first tile. */
   bound: { s: B; i: B; row0: number } | null;
+  /** Row r is the tile's column r (`scores[c * ldc + r]`, c < cols): `rows` columns of a tile of `cols` rows. */
+  transposed?: boolean;
+  /** Each score plus `buf[bias0 + the tile's row]` (f32; the tile's row is the list's row, or transposed, the candidate's), or none. */
+  bias?: { buf: B; bias0: number } | null;
 }
 
 export interface TopkMergeArgs<B = DeviceBuffer> {

@@ -9,6 +9,8 @@
  * (`bound[(row0 + r) * k + k - 1]`) cannot reach the final k and are skipped.
  *
  * Layout: `scores[r * ldc + c]` for r < rows, c < cols; the id of column c is `id0 + c`.
+ * Transposed: row r reads the tile's column r, `scores[c * ldc + r]`. Bias: each score plus
+ * `bias.s[bias0 + the tile's row]` (r, or transposed c), rounded to float32 as the GPU adds.
  * Segment g covers columns [g * segLen, min(cols, (g + 1) * segLen)).
  * Output `outS` / `outI`: `rows * nseg * k`, list (r, g) at offset `(r * nseg + g) * k`.
  * Method: a max-heap of the best (up to) k so far (root = the worst kept), then a heapsort of the
@@ -90,6 +92,8 @@ export function topk(
   outS: Float32Array,
   outI: Uint32Array,
   bound: { s: Float32Array; i: Uint32Array; row0: number } | null = null,
+  transposed = false,
+  bias: { s: Float32Array; bias0: number } | null = null,
 ): void {
   for (let r = 0; r < rows; r++) {
     let bs = Infinity;
@@ -103,7 +107,8 @@ export function topk(
       const end = Math.min(cols, (g + 1) * segLen);
       let m = 0; // entries kept, <= k
       for (let c = g * segLen; c < end; c++) {
-        const s = scores[r * ldc + c];
+        let s = transposed ? scores[c * ldc + r] : scores[r * ldc + c];
+        if (bias) s = Math.fround(s + bias.s[bias.bias0 + (transposed ? c : r)]);
         const id = id0 + c;
         if (better(s, id, bs, bi)) m = heapOffer(outS, outI, off, m, k, s, id);
       }

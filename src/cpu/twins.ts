@@ -48,7 +48,7 @@ export const TWINS: CpuTwins = {
   },
   'topk': (c, f, u) => {
     topk(f(c.scores), c.ldc, c.rows, c.cols, c.id0, c.k, c.nseg, c.segLen, f(c.outS), u(c.outI),
-      c.bound ? { s: f(c.bound.s), i: u(c.bound.i), row0: c.bound.row0 } : null);
+      c.bound ? { s: f(c.bound.s), i: u(c.bound.i), row0: c.bound.row0 } : null, c.transposed ?? false, c.bias ? { s: f(c.bias.buf), bias0: c.bias.bias0 } : null);
   },
   'topk-merge': (c, f, u) => {
     const at = c.row0 * c.k;

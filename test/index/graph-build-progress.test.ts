@@ -1,7 +1,7 @@
 /**
  * A graph build's progress (GraphIndex.buildGraph, GraphBuildProgress): each phase it runs, in
- * order, its reports counting up to done = total; an exact intermediate graph searched in pieces
- * (for its progress) is the graph of one search of every row; an extension reports its added rows;
+ * order, its reports counting up to done = total; the exact intermediate graph (src/plans/self-knn.ts)
+ * is, on rows whose scores are exact, the graph of one search of every row; an extension reports its added rows;
  * an up-to-date graph reports nothing and a search after buildGraph builds nothing. The CLI's
  * `build` prints the phases (test/cli: the kind's prepare).
  */
@@ -35,7 +35,7 @@ function phasesOf(reports: GraphBuildProgress[]): string[] {
 }
 
 describe('graph build progress', () => {
-  it('an exact build: the nearest rows (in pieces of 2,048 rows, each reported), pruning, connecting; nothing more once built', async () => {
+  it('an exact build: the nearest rows (as each tile of rows is final), pruning, connecting; nothing more once built', async () => {
     const n = 5000;
     const d = 8;
     const index = new GraphIndex(cpu, { dim: d, degree: 8 });
@@ -43,7 +43,9 @@ describe('graph build progress', () => {
     const reports: GraphBuildProgress[] = [];
     await index.buildGraph({ onProgress: (p) => reports.push({ ...p }) });
     expect(phasesOf(reports)).toEqual(['intermediate', 'prune', 'connect']);
-    expect(reports.filter((p) => p.phase === 'intermediate').map((p) => p.done)).toEqual([0, 2048, 4096, 5000]);
+    const rowsDone = reports.filter((p) => p.phase === 'intermediate').map((p) => p.done);
+    expect(rowsDone.length).toBeGreaterThan(3);
+    expect(rowsDone[0]).toBe(0);
     expect(reports.find((p) => p.phase === 'intermediate')!.total).toBe(n);
     const rows = index.graphRows;
     // Up to date: no build, no report; a search uses the same graph.
@@ -59,7 +61,7 @@ describe('graph build progress', () => {
     ['cpu', cpu],
     ['webgpu', gpu],
   ] as const) {
-    it.skipIf(!backend)(`${name}: the exact intermediate graph searched in pieces is the graph of one search of every row`, async () => {
+    it.skipIf(!backend)(`${name}: the exact intermediate graph (each pair scored once) is the graph of one search of every row`, async () => {
       const n = 4500;
       const d = 6;
       const kin = 16;

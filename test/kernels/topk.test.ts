@@ -94,6 +94,41 @@ describe.skipIf(!gpu)('gpu topk and topk-merge vs cpu twins', () => {
     }
   }
 
+  // A self-join tile selected along its columns, with the candidates' norms added: [tile rows, tile cols, ldc, k, nseg].
+  for (const [tileRows, tileCols, ldc, k, nseg] of [
+    [7, 5, 9, 3, 1],
+    [40, 33, 40, 10, 3],
+    [70, 64, 70, 65, 2],
+  ]) {
+    for (const transposed of [false, true]) {
+      it(`${transposed ? 'transposed' : 'row-wise'}, with a bias: tile ${tileRows} x ${tileCols}, k=${k}, nseg=${nseg}, bounded`, async () => {
+        const h = new KernelHarness(gpu!);
+        const scores = scoresFor(tileRows * ldc, tileRows + k, 'floats');
+        const bias = scoresFor(tileRows + 5, 7, 'floats').map((v) => (v + 1) * 3);
+        const [rows, cols] = transposed ? [tileCols, tileRows] : [tileRows, tileCols];
+        const segLen = Math.ceil(cols / nseg);
+        const len = rows * nseg * k;
+        // A running list to bound by (rows 2 .. of it: row0 = 2).
+        const boundS = Float32Array.from({ length: (rows + 2) * k }, (_, i) => (i % k) * 0.5);
+        const boundI = Uint32Array.from({ length: (rows + 2) * k }, (_, i) => 5000 + i);
+        const partS = h.output(len, POISON);
+        const partI = h.output(len, POISON);
+        const args = { rows, cols, ldc, k, nseg, segLen, id0: 300, transposed };
+        encodeTopk(h.kernels, {
+          ...args, scores: h.upload(scores), outS: partS, outI: partI,
+          bound: { s: h.upload(boundS), i: h.upload(boundI), row0: 2 }, bias: { buf: h.upload(bias), bias0: 5 },
+        });
+        await h.run();
+        const wantS = new Float32Array(len);
+        const wantI = new Uint32Array(len);
+        topk(scores, ldc, rows, cols, 300, k, nseg, segLen, wantS, wantI, { s: boundS, i: boundI, row0: 2 }, transposed, { s: bias, bias0: 5 });
+        expect(Array.from(await h.readU32(partI, len)), 'ids').toEqual(Array.from(wantI));
+        expect(Array.from(await h.readF32(partS, len)), 'scores').toEqual(Array.from(wantS));
+        h.dispose();
+      });
+    }
+  }
+
   it('merge with first = true ignores the running list', async () => {
     const h = new KernelHarness(gpu!);
     const k = 4;
@@ -110,6 +145,26 @@ describe.skipIf(!gpu)('gpu topk and topk-merge vs cpu twins', () => {
     expect(Array.from(await h.readF32(outS, k))).toEqual([1, 3, 3, 4]);
     expect(Array.from(await h.readU32(outI, k))).toEqual([8, 7, 9, 1]);
     h.dispose();
+  });
+});
+
+describe('topk twin: transposed and with a bias', () => {
+  it('row r of a transposed tile is its column r; the bias is the tile row\'s, the candidate\'s', () => {
+    // A 3 x 2 tile (ldc 2): column 0 is [4, 1, 3], column 1 [0, 2, 2]; biases of tile rows 0..2: 10, 20, 0.5.
+    const scores = new Float32Array([4, 0, 1, 2, 3, 2]);
+    const bias = new Float32Array([99, 10, 20, 0.5]); // bias0 = 1
+    const outS = new Float32Array(2 * 2);
+    const outI = new Uint32Array(2 * 2);
+    topk(scores, 2, 2, 3, 100, 2, 1, 3, outS, outI, null, true, { s: bias, bias0: 1 });
+    // Column 0: 4 + 10, 1 + 20, 3 + 0.5 -> (3.5, 102), (14, 100); column 1: 10, 22, 2.5 -> (2.5, 102), (10, 100).
+    expect(Array.from(outS)).toEqual([3.5, 14, 2.5, 10]);
+    expect(Array.from(outI)).toEqual([102, 100, 102, 100]);
+    // Row-wise, the bias is the row's own: row 1 is [1, 2] + 20.
+    const rs = new Float32Array(6);
+    const ri = new Uint32Array(6);
+    topk(scores, 2, 3, 2, 100, 2, 1, 2, rs, ri, null, false, { s: bias, bias0: 1 });
+    expect(Array.from(rs)).toEqual([10, 14, 21, 22, 2.5, 3.5]);
+    expect(Array.from(ri)).toEqual([101, 100, 100, 101, 101, 100]);
   });
 });
 

@@ -50,6 +50,7 @@ export const ENCODERS: GpuEncoders = {
     encodeTopk(k, {
       ...call, scores: b(call.scores), outS: b(call.outS), outI: b(call.outI),
       bound: call.bound ? { s: b(call.bound.s), i: b(call.bound.i), row0: call.bound.row0 } : null,
+      bias: call.bias ? { buf: b(call.bias.buf), bias0: call.bias.bias0 } : null,
     }),
   'topk-merge': (k, call, b) =>
     encodeTopkMerge(k, {

@@ -17,9 +17,9 @@ export function encodeTopk(kernels: Kernels, a: TopkArgs<GPUBuffer>): void {
   kernels.recorder.dispatch(
     'topk',
     kernels.pipelines.get('topk', { WG, K_CAP: kBucket(a.k) }),
-    [a.rows, a.cols, a.ldc, a.k, a.nseg, a.segLen, a.id0, a.bound ? 1 : 0, a.bound?.row0 ?? 0],
-    // Without a bound the shader reads nothing from bound_*; any buffer satisfies the layout.
-    [a.scores, a.bound?.s ?? a.scores, a.bound?.i ?? a.scores, a.outS, a.outI],
+    [a.rows, a.cols, a.ldc, a.k, a.nseg, a.segLen, a.id0, a.bound ? 1 : 0, a.bound?.row0 ?? 0, a.transposed ? 1 : 0, a.bias ? 1 : 0, a.bias?.bias0 ?? 0],
+    // Without a bound (a bias) the shader reads nothing from bound_* (bias); any buffer satisfies the layout.
+    [a.scores, a.bound?.s ?? a.scores, a.bound?.i ?? a.scores, a.outS, a.outI, a.bias?.buf ?? a.scores],
     kernels.fold(a.rows * a.nseg, WG),
   );
 }

@@ -2,8 +2,10 @@
  * The intermediate graph a CAGRA build prunes: each row's `kin` nearest other rows (PAD_ID where a
  * row has fewer), row-major, `n * kin` slots. Two ways to make it (cuVS builds it by IVF-PQ or
  * NN-descent; we use our own plans):
- *   - 'exact': the flat search of the rows against themselves, n^2 d work: exact, and the default
- *     while n^2 d <= GRAPH_EXACT_KNN_MAX_WORK (Fashion-MNIST's 60,000 x 784 is 2.8e12);
+ *   - 'exact': the rows joined with themselves, each pair scored once (src/plans/self-knn.ts;
+ *     where its lists exceed one binding, every row searched for against all), n^2 d / 2 work:
+ *     exact, and the default while n^2 d <= GRAPH_EXACT_KNN_MAX_WORK (Fashion-MNIST's 60,000 x 784
+ *     is 2.8e12);
  *   - 'ivf': an IVF-Flat index of the rows (nlist = round(sqrt(8 n)), k-means on a seeded sample
  *     of 64 rows a list), each row searched in the nprobe lists nearest it, about nprobe / nlist of
  *     the exact work; a row's own list is always among them, so it finds itself and is left out.
@@ -26,6 +28,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import { type KernelMetric, PAD_ID } from '../../kernel-facts.js';
 import type { BaseStore } from '../../contracts.js';
 import { IvfFlatIndex } from '../ivf/ivf-flat-index.js';
+import { selfKnn, selfKnnFits } from '../../plans/self-knn.js';
 
 export type IntermediateGraph = 'auto' | 'exact' | 'ivf';
 
@@ -51,8 +54,8 @@ export interface GraphBuildProgress {
 export type GraphBuildReport = (progress: GraphBuildProgress) => void;
 
 /**
- * Rows of the exact self-search a call, for progress: a 64th of the rows, at least 2,048 (the
- * flat plan tiles its queries itself, and each row's result does not depend on its batch). The
+ * Rows of the exact self-search a call where the self-join cannot run (its lists past one
+ * binding), for progress: a 64th of the rows, at least 2,048 (the flat plan tiles its queries itself, and each row's result does not depend on its batch). The
  * IVF self-search takes a block of the store a call: it chooses its strategy by the queries a
  * list, and a smaller batch would scan where the whole block runs as GEMMs.
  */
@@ -145,6 +148,15 @@ export async function intermediateGraph(
     }
   };
   if (plan.method === 'exact') {
+    if (selfKnnFits(backend.device, store, kin + 1)) {
+      // Each pair of rows scored once (the self-join); progress as each tile of rows is final.
+      report({ phase: 'intermediate', done: 0, total: n });
+      const r = await selfKnn(backend.device, store, kin + 1, metric, (done) => report({ phase: 'intermediate', done, total: n }));
+      const own = dropSelf(r.labels, r.distances, n, kin, 0).labels;
+      for (let j = 0; j < own.length; j++) knn[j] = own[j] >= 0 ? own[j] : PAD_ID;
+      return { knn, info: plan };
+    }
+    // Lists past one binding: each row searched for against every row.
     await searchAll(exactSearchRows(n), (x, rows) => backend.searchFlat(store, x, rows, kin + 1, metric));
     return { knn, info: plan };
   }

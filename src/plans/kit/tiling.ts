@@ -74,6 +74,16 @@ export function scoreTiles(device: Device, nq: number, ntotal: number, chunkRows
 }
 
 /**
+ * The kNN self-join's tile (src/plans/self-knn.ts): T rows against T rows, a score tile as
+ * scoreTiles sizes one; null where its running lists (n rows of k (score, id)) exceed one binding.
+ */
+export function selfKnnTile(device: Device, n: number, chunkRows: number, k: number): number | null {
+  if (n * k * 4 > device.limits.maxBindingBytes) return null;
+  const { tileCols, queryTile } = scoreTiles(device, n, n, chunkRows);
+  return Math.max(1, Math.min(tileCols, queryTile));
+}
+
+/**
  * Segments per query row of a score tile for the selection: enough parallel work in total
  * (`tuning.selectInvocations`), but each segment costs a heap of k, so no more than needed; few
  * enough for large k; and the partial lists (rows x nseg x k) within one binding.
