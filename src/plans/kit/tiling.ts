@@ -5,7 +5,7 @@
  * lowered limit in a test drives exactly the splits that large data needs on a real device.
  */
 import type { Device } from '../../device.js';
-import { MERGE_ROUND } from '../../kernel-facts.js';
+import { HEAP_MAX_K, MERGE_ROUND } from '../../kernel-facts.js';
 
 import type { RowFormat } from '../../contracts.js';
 import { rowsPerBinding } from '../../stores/chunking.js';
@@ -74,13 +74,15 @@ export function scoreTiles(device: Device, nq: number, ntotal: number, chunkRows
 }
 
 /**
- * The kNN self-join's tile (src/plans/self-knn.ts): T rows against T rows, a score tile as
- * scoreTiles sizes one; null where its running lists (n rows of k (score, id)) exceed one binding.
+ * The kNN self-join's tile (src/plans/self-knn.ts): T rows against T rows, the largest square
+ * score tile within the score budget (at most tileCols and a chunk wide); null where its running
+ * lists (n rows of k (score, id)) exceed one binding or k exceeds the heaps' HEAP_MAX_K.
  */
 export function selfKnnTile(device: Device, n: number, chunkRows: number, k: number): number | null {
-  if (n * k * 4 > device.limits.maxBindingBytes) return null;
-  const { tileCols, queryTile } = scoreTiles(device, n, n, chunkRows);
-  return Math.max(1, Math.min(tileCols, queryTile));
+  const { tuning, limits } = device;
+  if (n * k * 4 > limits.maxBindingBytes || k > HEAP_MAX_K) return null;
+  const budget = Math.min(limits.maxBindingBytes, tuning.scoreTileBytes);
+  return Math.max(1, Math.min(Math.floor(Math.sqrt(budget / 4)), tuning.tileCols, limits.maxTileCols, 65535, chunkRows, Math.max(1, n)));
 }
 
 /**
