@@ -1,10 +1,11 @@
 // topk.wgsl: per row of a score tile and per segment of that row, the k best (score, id), best first.
 //   segment g of row r covers columns [g * seg_len, min(cols, (g + 1) * seg_len)); column c has id
 //   id0 + c; output list (r, g) is out_s/out_i[(r * nseg + g) * k .. + k).
-// Transposed (transposed == 1): row r is column r of the tile, its column c the tile's row c
+// Transposed (TRANSPOSED == 1): row r is column r of the tile, its column c the tile's row c
 //   (scores[c * ldc + r]): a self-join's one tile selected along its columns too.
-// Bias (use_bias == 1): each score plus bias[bias0 + the tile's row] (a row's own squared norm, or
+// Bias (BIAS == 1): each score plus bias[bias0 + the tile's row] (a row's own squared norm, or
 //   transposed, the candidate's: a self-join's full l2 distances), added in f32.
+// TRANSPOSED and BIAS are substituted into the text like K_CAP: a plain scan compiles without them.
 // CPU twin: src/cpu/topk.ts.
 // Order: (score, id) ascending, equal scores break on the smaller id (the same total order on GPU
 // and CPU). Short segments are padded with (+inf, 0xffffffff), which reads as id -1 on the host.
@@ -23,6 +24,8 @@
 //!include heap.wgsl
 
 const K_CAP: u32 = 16u;
+const TRANSPOSED: u32 = 0u;
+const BIAS: u32 = 0u;
 override WG: u32 = 64u;
 
 struct Params {
@@ -35,9 +38,7 @@ struct Params {
   id0: u32,       // id of column 0
   use_bound: u32, // 1: skip candidates no better than the running k-th best
   row0: u32,      // first row of the running lists
-  transposed: u32, // 1: row r reads the tile's column r
-  use_bias: u32,  // 1: add bias[bias0 + tile row] to each score
-  bias0: u32,
+  bias0: u32,     // BIAS: the bias of the tile's row 0
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -68,11 +69,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   let start = seg * p.seg_len;
   let end = min(p.cols, start + p.seg_len);
-  let tr = p.transposed == 1u;
+  let tr = TRANSPOSED == 1u;
   var m = 0u;  // entries kept, <= k
   for (var c = start; c < end; c++) {
     var s = scores[select(row * p.ldc + c, c * p.ldc + row, tr)];
-    if (p.use_bias == 1u) {
+    if (BIAS == 1u) {
       s = s + bias[p.bias0 + select(row, c, tr)];
     }
     let id = p.id0 + c;

@@ -55,11 +55,10 @@ export function rangeRescore(
   const block: Float32Array[] = new Array<Float32Array>(EXACT_BLOCK);
   const blockKeys = new Float64Array(EXACT_BLOCK);
   let waiting = 0;
-  /** Appends the waiting rows' keys to `keys` (a short block padded with its last row). */
+  /** Appends the waiting rows' keys to `keys`. */
   const flush = (q: number): void => {
     if (waiting === 0) return;
-    for (let b = waiting; b < EXACT_BLOCK; b++) block[b] = block[waiting - 1];
-    key(q, block, blockKeys);
+    key(q, block, waiting, blockKeys);
     for (let b = 0; b < waiting; b++) keys.push(blockKeys[b]);
     waiting = 0;
   };

@@ -81,8 +81,7 @@ export function rescore(
       }
       if (nb === 0) break;
       for (let b = 0; b < nb; b++) blockRows[b] = rowAt(block[b]);
-      for (let b = nb; b < EXACT_BLOCK; b++) blockRows[b] = blockRows[nb - 1];
-      score(r, blockRows, blockKeys);
+      score(r, blockRows, nb, blockKeys);
       for (let b = 0; b < nb; b++) {
         const id = block[b];
         const key = blockKeys[b];
@@ -109,11 +108,14 @@ export function rescore(
 export const EXACT_BLOCK = 4;
 
 /**
- * Scores EXACT_BLOCK stored rows `x` (their first `d` floats each; pass a row twice where there
- * are fewer) against query row r of `xq` (`nq * d`): `out[i]` is the exact minimised float64
- * score of `x[i]`.
+ * Scores the first `n` (1 .. EXACT_BLOCK) stored rows of `x` (their first `d` floats each; `x`
+ * has room for EXACT_BLOCK, the rest filled with the last row) against query row r of `xq`
+ * (`nq * d`): `out[i]` is the exact minimised float64 score of `x[i]`, for i < n.
  */
-export type ExactScorer = (r: number, x: readonly Float32Array[], out: Float64Array) => void;
+export type ExactScorer = (r: number, x: Float32Array[], n: number, out: Float64Array) => void;
+
+/** ExactScorer's work on a full block of EXACT_BLOCK rows. */
+type BlockScorer = (r: number, x: readonly Float32Array[], out: Float64Array) => void;
 
 /**
  * The exact minimised float64 scores of query rows against stored rows, each accumulated in
@@ -123,6 +125,15 @@ export type ExactScorer = (r: number, x: readonly Float32Array[], out: Float64Ar
  * same sum, in the same order, as one row alone.
  */
 export function exactScorer(metric: Metric, xq: Float32Array, nq: number, d: number): ExactScorer {
+  const full = blockScorer(metric, xq, nq, d);
+  return (r, x, n, out) => {
+    for (let b = n; b < EXACT_BLOCK; b++) x[b] = x[n - 1];
+    full(r, x, out);
+  };
+}
+
+/** The metric's four sums a column over a full block (see exactScorer). */
+function blockScorer(metric: Metric, xq: Float32Array, nq: number, d: number): BlockScorer {
   if (metric === 'l2') {
     return (r, x, out) => {
       const q = r * d;

@@ -16,8 +16,8 @@ export function kBucket(k: number): number {
 export function encodeTopk(kernels: Kernels, a: TopkArgs<GPUBuffer>): void {
   kernels.recorder.dispatch(
     'topk',
-    kernels.pipelines.get('topk', { WG, K_CAP: kBucket(a.k) }),
-    [a.rows, a.cols, a.ldc, a.k, a.nseg, a.segLen, a.id0, a.bound ? 1 : 0, a.bound?.row0 ?? 0, a.transposed ? 1 : 0, a.bias ? 1 : 0, a.bias?.bias0 ?? 0],
+    kernels.pipelines.get('topk', { WG, K_CAP: kBucket(a.k), TRANSPOSED: a.transposed ? 1 : 0, BIAS: a.bias ? 1 : 0 }),
+    [a.rows, a.cols, a.ldc, a.k, a.nseg, a.segLen, a.id0, a.bound ? 1 : 0, a.bound?.row0 ?? 0, a.bias?.bias0 ?? 0],
     // Without a bound (a bias) the shader reads nothing from bound_* (bias); any buffer satisfies the layout.
     [a.scores, a.bound?.s ?? a.scores, a.bound?.i ?? a.scores, a.outS, a.outI, a.bias?.buf ?? a.scores],
     kernels.fold(a.rows * a.nseg, WG),

@@ -53,21 +53,6 @@ export interface GraphBuildProgress {
 /** Hears of a graph build's progress (each phase it runs ends with a report of done = total). */
 export type GraphBuildReport = (progress: GraphBuildProgress) => void;
 
-/**
- * Rows of the exact self-search a call where the self-join cannot run (its lists past one
- * binding), for progress: a 64th of the rows, at least 2,048 (the flat plan tiles its queries itself, and each row's result does not depend on its batch). The
- * IVF self-search takes a block of the store a call: it chooses its strategy by the queries a
- * list, and a smaller batch would scan where the whole block runs as GEMMs.
- */
-function exactSearchRows(n: number): number {
-  return Math.max(2048, Math.ceil(n / 64));
-}
-
-/** The rows of `block` (rows of `d`) in pieces of at most `rows` rows, with the row each starts at. */
-function* pieces(block: Float32Array, d: number, rows: number): Generator<Float32Array> {
-  for (let r0 = 0; r0 * d < block.length; r0 += rows) yield block.subarray(r0 * d, Math.min(block.length, (r0 + rows) * d));
-}
-
 /** n^2 d at most for which 'auto' makes the intermediate graph exactly (above: 'ivf'); at d = 128, 176,776 rows. */
 export const GRAPH_EXACT_KNN_MAX_WORK = 4e12;
 /** The most lists an 'ivf' intermediate graph scans a row where nprobe is chosen (the fixed default until 2026-12-03). */
@@ -131,33 +116,32 @@ export async function intermediateGraph(
   report: GraphBuildReport = () => {},
 ): Promise<{ knn: Uint32Array; info: IntermediateGraphInfo }> {
   const knn = new Uint32Array(n * kin);
-  const d = store.d;
-  let row0 = 0;
-  // Every row searched for, in pieces (progress after each): `search` gives a piece's kin + 1 nearest rows.
-  const searchAll = async (pieceRows: number, search: (x: Float32Array, rows: number) => Promise<{ labels: ArrayLike<number>; distances: Float32Array }>): Promise<void> => {
-    report({ phase: 'intermediate', done: 0, total: n });
+  /** Puts rows row0 .. row0 + rows - 1's results (kin + 1 a row, the row itself among them) into knn. */
+  const put = (labels: ArrayLike<number>, distances: Float32Array, rows: number, row0: number): void => {
+    const own = dropSelf(labels, distances, rows, kin, row0).labels;
+    for (let j = 0; j < own.length; j++) knn[row0 * kin + j] = own[j] >= 0 ? own[j] : PAD_ID;
+  };
+  // Every row searched for, a store block a call (progress after each): `search` gives a block's kin + 1 nearest rows.
+  const searchAll = async (search: (x: Float32Array, rows: number) => Promise<{ labels: ArrayLike<number>; distances: Float32Array }>): Promise<void> => {
+    let row0 = 0;
     for await (const block of store.readRows()) {
-      for (const x of pieces(block, d, pieceRows)) {
-        const rows = x.length / d;
-        const r = await search(x, rows);
-        const own = dropSelf(r.labels, r.distances, rows, kin, row0).labels;
-        for (let j = 0; j < own.length; j++) knn[row0 * kin + j] = own[j] >= 0 ? own[j] : PAD_ID;
-        row0 += rows;
-        report({ phase: 'intermediate', done: row0, total: n });
-      }
+      const rows = block.length / store.d;
+      const r = await search(block, rows);
+      put(r.labels, r.distances, rows, row0);
+      row0 += rows;
+      report({ phase: 'intermediate', done: row0, total: n });
     }
   };
   if (plan.method === 'exact') {
+    report({ phase: 'intermediate', done: 0, total: n });
     if (selfKnnFits(backend.device, store, kin + 1)) {
       // Each pair of rows scored once (the self-join); progress as each tile of rows is final.
-      report({ phase: 'intermediate', done: 0, total: n });
       const r = await selfKnn(backend.device, store, kin + 1, metric, (done) => report({ phase: 'intermediate', done, total: n }));
-      const own = dropSelf(r.labels, r.distances, n, kin, 0).labels;
-      for (let j = 0; j < own.length; j++) knn[j] = own[j] >= 0 ? own[j] : PAD_ID;
-      return { knn, info: plan };
+      put(r.labels, r.distances, n, 0);
+    } else {
+      // Lists past one binding: each row searched for against every row.
+      await searchAll((x, rows) => backend.searchFlat(store, x, rows, kin + 1, metric));
     }
-    // Lists past one binding: each row searched for against every row.
-    await searchAll(exactSearchRows(n), (x, rows) => backend.searchFlat(store, x, rows, kin + 1, metric));
     return { knn, info: plan };
   }
   // The rows are prepared already (unit norm for cosine): inner product on them is cosine's order.
@@ -175,7 +159,7 @@ export async function intermediateGraph(
       tried = await tryNprobes(ivf, sample, kin, plan.nlist!);
       nprobe = tried[tried.length - 1].nprobe;
     }
-    await searchAll(Infinity, (x) => ivf.search(x, kin + 1, { nprobe }));
+    await searchAll((x) => ivf.search(x, kin + 1, { nprobe }));
   } finally {
     await ivf.dispose();
   }
